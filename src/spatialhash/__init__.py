@@ -1,0 +1,35 @@
+"""spatialhash: spatial hashing for points in 1-, 2- and 3-D.
+
+Build a `Grid` over an (n, d) array once, then ask which pairs are closer than r, who is
+near a point, the k nearest, or what lies in a box. Results are exact and match
+``scipy.spatial.cKDTree`` where the query is the same.
+"""
+
+from __future__ import annotations
+
+from ._results import KNearest, Neighbors, Pairs
+from .grid import Grid
+
+__version__ = "0.1.0"
+
+__all__ = ["Grid", "KNearest", "Neighbors", "Pairs", "query_pairs", "__version__"]
+
+
+def query_pairs(points, r=None, *, radii=None, box=None, periodic=None,
+                return_distances=False, n_threads=None) -> Pairs:
+    """Every pair of ``points`` within ``r`` (or within the sum of their ``radii``).
+
+    A one-call form of ``Grid(points, cell_size=reach, ...).query_pairs(...)`` with the cell
+    size set to the search reach (``r``, or ``2 * max(radii)``). See `Grid.query_pairs`.
+    """
+    import numpy as np
+
+    reach = None
+    if radii is not None:
+        largest = np.max(radii) if np.size(radii) else 0.0
+        reach = 2.0 * float(largest) if np.isfinite(largest) else None
+    elif isinstance(r, (int, float)) and not isinstance(r, bool) and np.isfinite(r):
+        reach = float(r)
+    cell_size = reach if reach is not None and reach > 0 else None
+    grid = Grid(points, cell_size, box=box, periodic=periodic, n_threads=n_threads)
+    return grid.query_pairs(r, radii=radii, return_distances=return_distances)

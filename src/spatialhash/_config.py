@@ -1,0 +1,69 @@
+"""Numba configuration in one place: the jit decorators, the threading layer, thread counts.
+
+Every kernel module takes its decorators from here, so the caching and floating-point policy
+is set once. ``fastmath`` stays off on purpose: the tests compare our results bit for bit with
+plain-NumPy oracles that use the same arithmetic, and reassociation would break that
+(a pair at exactly ``distance == r`` must be decided the same way everywhere).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+import numba
+
+# The OpenMP layer starts a parallel region in about 13 us on a 2-core machine, the
+# workqueue layer in about 90 us (benchmarks/bench_threading.py). A simulation that asks for
+# all pairs among 5,000 points every frame pays that start on every call, so OpenMP goes
+# first. A user's explicit NUMBA_THREADING_LAYER still wins.
+if "NUMBA_THREADING_LAYER" not in os.environ:
+    numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
+
+#: Options shared by every kernel: compiled code is cached on disk, no fast-math.
+_JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": False, "error_model": "numpy"}
+
+
+def jit(func):
+    """Compile ``func`` as a sequential, cached numba kernel."""
+    return numba.njit(**_JIT_OPTIONS)(func)
+
+
+def jit_parallel(func):
+    """Compile ``func`` as a cached numba kernel whose ``prange`` loops run on all threads."""
+    return numba.njit(parallel=True, **_JIT_OPTIONS)(func)
+
+
+def check_n_threads(n_threads: int | None) -> int | None:
+    """Validate a user's thread count; ``None`` means numba's default (all cores)."""
+    if n_threads is None:
+        return None
+    if isinstance(n_threads, bool) or not isinstance(n_threads, (int,)) and not (
+        hasattr(n_threads, "__index__")
+    ):
+        raise TypeError(f"`n_threads` must be an integer or None; got {n_threads!r}.")
+    n_threads = int(n_threads)
+    limit = numba.config.NUMBA_NUM_THREADS
+    if n_threads == -1:
+        return limit
+    if not 1 <= n_threads <= limit:
+        raise ValueError(
+            f"`n_threads` must be -1 or between 1 and {limit} (NUMBA_NUM_THREADS); "
+            f"got {n_threads}."
+        )
+    return n_threads
+
+
+@contextlib.contextmanager
+def threads(n_threads: int | None) -> Iterator[None]:
+    """Run the body with numba's thread count set to ``n_threads`` (``None``: unchanged)."""
+    if n_threads is None:
+        yield
+        return
+    previous = numba.get_num_threads()
+    numba.set_num_threads(n_threads)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)

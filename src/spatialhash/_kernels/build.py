@@ -1,0 +1,211 @@
+"""Building the grid: cell coordinates, the cell lookup (dense or hashed), the counting sort."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._config import jit
+from .cells import find_cell, floor_to_int, hash_cell
+
+
+@jit
+def dense_cell_ids(coords, n_cells):
+    """Dense mode: occupied-cell ids in row-major cell order (x fastest) and the lookup.
+
+    Returns ``(cell_id, n_occupied, dense_lookup, dense_start)``: ``dense_lookup`` maps the
+    linear index of every cell in the box of cells to its occupied-cell id or -1, and
+    ``dense_start`` counts the points before each linear index (see `GridState`).
+    """
+    n = coords.shape[0]
+    n_linear = n_cells[0] * n_cells[1] * n_cells[2]
+    linear = np.empty(n, np.int64)
+    dense_start = np.zeros(n_linear + 1, np.int64)
+    for i in range(n):
+        key = (coords[i, 2] * n_cells[1] + coords[i, 1]) * n_cells[0] + coords[i, 0]
+        linear[i] = key
+        dense_start[key + 1] += 1
+    dense_lookup = np.empty(n_linear, np.int64)
+    n_occupied = 0
+    for key in range(n_linear):
+        if dense_start[key + 1] != 0:
+            dense_lookup[key] = n_occupied
+            n_occupied += 1
+        else:
+            dense_lookup[key] = -1
+        dense_start[key + 1] += dense_start[key]
+    cell_id = np.empty(n, np.int64)
+    for i in range(n):
+        cell_id[i] = dense_lookup[linear[i]]
+    return cell_id, n_occupied, dense_lookup, dense_start
+
+
+@jit
+def hashed_cell_ids(coords):
+    """Sparse mode: provisional occupied-cell ids in order of first appearance.
+
+    Returns ``(cell_id, unique_coords, hash_keys, hash_ids)``; the table has a power-of-two
+    capacity of at least twice the number of points, so probes stay short.
+    """
+    n = coords.shape[0]
+    capacity = 16
+    while capacity < 2 * n:
+        capacity *= 2
+    mask = capacity - 1
+    hash_keys = np.empty((capacity, 3), np.int64)
+    hash_ids = np.full(capacity, -1, np.int64)
+    cell_id = np.empty(n, np.int64)
+    unique_coords = np.empty((n, 3), np.int64)
+    n_occupied = 0
+    for i in range(n):
+        cx = coords[i, 0]
+        cy = coords[i, 1]
+        cz = coords[i, 2]
+        slot = hash_cell(cx, cy, cz, mask)
+        while True:
+            found = hash_ids[slot]
+            if found < 0:
+                hash_keys[slot, 0] = cx
+                hash_keys[slot, 1] = cy
+                hash_keys[slot, 2] = cz
+                hash_ids[slot] = n_occupied
+                unique_coords[n_occupied, 0] = cx
+                unique_coords[n_occupied, 1] = cy
+                unique_coords[n_occupied, 2] = cz
+                cell_id[i] = n_occupied
+                n_occupied += 1
+                break
+            if hash_keys[slot, 0] == cx and hash_keys[slot, 1] == cy and hash_keys[slot, 2] == cz:
+                cell_id[i] = found
+                break
+            slot = (slot + 1) & mask
+    return cell_id, unique_coords[:n_occupied].copy(), hash_keys, hash_ids
+
+
+@jit
+def relabel(values, new_label):
+    """``values[i] = new_label[values[i]]`` in place, skipping negative (empty) entries."""
+    for i in range(values.shape[0]):
+        if values[i] >= 0:
+            values[i] = new_label[values[i]]
+
+
+@jit
+def counting_sort(cell_id, n_occupied):
+    """Stable counting sort of points by cell id.
+
+    Returns ``(cell_start, permutation)``: sorted position ``s`` holds point
+    ``permutation[s]``, and the points of cell ``c`` fill ``cell_start[c]:cell_start[c + 1]``
+    in increasing original index.
+    """
+    n = cell_id.shape[0]
+    cell_start = np.zeros(n_occupied + 1, np.int64)
+    for i in range(n):
+        cell_start[cell_id[i] + 1] += 1
+    for c in range(n_occupied):
+        cell_start[c + 1] += cell_start[c]
+    cursor = cell_start[:-1].copy()
+    permutation = np.empty(n, np.int64)
+    for i in range(n):
+        c = cell_id[i]
+        permutation[cursor[c]] = i
+        cursor[c] += 1
+    return cell_start, permutation
+
+
+@jit
+def dense_cell_coords(dense_lookup, n_cells, n_occupied):
+    """Coordinates of each occupied cell from the dense lookup."""
+    coords = np.empty((n_occupied, 3), np.int64)
+    for key in range(dense_lookup.shape[0]):
+        cell = dense_lookup[key]
+        if cell >= 0:
+            coords[cell, 0] = key % n_cells[0]
+            coords[cell, 1] = (key // n_cells[0]) % n_cells[1]
+            coords[cell, 2] = key // (n_cells[0] * n_cells[1])
+    return coords
+
+
+def is_dense_small_enough(n_linear_cells: float, n_points: int) -> bool:
+    """Whether a dense lookup over the box of cells stays small next to the input."""
+    return n_linear_cells <= max(4.0 * n_points, 65536.0) and not math.isinf(n_linear_cells)
+
+
+@jit
+def query_order(state, queries):
+    """A permutation of ``queries`` (m, 3) that visits them cell by cell.
+
+    Queries are processed in this order so that neighbouring queries read the same cells
+    from cache; it changes nothing in the results. Dense grids sort by the query's cell in
+    the box of cells (queries outside are clipped to its faces); sparse grids sort by the
+    occupied cell holding the query, with all other queries last.
+    """
+    m = queries.shape[0]
+    n_cells = state.n_cells
+    dense = state.dense_lookup.shape[0] > 0
+    n_keys = state.dense_lookup.shape[0] if dense else state.cell_coords.shape[0] + 1
+    keys = np.empty(m, np.int64)
+    coords = np.empty(3, np.int64)
+    for q in range(m):
+        for axis in range(3):
+            c = floor_to_int((queries[q, axis] - state.origin[axis]) * state.inv_cell_size[axis])
+            coords[axis] = min(max(c, 0), n_cells[axis] - 1)
+        if dense:
+            keys[q] = (coords[2] * n_cells[1] + coords[1]) * n_cells[0] + coords[0]
+        else:
+            cell = find_cell(n_cells, state.dense_lookup, state.hash_keys, state.hash_ids,
+                             coords[0], coords[1], coords[2])
+            keys[q] = cell if cell >= 0 else n_keys - 1
+    _, permutation = counting_sort(keys, n_keys)
+    return permutation
+
+
+@jit
+def cell_coords_of(points3, origin, inv_cell_size, n_periodic):
+    """Integer cell coordinates of each point, shape (n, 3), and their maximum per axis.
+
+    The arithmetic of `cells.floor_to_int`. Periodic axes (``n_periodic > 0``) are clamped to
+    ``[0, n_periodic - 1]``, which only matters for a point rounded onto the box's upper face.
+    """
+    n = points3.shape[0]
+    coords = np.empty((n, 3), np.int64)
+    largest = np.zeros(3, np.int64)
+    for i in range(n):
+        for axis in range(3):
+            c = floor_to_int((points3[i, axis] - origin[axis]) * inv_cell_size[axis])
+            if n_periodic[axis] > 0:
+                c = min(max(c, 0), n_periodic[axis] - 1)
+            coords[i, axis] = c
+            largest[axis] = max(largest[axis], c)
+    return coords, largest
+
+
+@jit
+def sort_points(points3, cell_id, n_occupied):
+    """Stable counting sort of the points by cell id, in one scattering pass.
+
+    Returns ``(cell_start, permutation, columns)``: sorted position ``s`` holds point
+    ``permutation[s]`` with coordinates ``columns[:, s]`` (C-contiguous (3, n)), and the
+    points of cell ``c`` fill ``cell_start[c]:cell_start[c + 1]`` in increasing original
+    index.
+    """
+    cell_start, permutation = counting_sort(cell_id, n_occupied)
+    n = permutation.shape[0]
+    columns = np.empty((3, n), np.float64)
+    for s in range(n):
+        i = permutation[s]
+        columns[0, s] = points3[i, 0]
+        columns[1, s] = points3[i, 1]
+        columns[2, s] = points3[i, 2]
+    return cell_start, permutation, columns
+
+
+@jit
+def lower_corner(points3):
+    """Smallest coordinate per axis of an (n, 3) array with n >= 1."""
+    lowest = points3[0].copy()
+    for i in range(points3.shape[0]):
+        for axis in range(3):
+            lowest[axis] = min(lowest[axis], points3[i, axis])
+    return lowest

@@ -1,0 +1,294 @@
+"""k-nearest neighbours: search outward from the query's cell, ring by ring.
+
+Ring ``s`` holds the cells whose Chebyshev offset from the query's cell is ``s``. After each
+ring, every point not yet seen lies outside the block of visited cells, so its distance is
+at least the query's distance to that block's faces. The search stops when the k-th best
+distance found is strictly below that bound (strictly: a point at exactly the bound could
+still win a tie on index), when the bound passes ``r_max``, or when no cell is left.
+
+Candidates are kept in a max-heap ordered by ``(squared distance, index)``, so ties are
+broken by the smaller index, as in a stable sort of the brute-force distances. Distances
+take the minimum image per pair on periodic axes: a ring's offsets say which cells to
+visit, not which image of their points is nearest.
+
+A ring is read row by row as runs of contiguous points (see `cells.gather_runs`). When a ring
+would hold more cells than there are occupied cells (a sparse grid around a far query, or a
+grid of very few cells), the occupied cells not yet visited are scanned directly instead,
+which bounds the work per query by the number of occupied cells.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from .._config import jit, jit_parallel
+from .cells import (
+    cell_tolerance,
+    floor_to_int,
+    min_image,
+    row_segment,
+    sparse_row_slice,
+    run_buffers,
+    wrap_cell,
+)
+
+#: Queries handed to a thread at a time.
+QUERIES_PER_CHUNK = 64
+
+
+@jit
+def _before(d2_a, index_a, d2_b, index_b):
+    """Whether candidate a ranks before candidate b: nearer, or as near with a smaller index."""
+    return d2_a < d2_b or (d2_a == d2_b and index_a < index_b)
+
+
+@jit
+def heap_offer(heap_d2, heap_index, size, d2, index):
+    """Offer a candidate to the max-heap of the best ``len(heap_d2)``; returns the new size."""
+    k = heap_d2.shape[0]
+    if size < k:
+        position = size
+        size += 1
+        while position > 0:
+            parent = (position - 1) // 2
+            if not _before(heap_d2[parent], heap_index[parent], d2, index):
+                break
+            heap_d2[position] = heap_d2[parent]
+            heap_index[position] = heap_index[parent]
+            position = parent
+        heap_d2[position] = d2
+        heap_index[position] = index
+        return size
+    if not _before(d2, index, heap_d2[0], heap_index[0]):
+        return size
+    _sift_down(heap_d2, heap_index, 0, size, d2, index)
+    return size
+
+
+@jit
+def _sift_down(heap_d2, heap_index, position, size, d2, index):
+    """Place ``(d2, index)`` at ``position`` and sift it down a heap of ``size`` entries."""
+    while True:
+        child = 2 * position + 1
+        if child >= size:
+            break
+        if child + 1 < size and _before(
+            heap_d2[child], heap_index[child], heap_d2[child + 1], heap_index[child + 1]
+        ):
+            child += 1
+        if not _before(d2, index, heap_d2[child], heap_index[child]):
+            break
+        heap_d2[position] = heap_d2[child]
+        heap_index[position] = heap_index[child]
+        position = child
+    heap_d2[position] = d2
+    heap_index[position] = index
+
+
+@jit
+def heap_sort_ascending(heap_d2, heap_index, size):
+    """Sort the first ``size`` heap entries in place, nearest first."""
+    for end in range(size - 1, 0, -1):
+        top_d2, top_index = heap_d2[0], heap_index[0]
+        last_d2, last_index = heap_d2[end], heap_index[end]
+        heap_d2[end] = top_d2
+        heap_index[end] = top_index
+        _sift_down(heap_d2, heap_index, 0, end, last_d2, last_index)
+
+
+@jit
+def ring_runs(state, center, s, lowest, highest, run_bounds):
+    """Runs of sorted points (``run_bounds``) of the cells of ring ``s``; returns how many.
+
+    ``lowest``/``highest`` bound the cell offsets that hold cells on each axis. The buffer
+    must hold four runs per row of the ring's block.
+    """
+    n_cells, box, dense_start = state.n_cells, state.box, state.dense_start
+    dense = dense_start.shape[0] > 0
+    lo_x, hi_x = max(lowest[0], -s), min(highest[0], s)
+    lo_y, hi_y = max(lowest[1], -s), min(highest[1], s)
+    lo_z, hi_z = max(lowest[2], -s), min(highest[2], s)
+    n_runs = 0
+    for oz in range(lo_z, hi_z + 1):
+        wz = wrap_cell(center[2] + oz, n_cells[2], box[2])
+        for oy in range(lo_y, hi_y + 1):
+            wy = wrap_cell(center[1] + oy, n_cells[1], box[1])
+            # A row on the ring's faces is new from end to end; a row inside them adds its
+            # two end cells only.
+            on_face = abs(oz) == s or abs(oy) == s
+            for piece in range(1 if on_face else 2):
+                if on_face:
+                    x_first, x_last = lo_x, hi_x
+                elif piece == 0:
+                    x_first = x_last = -s
+                else:
+                    x_first = x_last = s
+                if x_first < lo_x or x_last > hi_x or (piece == 1 and s == 0):
+                    continue
+                x = center[0] + x_first
+                while x <= center[0] + x_last:
+                    x_lo, x_hi, _, x = row_segment(x, center[0] + x_last, n_cells[0], box[0])
+                    if dense:
+                        base = (wz * n_cells[1] + wy) * n_cells[0]
+                        start, end = dense_start[base + x_lo], dense_start[base + x_hi + 1]
+                    else:
+                        start, end = sparse_row_slice(n_cells, state.hash_keys, state.hash_ids,
+                                                      state.cell_start, x_lo, x_hi, wy, wz)
+                    if end > start:
+                        run_bounds[n_runs, 0] = start
+                        run_bounds[n_runs, 1] = end
+                        n_runs += 1
+    return n_runs
+
+
+@jit
+def unvisited_runs(state, center, lowest, s, run_bounds):
+    """Runs (one per cell) of every occupied cell at Chebyshev offset ``s`` or more."""
+    coords, n_cells, box = state.cell_coords, state.n_cells, state.box
+    n_runs = 0
+    for cell in range(coords.shape[0]):
+        chebyshev = 0
+        for axis in range(3):
+            offset = coords[cell, axis] - center[axis]
+            if not math.isinf(box[axis]):
+                offset = (offset - lowest[axis]) % n_cells[axis] + lowest[axis]
+            chebyshev = max(chebyshev, abs(offset))
+        if chebyshev >= s:
+            run_bounds[n_runs, 0] = state.cell_start[cell]
+            run_bounds[n_runs, 1] = state.cell_start[cell + 1]
+            n_runs += 1
+    return n_runs
+
+
+@jit_parallel
+def knn_query(state, queries, k, max_distance, visit_order, out_indices, out_distances,
+              out_counts):
+    """k nearest points of each query, nearest first; unfilled slots keep their values.
+
+    Queries are taken in ``visit_order`` (see `build.query_order`).
+    """
+    m = queries.shape[0]
+    n_chunks = (m + QUERIES_PER_CHUNK - 1) // QUERIES_PER_CHUNK
+    for chunk in prange(n_chunks):
+        t_lo = chunk * QUERIES_PER_CHUNK
+        knn_queries(state, queries, k, max_distance, visit_order, t_lo,
+                    min(m, t_lo + QUERIES_PER_CHUNK), out_indices, out_distances, out_counts)
+
+
+@jit
+def knn_serial(state, queries, k, max_distance, visit_order, out_indices, out_distances,
+               out_counts):
+    """`knn_query` on the calling thread alone (for few queries)."""
+    knn_queries(state, queries, k, max_distance, visit_order, 0, queries.shape[0], out_indices,
+                out_distances, out_counts)
+
+
+@jit
+def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_indices,
+                out_distances, out_counts):
+    """Sequential kernel of `knn_query` over queries ``visit_order[t_lo:t_hi]``.
+
+    The distance loop is written out here: a helper call passing arrays costs an atomic
+    reference-count update per array.
+    """
+    points, order = state.points, state.order
+    box, half_box = state.box, state.half_box
+    box_x, box_y, box_z = box[0], box[1], box[2]
+    half_x, half_y, half_z = half_box[0], half_box[1], half_box[2]
+    n_occupied = state.cell_coords.shape[0]
+    heap_d2 = np.empty(k, np.float64)
+    heap_index = np.empty(k, order.dtype)
+    center = np.empty(3, np.int64)
+    u = np.empty(3, np.float64)
+    lowest = np.empty(3, np.int64)  # smallest cell offset that holds cells, per axis
+    highest = np.empty(3, np.int64)
+    run_bounds, _ = run_buffers(64)
+    for t in range(t_lo, t_hi):
+        q = visit_order[t]
+        qx, qy, qz = queries[q, 0], queries[q, 1], queries[q, 2]
+        max_d2 = max_distance[q] * max_distance[q]
+        first_ring, last_ring = ring_limits(state, (qx, qy, qz), center, u, lowest, highest)
+        size = 0
+        for s in range(first_ring, last_ring + 1):
+            span_y = min(highest[1], s) - max(lowest[1], -s) + 1.0
+            span_z = min(highest[2], s) - max(lowest[2], -s) + 1.0
+            span_x = min(highest[0], s) - max(lowest[0], -s) + 1.0
+            last_pass = span_x * span_y * span_z > n_occupied
+            if last_pass:
+                # Cheaper to look at every occupied cell not yet visited, once, and stop.
+                if n_occupied > run_bounds.shape[0]:
+                    run_bounds, _ = run_buffers(n_occupied)
+                n_runs = unvisited_runs(state, center, lowest, s, run_bounds)
+            else:
+                if 4 * span_y * span_z > run_bounds.shape[0]:
+                    run_bounds, _ = run_buffers(int(4 * span_y * span_z))
+                n_runs = ring_runs(state, center, s, lowest, highest, run_bounds)
+            for r in range(n_runs):
+                for j in range(run_bounds[r, 0], run_bounds[r, 1]):
+                    dx = min_image(qx, points[0, j], box_x, half_x)
+                    dy = min_image(qy, points[1, j], box_y, half_y)
+                    dz = min_image(qz, points[2, j], box_z, half_z)
+                    d2 = dx * dx + dy * dy + dz * dz
+                    if d2 > max_d2:
+                        continue
+                    # Most candidates lose to a full heap's worst entry: test that first.
+                    if size == k and not _before(d2, order[j], heap_d2[0], heap_index[0]):
+                        continue
+                    size = heap_offer(heap_d2, heap_index, size, d2, order[j])
+            if last_pass:
+                break
+            bound = unvisited_distance(u, center, lowest, highest, s, state.cell_size)
+            if bound < 0.0 or bound * bound > max_d2:
+                break
+            if size == k and heap_d2[0] < bound * bound:
+                break
+        heap_sort_ascending(heap_d2, heap_index, size)
+        for rank in range(size):
+            out_indices[q, rank] = heap_index[rank]
+            out_distances[q, rank] = math.sqrt(heap_d2[rank])
+        out_counts[q] = size
+
+
+@jit
+def ring_limits(state, query, center, u, lowest, highest):
+    """Set the query's cell ``center``, its cell coordinate ``u`` and the cell offsets that
+    hold cells per axis; return the first and last ring worth visiting."""
+    first_ring = 0
+    last_ring = 0
+    for axis in range(3):
+        n = state.n_cells[axis]
+        u[axis] = (query[axis] - state.origin[axis]) * state.inv_cell_size[axis]
+        c = floor_to_int(u[axis])
+        if math.isinf(state.box[axis]):
+            lowest[axis] = -c
+            highest[axis] = n - 1 - c
+            # A query outside the cells starts at the first ring that reaches them.
+            first_ring = max(first_ring, lowest[axis], -highest[axis])
+        else:
+            c = min(max(c, 0), n - 1)
+            lowest[axis] = -((n - 1) // 2)
+            highest[axis] = n - 1 + lowest[axis]
+        center[axis] = c
+        last_ring = max(last_ring, -lowest[axis], highest[axis])
+    return first_ring, last_ring
+
+
+@jit
+def unvisited_distance(u, center, lowest, highest, s, cell_size):
+    """Lower bound on the distance to any point outside the rings up to ``s``; -1 when no
+    cell is left. Shrunk slightly so that rounding never ends the search early."""
+    bound = np.inf
+    for axis in range(3):
+        tolerance = cell_tolerance(abs(u[axis]) + s + 1.0)
+        if -s > lowest[axis]:
+            gap = u[axis] - (center[axis] - s) - tolerance
+            bound = min(bound, max(gap, 0.0) * cell_size[axis])
+        if s < highest[axis]:
+            gap = (center[axis] + s + 1) - u[axis] - tolerance
+            bound = min(bound, max(gap, 0.0) * cell_size[axis])
+    if math.isinf(bound):
+        return -1.0
+    return bound * (1.0 - 2.0**-40)

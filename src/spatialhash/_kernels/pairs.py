@@ -1,0 +1,207 @@
+"""All pairs within a distance: a count pass, then a fill pass into exact-size outputs.
+
+Each occupied cell ``a`` pairs its points with the cells of the half stencil: the cells of
+its own row from ``a`` on (within the cell, pairs ``i < j``), and every row after its own in
+(z, y) order. Each unordered pair of cells, hence of points, is met once. Rows are scanned
+as runs of contiguous points (`cells.collect_runs`), so the inner loops are long and
+vectorize.
+
+When the search range covers a whole periodic axis (a box of fewer than ``2 * reach + 1``
+cells), stencil offsets alias the same cell; there, and when the range holds more cells
+than are occupied, each cell ``a`` pairs with the occupied cells ``b >= a`` by id instead
+(taking the minimum image per pair on whole periodic axes).
+
+Cells are spread over threads in chunks; the count pass gives each cell its offset in the
+output, so the fill pass writes every pair to a place fixed in advance and the output is
+the same for any thread count.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from .._config import jit, jit_parallel
+from .cells import (
+    RANGE_ABSOLUTE_TOLERANCE,
+    RANGE_RELATIVE_TOLERANCE,
+    axis_range,
+    cell_buffers,
+    cells_needed,
+    gather_cells,
+    gather_runs,
+    min_image,
+    run_buffers,
+    runs_capacity,
+    wrap_whole_axes,
+)
+
+#: Occupied cells handed to a thread at a time.
+CELLS_PER_CHUNK = 16
+
+
+@jit
+def reach_in_cells(state, reach):
+    """Cells to search on each side of a cell so that no pair within ``reach`` is missed.
+
+    Two cell coordinates of points within ``reach`` differ by at most ``reach / cell_size``
+    plus the rounding of each coordinate (a few ulps of the largest cell coordinate).
+    """
+    cells = np.empty(3, np.int64)
+    for axis in range(3):
+        u_reach = reach * state.inv_cell_size[axis]
+        rounding = 2.0 * (state.n_cells[axis] + 1.0) * 2.0**-50
+        cells[axis] = math.ceil(
+            u_reach * (1.0 + RANGE_RELATIVE_TOLERANCE) + rounding + RANGE_ABSOLUTE_TOLERANCE
+        )
+    return cells
+
+
+@jit
+def pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin, positions,
+                     out_indices, out_distances, write):
+    """Sequential kernel of `pairs_scan` over cells ``cell_lo .. cell_hi - 1``.
+
+    The distance loops are written out here rather than in helpers: a call that passes
+    arrays costs numba an atomic reference-count update per array, which in these loops
+    cost more than the distances themselves.
+    """
+    points, order, cell_start = state.points, state.order, state.cell_start
+    cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
+    dense_lookup, dense_start = state.dense_lookup, state.dense_start
+    hash_keys, hash_ids = state.hash_keys, state.hash_ids
+    box_x, box_y, box_z = box_axis[0], box_axis[1], box_axis[2]
+    with_radii = radii.shape[0] > 0
+    want_distances = out_distances.shape[0] > 0
+    run_bounds, run_shifts = run_buffers(32)
+    found_cells, cell_shifts = cell_buffers(32)
+    hit_index = np.empty(256, np.int64)
+    hit_d2 = np.empty(256, np.float64)
+    first = np.empty(3, np.int64)
+    last = np.empty(3, np.int64)
+    half = np.empty(3, np.float64)
+    n_occupied = cell_coords.shape[0]
+    for a in range(cell_lo, cell_hi):
+        center = (cell_coords[a, 0], cell_coords[a, 1], cell_coords[a, 2])
+        for axis in range(3):
+            first[axis], last[axis] = axis_range(
+                n_cells[axis], box_axis[axis], float(center[axis] - reach_cells[axis]),
+                float(center[axis] + reach_cells[axis]),
+            )
+        use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last, half)
+        half_x, half_y, half_z = half[0], half[1], half[2]
+        if use_min_image or cells_needed(first, last, n_occupied) >= n_occupied:
+            # Aliasing stencil, or a reach wider than the data: the occupied cells b >= a,
+            # each once, by id, with cell a first.
+            needed = cells_needed(first, last, n_occupied)
+            if needed > found_cells.shape[0]:
+                found_cells, cell_shifts = cell_buffers(needed)
+            n_found = gather_cells(n_cells, box_axis, cell_coords, dense_lookup, hash_keys,
+                                   hash_ids, first, last, found_cells, cell_shifts)
+            if n_found + 1 > run_bounds.shape[0]:
+                run_bounds, run_shifts = run_buffers(n_found + 1)
+            run_bounds[0, 0], run_bounds[0, 1] = cell_start[a], cell_start[a + 1]
+            run_shifts[0, 0] = run_shifts[0, 1] = run_shifts[0, 2] = 0.0
+            n_runs = 1
+            for f in range(n_found):
+                b = found_cells[f]
+                if b > a:
+                    run_bounds[n_runs, 0], run_bounds[n_runs, 1] = cell_start[b], cell_start[b + 1]
+                    for axis in range(3):
+                        run_shifts[n_runs, axis] = cell_shifts[f, axis]
+                    n_runs += 1
+        else:
+            needed = runs_capacity(first, last, n_occupied)
+            if needed > run_bounds.shape[0]:
+                run_bounds, run_shifts = run_buffers(needed)
+            n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start,
+                                 hash_keys, hash_ids, first, last, True, center, run_bounds,
+                                 run_shifts)
+        n_candidates = 0
+        for r in range(n_runs):
+            n_candidates += run_bounds[r, 1] - run_bounds[r, 0]
+        if n_candidates > hit_index.shape[0]:
+            hit_index = np.empty(n_candidates, np.int64)
+            hit_d2 = np.empty(n_candidates, np.float64)
+        c = a - cell_begin
+        position = positions[c] if write else 0
+        # Run 0 starts at cell a: point i pairs with the points after it there.
+        for i in range(cell_start[a], cell_start[a + 1]):
+            x, y, z = points[0, i], points[1, i], points[2, i]
+            radius = radii[i] if with_radii else 0.0
+            n_hits = 0
+            for r in range(n_runs):
+                start = i + 1 if r == 0 else run_bounds[r, 0]
+                end = run_bounds[r, 1]
+                shift_x, shift_y, shift_z = run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2]
+                if not write and not use_min_image:
+                    # Counting: branch-free, so LLVM vectorizes it.
+                    if with_radii:
+                        for j in range(start, end):
+                            dx = x - (points[0, j] + shift_x)
+                            dy = y - (points[1, j] + shift_y)
+                            dz = z - (points[2, j] + shift_z)
+                            limit = radius + radii[j]
+                            if dx * dx + dy * dy + dz * dz <= limit * limit:
+                                n_hits += 1
+                    else:
+                        for j in range(start, end):
+                            dx = x - (points[0, j] + shift_x)
+                            dy = y - (points[1, j] + shift_y)
+                            dz = z - (points[2, j] + shift_z)
+                            if dx * dx + dy * dy + dz * dz <= r2:
+                                n_hits += 1
+                    continue
+                for j in range(start, end):
+                    bx = points[0, j] + shift_x
+                    by = points[1, j] + shift_y
+                    bz = points[2, j] + shift_z
+                    if use_min_image:
+                        dx = min_image(x, bx, box_x, half_x)
+                        dy = min_image(y, by, box_y, half_y)
+                        dz = min_image(z, bz, box_z, half_z)
+                    else:
+                        dx = x - bx
+                        dy = y - by
+                        dz = z - bz
+                    d2 = dx * dx + dy * dy + dz * dz
+                    if with_radii:
+                        limit = radius + radii[j]
+                        hit = d2 <= limit * limit
+                    else:
+                        hit = d2 <= r2
+                    # Written unconditionally, kept only on a hit: no branch to mispredict.
+                    hit_index[n_hits] = j
+                    hit_d2[n_hits] = d2
+                    n_hits += 1 if hit else 0
+            if write:
+                oi = order[i]
+                for h in range(n_hits):
+                    oj = order[hit_index[h]]
+                    out_indices[position + h, 0] = min(oi, oj)
+                    out_indices[position + h, 1] = max(oi, oj)
+                    if want_distances:
+                        out_distances[position + h] = math.sqrt(hit_d2[h])
+            position += n_hits
+        if not write:
+            positions[c] = position
+
+
+@jit_parallel
+def pairs_scan(state, r2, radii, reach_cells, cell_begin, n_cells, positions, out_indices,
+               out_distances, write):
+    """Count or write the pairs found from cells ``cell_begin .. cell_begin + n_cells - 1``.
+
+    Counting (``write`` false): ``positions[c]`` receives the number of pairs of cell
+    ``cell_begin + c``. Writing: cell ``cell_begin + c`` writes from ``positions[c]``, and
+    ``out_distances`` is empty when distances are not wanted. One kernel does both so that
+    the two passes share their code and compile once.
+    """
+    n_chunks = (n_cells + CELLS_PER_CHUNK - 1) // CELLS_PER_CHUNK
+    for chunk in prange(n_chunks):
+        cell_lo = cell_begin + chunk * CELLS_PER_CHUNK
+        cell_hi = min(cell_begin + n_cells, cell_lo + CELLS_PER_CHUNK)
+        pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin, positions,
+                         out_indices, out_distances, write)

@@ -1,0 +1,116 @@
+"""Radius queries: for each query, every point within its radius, as CSR rows.
+
+A query scans the rows of cells that can hold its neighbours as runs of contiguous points
+(`cells.gather_runs`). A count pass sizes each row of the result, a fill pass writes it;
+rows are independent, so queries are spread over threads and the output does not depend on
+the thread count.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from .._config import jit, jit_parallel
+from .cells import (
+    gather_runs,
+    min_image,
+    query_cell_range,
+    run_buffers,
+    runs_capacity,
+    sort_row,
+    wrap_whole_axes,
+)
+
+#: Queries handed to a thread at a time.
+QUERIES_PER_CHUNK = 64
+
+
+@jit
+def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, positions, out_indices,
+                        out_distances, write, sort_rows):
+    """Sequential kernel of `radius_scan` over queries ``visit_order[t_lo:t_hi]``.
+
+    Points are compared at their image ``x + shift`` (see `cells`), with the minimum image
+    per pair on whole periodic axes. The distance loops are written out here: a helper call
+    passing arrays costs an atomic reference-count update per array.
+    """
+    points, order, cell_start = state.points, state.order, state.cell_start
+    cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
+    dense_start, hash_keys, hash_ids = state.dense_start, state.hash_keys, state.hash_ids
+    origin, inv_cell_size = state.origin, state.inv_cell_size
+    box_x, box_y, box_z = box_axis[0], box_axis[1], box_axis[2]
+    want_distances = out_distances.shape[0] > 0
+    first = np.empty(3, np.int64)
+    last = np.empty(3, np.int64)
+    half = np.empty(3, np.float64)
+    run_bounds, run_shifts = run_buffers(32)
+    for t in range(t_lo, t_hi):
+        q = visit_order[t]
+        qx, qy, qz = queries[q, 0], queries[q, 1], queries[q, 2]
+        query_cell_range(origin, inv_cell_size, n_cells, box_axis, (qx, qy, qz), radii[q],
+                         first, last)
+        use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last, half)
+        half_x, half_y, half_z = half[0], half[1], half[2]
+        needed = runs_capacity(first, last, cell_coords.shape[0])
+        if needed > run_bounds.shape[0]:
+            run_bounds, run_shifts = run_buffers(needed)
+        n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start, hash_keys,
+                             hash_ids, first, last, False, (0, 0, 0), run_bounds, run_shifts)
+        start = positions[q] if write else 0
+        position = start
+        r2 = radii[q] * radii[q]
+        for r in range(n_runs):
+            shift_x, shift_y, shift_z = run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2]
+            if not write and not use_min_image:
+                # Counting: branch-free, so LLVM vectorizes it.
+                for j in range(run_bounds[r, 0], run_bounds[r, 1]):
+                    dx = qx - (points[0, j] + shift_x)
+                    dy = qy - (points[1, j] + shift_y)
+                    dz = qz - (points[2, j] + shift_z)
+                    if dx * dx + dy * dy + dz * dz <= r2:
+                        position += 1
+                continue
+            for j in range(run_bounds[r, 0], run_bounds[r, 1]):
+                bx = points[0, j] + shift_x
+                by = points[1, j] + shift_y
+                bz = points[2, j] + shift_z
+                if use_min_image:
+                    dx = min_image(qx, bx, box_x, half_x)
+                    dy = min_image(qy, by, box_y, half_y)
+                    dz = min_image(qz, bz, box_z, half_z)
+                else:
+                    dx = qx - bx
+                    dy = qy - by
+                    dz = qz - bz
+                d2 = dx * dx + dy * dy + dz * dz
+                if d2 <= r2:
+                    if write:
+                        out_indices[position] = order[j]
+                        if want_distances:
+                            out_distances[position] = math.sqrt(d2)
+                    position += 1
+        if not write:
+            positions[q] = position
+        elif sort_rows:
+            sort_row(out_indices, out_distances, start, position)
+
+
+@jit_parallel
+def radius_scan(state, queries, radii, visit_order, positions, out_indices, out_distances, write,
+                sort_rows):
+    """Count (``positions[q]`` receives the row length) or write each query's row.
+
+    Writing, row ``q`` starts at ``positions[q]`` (the CSR ``indptr``) and is sorted by
+    index when ``sort_rows``. Queries are taken in ``visit_order`` (see
+    `build.query_order`). One kernel does both passes so they compile once.
+    """
+    m = queries.shape[0]
+    n_chunks = (m + QUERIES_PER_CHUNK - 1) // QUERIES_PER_CHUNK
+    for chunk in prange(n_chunks):
+        t_lo = chunk * QUERIES_PER_CHUNK
+        radius_scan_queries(state, queries, radii, visit_order, t_lo,
+                            min(m, t_lo + QUERIES_PER_CHUNK), positions, out_indices,
+                            out_distances, write, sort_rows)

@@ -1,0 +1,162 @@
+"""Result types: small frozen objects holding plain arrays, indices first, then distances."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def _shape(array: np.ndarray | None) -> str:
+    return "None" if array is None else f"{array.dtype}{list(array.shape)}"
+
+
+def _sparse():
+    try:
+        import scipy.sparse
+    except ImportError as error:  # scipy is an optional dependency
+        raise ImportError("to_scipy() needs scipy: pip install 'spatialhash[scipy]'.") from error
+    return scipy.sparse
+
+
+@dataclass(frozen=True, repr=False)
+class Pairs:
+    """Pairs of points within a distance of each other.
+
+    Attributes
+    ----------
+    indices : ndarray of int32 or int64, shape (n_pairs, 2)
+        One pair a row. For the pairs of one point set, ``indices[:, 0] < indices[:, 1]``
+        and each pair appears once. For the pairs between queries and points, column 0
+        indexes the queries and column 1 the grid's points.
+    distances : ndarray of float64, shape (n_pairs,), or None
+        The distance of each pair, when asked for.
+    shape : tuple of int
+        ``(n_rows, n_columns)`` of the matrix the pairs index: ``(n, n)`` for one point set,
+        ``(m, n)`` between ``m`` queries and ``n`` points.
+    """
+
+    indices: np.ndarray
+    distances: np.ndarray | None
+    shape: tuple[int, int]
+
+    def __len__(self) -> int:
+        return self.indices.shape[0]
+
+    def __repr__(self) -> str:
+        return (
+            f"Pairs(n_pairs={len(self)}, shape={self.shape}, indices={_shape(self.indices)}, "
+            f"distances={_shape(self.distances)})"
+        )
+
+    def sorted(self) -> Pairs:
+        """The same pairs in lexicographic order of ``(indices[:, 0], indices[:, 1])``."""
+        order = np.lexsort((self.indices[:, 1], self.indices[:, 0]))
+        distances = None if self.distances is None else self.distances[order]
+        return Pairs(self.indices[order], distances, self.shape)
+
+    def to_scipy(self, symmetric: bool = False):
+        """The pairs as a ``scipy.sparse.coo_array`` of ``shape``.
+
+        Entries hold the distances when they were computed, else ones. Explicit zeros
+        (pairs at distance 0) are kept. With ``symmetric``, each pair of one point set is
+        also entered as ``(j, i)``.
+        """
+        sparse = _sparse()
+        rows, columns = self.indices[:, 0], self.indices[:, 1]
+        data = np.ones(len(self)) if self.distances is None else self.distances
+        if symmetric:
+            rows, columns = np.concatenate([rows, columns]), np.concatenate([columns, rows])
+            data = np.concatenate([data, data])
+        return sparse.coo_array((data, (rows, columns)), shape=self.shape)
+
+
+@dataclass(frozen=True, repr=False)
+class Neighbors:
+    """Neighbours of each query in compressed sparse row (CSR) form.
+
+    Row ``q`` is ``indices[indptr[q]:indptr[q + 1]]``.
+
+    Attributes
+    ----------
+    indptr : ndarray of int64, shape (m + 1,)
+        Row offsets.
+    indices : ndarray of int32 or int64, shape (nnz,)
+        Indices into the grid's points.
+    distances : ndarray of float64, shape (nnz,), or None
+        Distance of each neighbour, when asked for.
+    n_points : int
+        Number of points in the grid (the number of columns).
+    """
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    distances: np.ndarray | None
+    n_points: int
+
+    def __len__(self) -> int:
+        return self.indptr.shape[0] - 1
+
+    def __repr__(self) -> str:
+        return (
+            f"Neighbors(n_queries={len(self)}, n_neighbors={self.indices.shape[0]}, "
+            f"indices={_shape(self.indices)}, distances={_shape(self.distances)})"
+        )
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Number of neighbours of each query, shape (m,), int64."""
+        return np.diff(self.indptr)
+
+    def row(self, q: int) -> np.ndarray:
+        """Indices of the neighbours of query ``q``."""
+        return self.indices[self.indptr[q] : self.indptr[q + 1]]
+
+    def to_pairs(self) -> Pairs:
+        """The neighbours as (query, point) pairs."""
+        queries = np.repeat(np.arange(len(self), dtype=self.indices.dtype), self.counts)
+        indices = np.column_stack([queries, self.indices])
+        return Pairs(indices, self.distances, (len(self), self.n_points))
+
+    def to_scipy(self):
+        """The neighbours as a ``scipy.sparse.csr_array`` of shape (m, n_points).
+
+        Entries hold the distances when they were computed, else ones; explicit zeros
+        (neighbours at distance 0) are kept.
+        """
+        sparse = _sparse()
+        data = np.ones(self.indices.shape[0]) if self.distances is None else self.distances
+        return sparse.csr_array(
+            (data, self.indices, self.indptr), shape=(len(self), self.n_points)
+        )
+
+
+@dataclass(frozen=True, repr=False)
+class KNearest:
+    """The k nearest points of each query, nearest first.
+
+    Attributes
+    ----------
+    indices : ndarray of int32 or int64, shape (m, k)
+        Indices into the grid's points; ties in distance are broken by the smaller index.
+        Slots beyond ``counts[q]`` hold -1.
+    distances : ndarray of float64, shape (m, k)
+        Distances; slots beyond ``counts[q]`` hold ``inf``.
+    counts : ndarray of int64, shape (m,)
+        How many neighbours were found: ``k`` unless the grid holds fewer points or
+        ``r_max`` excluded some.
+    """
+
+    indices: np.ndarray
+    distances: np.ndarray
+    counts: np.ndarray
+
+    def __len__(self) -> int:
+        return self.indices.shape[0]
+
+    def __repr__(self) -> str:
+        short = int(np.count_nonzero(self.counts < self.indices.shape[1]))
+        return (
+            f"KNearest(n_queries={len(self)}, k={self.indices.shape[1]}, "
+            f"queries_with_fewer_than_k={short})"
+        )

@@ -1,0 +1,184 @@
+"""The one validation funnel: every public entry point converts its inputs here, once.
+
+Messages follow "`<param>` must <requirement>; got <what was seen>." Inputs are never
+modified: conversions copy when they must, and kernels only read what they are given.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._kernels.state import N_AXES
+
+
+def _describe(array: np.ndarray) -> str:
+    return f"an array of shape {array.shape} and dtype {array.dtype}"
+
+
+def as_float_array(value, name: str) -> np.ndarray:
+    """``value`` as a float64 ndarray (a copy only when needed); rejects non-real dtypes."""
+    try:
+        array = np.asarray(value)
+    except Exception as error:  # ragged lists and the like
+        raise TypeError(f"`{name}` must be array-like of real numbers; got {value!r:.80}.") from error
+    if array.dtype == np.bool_ or not (
+        np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+    ):
+        raise TypeError(
+            f"`{name}` must hold real numbers (integer or floating dtype); got dtype "
+            f"{array.dtype}."
+        )
+    return np.asarray(array, dtype=np.float64)
+
+
+def check_finite(array: np.ndarray, name: str) -> None:
+    """Raise when ``array`` holds NaN or infinity, naming the first bad row."""
+    if array.size and not np.isfinite(array).all():
+        bad = np.argwhere(~np.isfinite(array))[0]
+        where = "[" + ", ".join(str(int(i)) for i in bad) + "]"
+        raise ValueError(
+            f"`{name}` must be finite; got {array[tuple(bad)]} at {name}{where}."
+        )
+
+
+def as_points(points, name: str = "points", n_dims: int | None = None) -> np.ndarray:
+    """Validate an (n, d) coordinate array, d in 1..3 (or ``n_dims``); returns float64."""
+    array = as_float_array(points, name)
+    if array.ndim != 2:
+        hint = " Use `.reshape(-1, 1)` for 1-D coordinates." if array.ndim == 1 else ""
+        raise ValueError(
+            f"`{name}` must be a 2-D array of shape (n, d); got {_describe(array)}.{hint}"
+        )
+    if n_dims is None and not 1 <= array.shape[1] <= N_AXES:
+        raise ValueError(
+            f"`{name}` must have 1, 2 or 3 columns (the dimension d); got shape {array.shape}."
+        )
+    if n_dims is not None and array.shape[1] != n_dims:
+        raise ValueError(
+            f"`{name}` must have {n_dims} columns, like the grid's points; got shape "
+            f"{array.shape}."
+        )
+    check_finite(array, name)
+    return array
+
+
+def pad_to_3d(points: np.ndarray) -> np.ndarray:
+    """A C-contiguous (n, 3) float64 copy of ``points`` with zero columns appended."""
+    padded = np.zeros((points.shape[0], N_AXES), dtype=np.float64)
+    padded[:, : points.shape[1]] = points
+    return padded
+
+
+def as_positive_scalar(value, name: str, *, allow_zero: bool = False,
+                       allow_inf: bool = False) -> float:
+    """A real scalar > 0 (or >= 0 with ``allow_zero``), finite unless ``allow_inf``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; got {value!r}.")
+    value = float(value)
+    bound = ">= 0" if allow_zero else "> 0"
+    if np.isnan(value) or (value < 0 if allow_zero else value <= 0):
+        raise ValueError(f"`{name}` must be {bound}; got {value}.")
+    if np.isinf(value) and not allow_inf:
+        raise ValueError(f"`{name}` must be finite; got {value}.")
+    return value
+
+
+def as_radii(value, name: str, n: int, *, allow_inf: bool = False) -> np.ndarray:
+    """A scalar or length-``n`` array of radii >= 0 as a float64 array of length ``n``."""
+    if np.ndim(value) == 0:
+        radius = as_positive_scalar(
+            value.item() if isinstance(value, np.ndarray) else value,
+            name, allow_zero=True, allow_inf=allow_inf,
+        )
+        return np.full(n, radius)
+    array = as_float_array(value, name)
+    if array.shape != (n,):
+        raise ValueError(
+            f"`{name}` must be a scalar or an array of shape ({n},); got {_describe(array)}."
+        )
+    bad = np.flatnonzero(np.isnan(array) | (array < 0) | (np.isinf(array) & (not allow_inf)))
+    if bad.size:
+        raise ValueError(
+            f"`{name}` must hold finite values >= 0; got {array[bad[0]]} at {name}[{bad[0]}]."
+        )
+    return np.ascontiguousarray(array)
+
+
+def as_count(value, name: str) -> int:
+    """An integer >= 1."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{name}` must be an integer; got {value!r}.")
+    if value < 1:
+        raise ValueError(f"`{name}` must be >= 1; got {value}.")
+    return int(value)
+
+
+def as_box(box, periodic, n_dims: int) -> tuple[np.ndarray, np.ndarray]:
+    """Periods per axis as (box, periodic) arrays of length 3 (``inf`` on open axes)."""
+    lengths = np.full(N_AXES, np.inf)
+    is_periodic = np.zeros(N_AXES, dtype=bool)
+    if box is None:
+        if periodic not in (None, False) and np.any(periodic):
+            raise ValueError(f"`periodic` needs `box`; got periodic={periodic!r} and box=None.")
+        return lengths, is_periodic
+    values = as_float_array(box, "box")
+    if values.ndim == 0:
+        values = np.full(n_dims, float(values))
+    if values.shape != (n_dims,):
+        raise ValueError(
+            f"`box` must be a scalar or hold one length per dimension ({n_dims}); got "
+            f"{_describe(values)}."
+        )
+    flags = np.ones(n_dims, dtype=bool) if periodic is None else np.asarray(periodic)
+    if flags.dtype != np.bool_:
+        raise TypeError(f"`periodic` must be a bool or a sequence of bools; got {periodic!r}.")
+    flags = np.broadcast_to(flags, (n_dims,)) if flags.ndim == 0 else flags
+    if flags.shape != (n_dims,):
+        raise ValueError(
+            f"`periodic` must be a bool or hold one flag per dimension ({n_dims}); got "
+            f"{periodic!r}."
+        )
+    for axis in np.flatnonzero(flags):
+        if not (np.isfinite(values[axis]) and values[axis] > 0):
+            raise ValueError(
+                f"`box` must be finite and > 0 on periodic axes; got box[{axis}] = "
+                f"{values[axis]}."
+            )
+    lengths[:n_dims][flags] = values[flags]
+    is_periodic[:n_dims] = flags
+    return lengths, is_periodic
+
+
+def wrap_into_box(points3: np.ndarray, box: np.ndarray) -> np.ndarray:
+    """Positions on periodic axes wrapped into ``[0, box)``, in place on a private copy."""
+    for axis in np.flatnonzero(np.isfinite(box)):
+        column = np.mod(points3[:, axis], box[axis])
+        # np.mod of a tiny negative number rounds to the period itself.
+        column[column >= box[axis]] = 0.0
+        points3[:, axis] = column
+    return points3
+
+
+def as_bounds(lower, upper, n_dims: int) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes as (m, d) ``lower`` and ``upper`` arrays (a single box may be 1-D)."""
+    arrays = []
+    for value, name in ((lower, "lower"), (upper, "upper")):
+        array = as_float_array(value, name)
+        if array.ndim == 1:
+            array = array[np.newaxis, :]
+        arrays.append(as_points(array, name, n_dims=n_dims))
+    lower, upper = arrays
+    if lower.shape != upper.shape:
+        raise ValueError(
+            f"`lower` and `upper` must have the same shape; got {lower.shape} and {upper.shape}."
+        )
+    inverted = np.argwhere(lower > upper)
+    if inverted.size:
+        row, axis = inverted[0]
+        raise ValueError(
+            f"`upper` must be >= `lower` on every axis; got lower[{row}, {axis}] = "
+            f"{lower[row, axis]} > upper[{row}, {axis}] = {upper[row, axis]}."
+        )
+    return lower, upper

@@ -1,0 +1,570 @@
+"""The batch grid: points sorted into cells once, then queried many times.
+
+Design
+------
+Building. Each point gets an integer cell coordinate ``floor((x - origin) / cell_size)``
+per axis (1-D and 2-D points are padded to three axes with zeros, so one set of kernels
+serves every dimension). The occupied cells are numbered in row-major order of their
+coordinates and the points are sorted by cell with a stable counting sort: ``cell_start``
+gives each cell's slice of the sorted points and ``order`` maps a sorted point back to the
+caller's index. The sorted copy keeps every cell's points contiguous in memory.
+
+Finding a cell. There are no world bounds. When the box of cells spanned by the points is
+small next to the number of points (at most ``max(4 n, 65536)`` cells), a dense array maps
+each cell of that box to its occupied-cell id: one load per lookup. Otherwise (an outlier
+far from the rest, coordinates around 1e9 with a small cell, a few clusters far apart) an
+open-addressing hash table keyed by the exact integer coordinates does it, so memory stays
+proportional to the number of points and two cells never share an entry.
+
+Cell size. The cell size should be at least the query radius, so that a radius query or a
+pair search looks at the 3 x 3 x 3 block around a cell. Any radius works with any grid:
+a larger radius searches more cells, a much smaller one scans more points per cell. The
+size is enlarged internally by a relative 2**-20 so that ``r == cell_size`` still needs
+only one ring of cells despite rounding. On a periodic axis the cells tile the box
+exactly, so the cell size there is ``box / floor(box / cell_size)``.
+
+Queries. Every query has a count pass that sizes the output exactly and a fill pass that
+writes it, both parallel over cells or queries. Work is split into fixed chunks and each
+row (or cell) writes to an offset fixed by the count pass, so the output is identical for
+any thread count. Coordinates are float64 throughout; float32 input is converted once.
+
+Brute force. ``algorithm="brute"`` puts every point into a single cell, so every query
+compares every candidate pair: the same arithmetic with no spatial pruning, which is the
+fastest choice for a handful of points and a second opinion for checking.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+
+from . import _config
+from ._kernels import box as box_kernels
+from ._kernels import build, knn, pairs, radius
+from ._kernels.state import N_AXES, GridState
+from ._results import KNearest, Neighbors, Pairs
+from ._validation import (
+    as_bounds,
+    as_box,
+    as_count,
+    as_points,
+    as_positive_scalar,
+    as_radii,
+    pad_to_3d,
+    wrap_into_box,
+)
+
+#: ``algorithm="auto"`` uses brute force up to this many points.
+BRUTE_FORCE_MAX_POINTS = 32
+#: Relative enlargement of the cell size (see the module docstring).
+CELL_SIZE_MARGIN = 2.0**-20
+#: Largest cell coordinate: beyond it coordinates stop being exact in float64.
+MAX_CELLS_PER_AXIS = 2.0**52
+#: Below these sizes queries run on the calling thread: waking the other threads costs
+#: more than the work (benchmarks/bench_threading.py measures both).
+PARALLEL_MIN_POINTS = 20_000
+PARALLEL_MIN_QUERIES = 2_000
+#: Average points per cell aimed at when no cell size is given.
+DEFAULT_POINTS_PER_CELL = 4.0
+ALGORITHMS = ("auto", "grid", "brute")
+#: Passed where a kernel writes no distances (one specialization with or without them).
+_NO_DISTANCES = np.empty(0, dtype=np.float64)
+
+
+class Grid:
+    """A spatial hash grid over a fixed set of points, built once and queried many times.
+
+    Parameters
+    ----------
+    points : array_like of float, shape (n, d)
+        Coordinates, d = 1, 2 or 3. Any real dtype is accepted and converted to float64
+        once; the array is copied, never modified.
+    cell_size : float, optional
+        Edge of the cubic cells. Choose the query radius (or the largest one) for radius
+        and pair queries. Default: the size that puts about four points in a cell on
+        average over the points' bounding box, good for k-nearest queries.
+    box : float or array_like of float, shape (d,), optional
+        Period of each axis for periodic boundary conditions. Coordinates on periodic axes
+        are wrapped into ``[0, box)`` and distances use the minimum image.
+    periodic : bool or sequence of bool, optional
+        Which axes of ``box`` are periodic; default all of them when ``box`` is given.
+        An open axis ignores its ``box`` entry.
+    algorithm : {"auto", "grid", "brute"}, default "auto"
+        ``"grid"`` sorts the points into cells; ``"brute"`` compares every candidate pair
+        (single cell); ``"auto"`` takes brute force for at most 32 points.
+    n_threads : int, optional
+        Threads for building and querying; default numba's (all cores), -1 for all.
+        Results are the same for any thread count.
+
+    Notes
+    -----
+    Semantics follow ``scipy.spatial.cKDTree`` where the query is the same: balls are
+    closed (``distance <= r``), ``query_pairs`` reports each pair once with ``i < j``, and
+    periodic boxes use the minimum image. Distances are Euclidean in float64.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spatialhash import Grid
+    >>> points = np.random.default_rng(0).random((1000, 3))
+    >>> grid = Grid(points, cell_size=0.1)
+    >>> pairs = grid.query_pairs(0.1)
+    >>> neighbors = grid.query_radius(points[:5], 0.1)
+    >>> nearest = grid.query_knn(points[:5], k=4)
+    """
+
+    def __init__(
+        self,
+        points,
+        cell_size: float | None = None,
+        *,
+        box=None,
+        periodic=None,
+        algorithm: str = "auto",
+        n_threads: int | None = None,
+    ) -> None:
+        coords = as_points(points)
+        n, n_dims = coords.shape
+        self._n_dims = n_dims
+        self._box, self._periodic = as_box(box, periodic, n_dims)
+        self._n_threads = _config.check_n_threads(n_threads)
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"`algorithm` must be one of {ALGORITHMS}; got {algorithm!r}.")
+        if algorithm == "auto":
+            algorithm = "brute" if n <= BRUTE_FORCE_MAX_POINTS else "grid"
+        self._algorithm = algorithm
+        points3 = wrap_into_box(pad_to_3d(coords), self._box)
+        if cell_size is None:
+            cell_size = _default_cell_size(points3, self._box, n_dims)
+        self._cell_size = as_positive_scalar(cell_size, "cell_size")
+        self._index_dtype = np.dtype(np.int32 if n < np.iinfo(np.int32).max else np.int64)
+        with _config.threads(self._n_threads):
+            self.state = _build_state(
+                points3, self._cell_size, self._box, algorithm == "brute", self._index_dtype
+            )
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def n_points(self) -> int:
+        """Number of points."""
+        return self.state.points.shape[0]
+
+    @property
+    def n_dims(self) -> int:
+        """Dimension d of the points."""
+        return self._n_dims
+
+    @property
+    def cell_size(self) -> float:
+        """The cell size asked for (periodic axes may use slightly larger cells)."""
+        return self._cell_size
+
+    @property
+    def n_occupied_cells(self) -> int:
+        """Number of cells holding at least one point."""
+        return self.state.cell_coords.shape[0]
+
+    @property
+    def box(self) -> np.ndarray | None:
+        """Period of each axis (``inf`` on open axes), or None for an open grid."""
+        if not self._periodic.any():
+            return None
+        return self._box[: self._n_dims].copy()
+
+    @property
+    def periodic(self) -> np.ndarray:
+        """Which axes are periodic, shape (d,)."""
+        return self._periodic[: self._n_dims].copy()
+
+    @property
+    def algorithm(self) -> str:
+        """``"grid"`` or ``"brute"`` (what ``"auto"`` chose)."""
+        return self._algorithm
+
+    def __repr__(self) -> str:
+        box = "" if self.box is None else f", box={self.box.tolist()}"
+        return (
+            f"Grid(n_points={self.n_points}, n_dims={self.n_dims}, cell_size={self.cell_size}"
+            f"{box}, algorithm={self.algorithm!r}, n_occupied_cells={self.n_occupied_cells})"
+        )
+
+    # ------------------------------------------------------------------ helpers
+    def _queries(self, queries, name: str = "queries") -> np.ndarray:
+        coords = as_points(queries, name, n_dims=self._n_dims)
+        return wrap_into_box(pad_to_3d(coords), self._box)
+
+    def _check_periodic_reach(self, reach: float, name: str, seen: float) -> None:
+        half = self._box / 2.0
+        too_far = np.flatnonzero(reach > half)
+        if too_far.size:
+            axis = too_far[0]
+            raise ValueError(
+                f"`{name}` must be at most half the periodic box ({half[axis]} on axis "
+                f"{axis}); got {seen}. Use a larger box or a smaller radius."
+            )
+
+    def _pair_search(self, r, radii) -> tuple[float, np.ndarray, float]:
+        """Validated (squared radius, sorted radii, reach) of a pair search."""
+        if (r is None) == (radii is None):
+            raise TypeError("give exactly one of `r` (a distance) and `radii` (one per point).")
+        if radii is not None:
+            radii = as_radii(radii, "radii", self.n_points)
+            largest = float(radii.max()) if radii.size else 0.0
+            self._check_periodic_reach(2.0 * largest, "radii", f"2 * max(radii) = {2 * largest}")
+            return 0.0, np.ascontiguousarray(radii[self.state.order]), 2.0 * largest
+        r = as_positive_scalar(r, "r", allow_zero=True)
+        self._check_periodic_reach(r, "r", r)
+        return r * r, np.empty(0), r
+
+    # ------------------------------------------------------------------ pairs
+    def query_pairs(
+        self,
+        r: float | None = None,
+        *,
+        radii=None,
+        queries=None,
+        return_distances: bool = False,
+    ) -> Pairs:
+        """Every pair of points closer than a distance.
+
+        Parameters
+        ----------
+        r : float, optional
+            Distance; pairs with ``distance <= r`` are reported. Give ``r`` or ``radii``.
+        radii : array_like of float, shape (n,), optional
+            One radius per point (contacts of spheres): pairs with
+            ``distance <= radii[i] + radii[j]``. The search reaches ``2 * max(radii)``, so
+            build the grid with ``cell_size = 2 * max(radii)``; when radii vary widely,
+            most candidates are farther apart than their own radii allow and are scanned
+            for nothing (the cost grows with ``(max / typical radius) ** d``).
+        queries : array_like of float, shape (m, d), optional
+            A second point set: report the pairs ``(q, i)`` between ``queries[q]`` and
+            ``points[i]`` within ``r`` instead of the pairs among the points.
+        return_distances : bool, default False
+            Also return the distance of each pair.
+
+        Returns
+        -------
+        Pairs
+            ``indices`` of shape (n_pairs, 2). Among one point set each pair appears once
+            with ``i < j``, like ``cKDTree.query_pairs(r, output_type="ndarray")``. The
+            order is deterministic but unspecified; ``Pairs.sorted()`` sorts them.
+        """
+        if queries is not None:
+            if radii is not None:
+                raise TypeError("`radii` applies to pairs among the points, not with `queries`.")
+            return self.query_radius(queries, r, return_distances=return_distances,
+                                     sort=False).to_pairs()
+        r2, radii_sorted, reach = self._pair_search(r, radii)
+        with _config.threads(self._n_threads):
+            reach_cells, counts = self._count_pairs(r2, radii_sorted, reach)
+            return self._fill_pairs(r2, radii_sorted, reach_cells, counts, 0, counts.shape[0],
+                                    return_distances)
+
+    def _parallel(self, n_items: int, threshold: int) -> bool:
+        """Whether work over ``n_items`` is worth the other threads."""
+        return self._n_threads != 1 and n_items >= threshold
+
+    def _scan_pairs(self, r2, radii_sorted, reach_cells, begin, n_cells, positions, indices,
+                    distances, write):
+        if self._parallel(self.n_points, PARALLEL_MIN_POINTS):
+            pairs.pairs_scan(self.state, r2, radii_sorted, reach_cells, begin, n_cells,
+                             positions, indices, distances, write)
+        else:
+            pairs.pairs_scan_cells(self.state, r2, radii_sorted, reach_cells, begin,
+                                   begin + n_cells, begin, positions, indices, distances, write)
+
+    def _count_pairs(self, r2, radii_sorted, reach):
+        reach_cells = pairs.reach_in_cells(self.state, reach)
+        counts = np.zeros(self.n_occupied_cells, dtype=np.int64)
+        self._scan_pairs(r2, radii_sorted, reach_cells, 0, counts.shape[0], counts,
+                         np.empty((0, 2), self._index_dtype), _NO_DISTANCES, False)
+        return reach_cells, counts
+
+    def _fill_pairs(self, r2, radii_sorted, reach_cells, counts, begin, end, return_distances):
+        offsets = np.zeros(end - begin + 1, dtype=np.int64)
+        np.cumsum(counts[begin:end], out=offsets[1:])
+        n_pairs = int(offsets[-1])
+        indices = np.empty((n_pairs, 2), dtype=self._index_dtype)
+        distances = np.empty(n_pairs if return_distances else 0, dtype=np.float64)
+        self._scan_pairs(r2, radii_sorted, reach_cells, begin, end - begin, offsets, indices,
+                         distances, True)
+        n = self.n_points
+        return Pairs(indices, distances if return_distances else None, (n, n))
+
+    def iter_pairs(
+        self,
+        r: float | None = None,
+        *,
+        radii=None,
+        chunk_size: int = 1 << 22,
+        return_distances: bool = False,
+    ) -> Iterator[Pairs]:
+        """The pairs of `query_pairs` in chunks, with memory bounded by ``chunk_size``.
+
+        Parameters
+        ----------
+        r, radii, return_distances
+            As in `query_pairs`.
+        chunk_size : int, default 4,194,304
+            Most pairs in one chunk; a single cell with more pairs than this forms a chunk
+            of its own.
+
+        Yields
+        ------
+        Pairs
+            Consecutive chunks; together they hold exactly the pairs of `query_pairs`, in
+            the same order. A counting pass over all cells runs first (memory: one integer
+            per occupied cell).
+        """
+        chunk_size = as_count(chunk_size, "chunk_size")
+        r2, radii_sorted, reach = self._pair_search(r, radii)
+        with _config.threads(self._n_threads):
+            reach_cells, counts = self._count_pairs(r2, radii_sorted, reach)
+        ends = _chunk_ends(counts, chunk_size)
+        begin = 0
+        for end in ends:
+            with _config.threads(self._n_threads):
+                chunk = self._fill_pairs(r2, radii_sorted, reach_cells, counts, begin, end,
+                                         return_distances)
+            begin = end
+            yield chunk
+
+    # ------------------------------------------------------------------ radius
+    def _radius_inputs(self, queries, r):
+        query_points = self._queries(queries)
+        radii = as_radii(r, "r", query_points.shape[0])
+        largest = float(radii.max()) if radii.size else 0.0
+        self._check_periodic_reach(largest, "r", largest)
+        return query_points, radii
+
+    def query_radius(
+        self, queries, r, *, return_distances: bool = False, sort: bool = True
+    ) -> Neighbors:
+        """For each query point, every point within distance ``r``.
+
+        Parameters
+        ----------
+        queries : array_like of float, shape (m, d)
+            Query positions.
+        r : float or array_like of float, shape (m,)
+            Radius, one for all queries or one per query; ``distance <= r`` is a match.
+        return_distances : bool, default False
+            Also return the distance of each neighbour.
+        sort : bool, default True
+            Sort each row by point index (as ``cKDTree.query_ball_point(...,
+            return_sorted=True)``). Unsorted rows come out in cell order, deterministic.
+
+        Returns
+        -------
+        Neighbors
+            CSR rows: ``indptr`` (int64, shape (m + 1,)), ``indices``, ``distances``.
+        """
+        query_points, radii = self._radius_inputs(queries, r)
+        with _config.threads(self._n_threads):
+            visit_order = build.query_order(self.state, query_points)
+            indptr = _indptr(self._count_radius(query_points, radii, visit_order))
+            nnz = int(indptr[-1])
+            indices = np.empty(nnz, dtype=self._index_dtype)
+            distances = np.empty(nnz if return_distances else 0, dtype=np.float64)
+            self._scan_radius(query_points, radii, visit_order, indptr, indices, distances,
+                              True, sort)
+        return Neighbors(indptr, indices, distances if return_distances else None,
+                         self.n_points)
+
+    def count_radius(self, queries, r) -> np.ndarray:
+        """Number of points within ``r`` of each query, shape (m,), int64.
+
+        Parameters are as in `query_radius`; nothing but the counts is stored.
+        """
+        query_points, radii = self._radius_inputs(queries, r)
+        with _config.threads(self._n_threads):
+            visit_order = build.query_order(self.state, query_points)
+            return self._count_radius(query_points, radii, visit_order)
+
+    def _count_radius(self, query_points, radii, visit_order):
+        counts = np.zeros(query_points.shape[0], dtype=np.int64)
+        self._scan_radius(query_points, radii, visit_order, counts,
+                          np.empty(0, self._index_dtype), _NO_DISTANCES, False, False)
+        return counts
+
+    def _scan_radius(self, query_points, radii, visit_order, positions, indices, distances,
+                     write, sort):
+        m = query_points.shape[0]
+        if self._parallel(m, PARALLEL_MIN_QUERIES):
+            radius.radius_scan(self.state, query_points, radii, visit_order, positions, indices,
+                               distances, write, sort)
+        else:
+            radius.radius_scan_queries(self.state, query_points, radii, visit_order, 0, m,
+                                       positions, indices, distances, write, sort)
+
+    # ------------------------------------------------------------------ k nearest
+    def query_knn(self, queries, k: int, *, r_max: float | None = None) -> KNearest:
+        """The ``k`` nearest points of each query, nearest first, exact.
+
+        Parameters
+        ----------
+        queries : array_like of float, shape (m, d)
+            Query positions.
+        k : int
+            Neighbours wanted per query, >= 1.
+        r_max : float, optional
+            Only points with ``distance <= r_max`` count (default: no limit).
+
+        Returns
+        -------
+        KNearest
+            ``indices`` and ``distances`` of shape (m, k), ties broken by the smaller
+            index, and ``counts``: fewer than ``k`` when the grid holds fewer points or
+            ``r_max`` excludes them, in which case the remaining slots hold -1 and
+            ``inf``.
+        """
+        query_points = self._queries(queries)
+        k = as_count(k, "k")
+        limit = np.inf if r_max is None else as_positive_scalar(
+            r_max, "r_max", allow_zero=True, allow_inf=True)
+        m = query_points.shape[0]
+        indices = np.full((m, k), -1, dtype=self._index_dtype)
+        distances = np.full((m, k), np.inf)
+        counts = np.zeros(m, dtype=np.int64)
+        with _config.threads(self._n_threads):
+            visit_order = build.query_order(self.state, query_points)
+            kernel = knn.knn_query if self._parallel(m, PARALLEL_MIN_QUERIES) else knn.knn_serial
+            kernel(self.state, query_points, k, np.full(m, limit), visit_order, indices,
+                   distances, counts)
+        return KNearest(indices, distances, counts)
+
+    # ------------------------------------------------------------------ boxes
+    def query_box(self, lower, upper, *, sort: bool = True) -> Neighbors:
+        """Every point inside each of ``m`` axis-aligned boxes (closed: faces included).
+
+        Parameters
+        ----------
+        lower, upper : array_like of float, shape (m, d) or (d,)
+            Corners of the boxes, ``lower <= upper``. On a periodic axis a box runs from
+            ``lower`` over ``upper - lower`` and may cross the boundary; one as wide as the
+            period covers the whole axis.
+        sort : bool, default True
+            Sort each row by point index.
+
+        Returns
+        -------
+        Neighbors
+            CSR rows of point indices, one row per box; ``distances`` is None.
+        """
+        lower, upper = as_bounds(lower, upper, self._n_dims)
+        width = pad_to_3d(upper - lower)
+        lower3 = wrap_into_box(pad_to_3d(lower), self._box)
+        upper3 = pad_to_3d(upper)
+        with _config.threads(self._n_threads):
+            visit_order = build.query_order(self.state, lower3)
+            m = lower3.shape[0]
+            kernel = (box_kernels.box_scan if self._parallel(m, PARALLEL_MIN_QUERIES)
+                      else box_kernels.box_serial)
+            counts = np.zeros(m, dtype=np.int64)
+            kernel(self.state, lower3, upper3, width, visit_order, counts,
+                   np.empty(0, self._index_dtype), False, False)
+            indptr = _indptr(counts)
+            indices = np.empty(int(indptr[-1]), dtype=self._index_dtype)
+            kernel(self.state, lower3, upper3, width, visit_order, indptr, indices, True, sort)
+        return Neighbors(indptr, indices, None, self.n_points)
+
+
+def _indptr(counts: np.ndarray) -> np.ndarray:
+    """CSR row offsets from row lengths."""
+    indptr = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return indptr
+
+
+# ---------------------------------------------------------------------- building
+def _default_cell_size(points3: np.ndarray, box: np.ndarray, n_dims: int) -> float:
+    """Cell size putting about `DEFAULT_POINTS_PER_CELL` points in a cell on average."""
+    n = points3.shape[0]
+    if n == 0:
+        return 1.0
+    extent = np.where(np.isfinite(box), box, np.ptp(points3, axis=0))[:n_dims]
+    extent = extent[extent > 0]
+    if extent.size == 0:
+        return 1.0
+    volume_per_cell = np.prod(extent) * DEFAULT_POINTS_PER_CELL / n
+    size = float(volume_per_cell ** (1.0 / extent.size))
+    return size if size > 0 and math.isfinite(size) else 1.0
+
+
+def _build_state(points3, cell_size, box, brute, index_dtype) -> GridState:
+    """Sort ``points3`` (n, 3), already wrapped, into cells; see the module docstring."""
+    n = points3.shape[0]
+    is_periodic = np.isfinite(box)
+    origin = np.zeros(N_AXES)
+    if n:
+        origin = np.where(is_periodic, 0.0, build.lower_corner(points3))
+    size = np.empty(N_AXES)
+    n_periodic = np.zeros(N_AXES, dtype=np.int64)
+    for axis in range(N_AXES):
+        if is_periodic[axis]:
+            count = 1 if brute else max(1, math.floor(box[axis] / (cell_size * (1 + CELL_SIZE_MARGIN))))
+            n_periodic[axis] = count
+            size[axis] = box[axis] / count
+        else:
+            size[axis] = np.inf if brute else cell_size * (1 + CELL_SIZE_MARGIN)
+    inv_size = 1.0 / size
+    coords, largest = build.cell_coords_of(points3, origin, inv_size, n_periodic)
+    too_many = np.flatnonzero(~is_periodic & (largest >= MAX_CELLS_PER_AXIS))
+    if too_many.size:
+        axis = too_many[0]
+        raise ValueError(
+            f"`cell_size` is too small for the spread of the points: {cell_size} would "
+            f"need {float(largest[axis]):.3g} cells along axis {axis} (at most 2**52). "
+            "Use a larger cell_size."
+        )
+    n_cells = np.where(is_periodic, n_periodic, largest + 1).astype(np.int64)
+    n_linear = float(np.prod(n_cells.astype(np.float64)))
+    if build.is_dense_small_enough(n_linear, n):
+        cell_id, n_occupied, dense_lookup, dense_start = build.dense_cell_ids(coords, n_cells)
+        cell_coords = build.dense_cell_coords(dense_lookup, n_cells, n_occupied)
+        hash_keys = np.empty((0, N_AXES), dtype=np.int64)
+        hash_ids = np.empty(0, dtype=np.int64)
+    else:
+        cell_id, unique, hash_keys, hash_ids = build.hashed_cell_ids(coords)
+        n_occupied = unique.shape[0]
+        cell_order = np.lexsort((unique[:, 0], unique[:, 1], unique[:, 2]))
+        rank = np.empty(n_occupied, dtype=np.int64)
+        rank[cell_order] = np.arange(n_occupied)
+        build.relabel(cell_id, rank)
+        build.relabel(hash_ids, rank)
+        cell_coords = np.ascontiguousarray(unique[cell_order])
+        dense_lookup = np.empty(0, dtype=np.int64)
+        dense_start = np.empty(0, dtype=np.int64)
+    cell_start, permutation, columns = build.sort_points(points3, cell_id, n_occupied)
+    return GridState(
+        points=columns,
+        order=permutation.astype(index_dtype),
+        origin=origin,
+        cell_size=size,
+        inv_cell_size=inv_size,
+        n_cells=n_cells,
+        box=box.copy(),
+        half_box=box / 2.0,
+        cell_start=cell_start,
+        cell_coords=cell_coords,
+        dense_lookup=dense_lookup,
+        dense_start=dense_start,
+        hash_keys=hash_keys,
+        hash_ids=hash_ids,
+    )
+
+
+def _chunk_ends(counts: np.ndarray, chunk_size: int) -> list[int]:
+    """Cell indices that end each chunk of at most ``chunk_size`` pairs (or one cell)."""
+    ends = []
+    total = 0
+    for cell, count in enumerate(counts.tolist()):
+        if total and total + count > chunk_size:
+            ends.append(cell)
+            total = 0
+        total += count
+    ends.append(len(counts))
+    return ends
