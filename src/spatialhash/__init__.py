@@ -7,6 +7,9 @@ near a point, the k nearest, or what lies in a box. Results are exact and match
 
 from __future__ import annotations
 
+import math
+import numbers
+
 from ._results import KNearest, Neighbors, Pairs
 from .grid import Grid
 
@@ -22,14 +25,17 @@ def query_pairs(points, r=None, *, radii=None, box=None, periodic=None,
     A one-call form of ``Grid(points, cell_size=reach, ...).query_pairs(...)`` with the cell
     size set to the search reach (``r``, or ``2 * max(radii)``). See `Grid.query_pairs`.
     """
-    import numpy as np
+    from ._validation import as_points, as_radii
 
-    reach = None
+    coords = as_points(points)
     if radii is not None:
-        largest = np.max(radii) if np.size(radii) else 0.0
-        reach = 2.0 * float(largest) if np.isfinite(largest) else None
-    elif isinstance(r, (int, float)) and not isinstance(r, bool) and np.isfinite(r):
+        # Validated here first: the cell size is derived from the largest radius.
+        radii = as_radii(radii, "radii", coords.shape[0])
+        reach = 2.0 * float(radii.max()) if radii.size else 0.0
+    elif isinstance(r, numbers.Real) and not isinstance(r, bool) and math.isfinite(r):
         reach = float(r)
-    cell_size = reach if reach is not None and reach > 0 else None
-    grid = Grid(points, cell_size, box=box, periodic=periodic, n_threads=n_threads)
+    else:
+        reach = 0.0  # Grid.query_pairs reports what is wrong with r
+    cell_size = reach if reach > 0 else None
+    grid = Grid(coords, cell_size, box=box, periodic=periodic, n_threads=n_threads)
     return grid.query_pairs(r, radii=radii, return_distances=return_distances)

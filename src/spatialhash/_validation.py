@@ -64,6 +64,25 @@ def as_points(points, name: str = "points", n_dims: int | None = None) -> np.nda
     return array
 
 
+def check_spread(points3: np.ndarray, name: str) -> None:
+    """Raise when the coordinates on some axis span more than float64 can hold.
+
+    Differences of such coordinates overflow to infinity, and no cell size can cover them.
+    """
+    if points3.shape[0] == 0:
+        return
+    lowest, highest = points3.min(axis=0), points3.max(axis=0)
+    with np.errstate(over="ignore"):
+        spread = highest - lowest
+    if not np.isfinite(spread).all():
+        axis = int(np.flatnonzero(~np.isfinite(spread))[0])
+        raise ValueError(
+            f"`{name}` must span a finite range on every axis; got coordinates from "
+            f"{lowest[axis]} to {highest[axis]} on axis {axis}, whose difference overflows "
+            "float64."
+        )
+
+
 def pad_to_3d(points: np.ndarray) -> np.ndarray:
     """A C-contiguous (n, 3) float64 copy of ``points`` with zero columns appended."""
     padded = np.zeros((points.shape[0], N_AXES), dtype=np.float64)
@@ -87,7 +106,12 @@ def as_positive_scalar(value, name: str, *, allow_zero: bool = False,
 
 def as_radii(value, name: str, n: int, *, allow_inf: bool = False) -> np.ndarray:
     """A scalar or length-``n`` array of radii >= 0 as a float64 array of length ``n``."""
-    if np.ndim(value) == 0:
+    try:
+        n_dims = np.ndim(value)
+    except ValueError as error:  # ragged nested sequences
+        raise TypeError(f"`{name}` must be a scalar or a 1-D array of real numbers; got "
+                        f"{value!r:.80}.") from error
+    if n_dims == 0:
         radius = as_positive_scalar(
             value.item() if isinstance(value, np.ndarray) else value,
             name, allow_zero=True, allow_inf=allow_inf,
@@ -120,7 +144,7 @@ def as_box(box, periodic, n_dims: int) -> tuple[np.ndarray, np.ndarray]:
     lengths = np.full(N_AXES, np.inf)
     is_periodic = np.zeros(N_AXES, dtype=bool)
     if box is None:
-        if periodic not in (None, False) and np.any(periodic):
+        if periodic is not None and np.any(periodic):
             raise ValueError(f"`periodic` needs `box`; got periodic={periodic!r} and box=None.")
         return lengths, is_periodic
     values = as_float_array(box, "box")

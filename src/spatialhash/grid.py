@@ -52,6 +52,7 @@ from ._validation import (
     as_points,
     as_positive_scalar,
     as_radii,
+    check_spread,
     pad_to_3d,
     wrap_into_box,
 )
@@ -136,6 +137,7 @@ class Grid:
             algorithm = "brute" if n <= BRUTE_FORCE_MAX_POINTS else "grid"
         self._algorithm = algorithm
         points3 = wrap_into_box(pad_to_3d(coords), self._box)
+        check_spread(points3, "points")
         if cell_size is None:
             cell_size = _default_cell_size(points3, self._box, n_dims)
         self._cell_size = as_positive_scalar(cell_size, "cell_size")
@@ -149,7 +151,7 @@ class Grid:
     @property
     def n_points(self) -> int:
         """Number of points."""
-        return self.state.points.shape[0]
+        return self.state.points.shape[1]
 
     @property
     def n_dims(self) -> int:
@@ -455,7 +457,9 @@ class Grid:
             CSR rows of point indices, one row per box; ``distances`` is None.
         """
         lower, upper = as_bounds(lower, upper, self._n_dims)
-        width = pad_to_3d(upper - lower)
+        with np.errstate(over="ignore"):
+            # A width that overflows to inf covers any periodic axis, as it should.
+            width = pad_to_3d(upper - lower)
         lower3 = wrap_into_box(pad_to_3d(lower), self._box)
         upper3 = pad_to_3d(upper)
         with _config.threads(self._n_threads):
@@ -485,13 +489,13 @@ def _default_cell_size(points3: np.ndarray, box: np.ndarray, n_dims: int) -> flo
     n = points3.shape[0]
     if n == 0:
         return 1.0
-    extent = np.where(np.isfinite(box), box, np.ptp(points3, axis=0))[:n_dims]
-    extent = extent[extent > 0]
+    extent = np.where(np.isfinite(box), box, points3.max(axis=0) - points3.min(axis=0))
+    extent = extent[:n_dims][extent[:n_dims] > 0]
     if extent.size == 0:
         return 1.0
-    volume_per_cell = np.prod(extent) * DEFAULT_POINTS_PER_CELL / n
-    size = float(volume_per_cell ** (1.0 / extent.size))
-    return size if size > 0 and math.isfinite(size) else 1.0
+    # In logarithms: the volume of a cloud spanning 1e150 per axis overflows float64.
+    log_size = (np.log(extent).sum() + math.log(DEFAULT_POINTS_PER_CELL / n)) / extent.size
+    return float(min(math.exp(log_size), extent.max()))
 
 
 def _build_state(points3, cell_size, box, brute, index_dtype) -> GridState:
@@ -505,7 +509,14 @@ def _build_state(points3, cell_size, box, brute, index_dtype) -> GridState:
     n_periodic = np.zeros(N_AXES, dtype=np.int64)
     for axis in range(N_AXES):
         if is_periodic[axis]:
-            count = 1 if brute else max(1, math.floor(box[axis] / (cell_size * (1 + CELL_SIZE_MARGIN))))
+            cells_across = box[axis] / (cell_size * (1 + CELL_SIZE_MARGIN))
+            if cells_across >= MAX_CELLS_PER_AXIS:
+                raise ValueError(
+                    f"`cell_size` is too small for the periodic box: {cell_size} would need "
+                    f"{cells_across:.3g} cells along axis {axis} (at most 2**52). Use a "
+                    "larger cell_size."
+                )
+            count = 1 if brute else max(1, math.floor(cells_across))
             n_periodic[axis] = count
             size[axis] = box[axis] / count
         else:

@@ -7,10 +7,11 @@ which costs at most an occasional extra cell).
 
 Periodic images. A range of cells on a periodic axis is unwrapped (it may run below 0 or
 past ``n_cells``); a cell reached at unwrapped coordinate ``c`` lies ``c // n_cells`` periods
-away, and its points are compared at ``x + shift`` with ``shift = (c // n_cells) * box``.
-When a range covers the whole axis no cell is reached twice and the shift is 0; there the
-minimum image is taken per pair instead (`min_image`). Both forms compute ``a - (b + shift)``
-with the same shift, so they agree bit for bit with each other and with the oracle.
+away: a difference to one of its points is ``(a - b) - shift`` with
+``shift = (c // n_cells) * box``. When a range covers the whole axis no cell is reached twice
+and the shift is 0; there the minimum image is taken per pair instead (`min_image`). Both
+forms subtract the period after the difference, so swapping the two points negates the
+difference exactly, and the results agree bit for bit with each other and with the oracle.
 
 Kernels unpack the grid state once, at their entry, and every helper takes plain arrays
 and scalars: numba updates the reference counts of all thirteen arrays of the state
@@ -42,7 +43,13 @@ def cell_tolerance(u_magnitude):
 
 @jit
 def floor_to_int(u):
-    """``floor(u)`` as int64, clamped so that huge finite values cannot overflow."""
+    """``floor(u)`` as int64, clamped so that huge values cannot overflow.
+
+    NaN (``inf * 0`` from a coordinate difference that overflowed, in a one-cell grid)
+    maps to 0.
+    """
+    if u != u:
+        return np.int64(0)
     if u > COORD_LIMIT:
         u = COORD_LIMIT
     elif u < -COORD_LIMIT:
@@ -131,17 +138,16 @@ def wrap_whole_axes(n_cells, box, half_box, first, last, half_out):
 
 
 @jit
-def min_image(a, b, box, half_box):
-    """Difference ``a - b`` to the nearest image of ``b``; ``half_box = inf`` never wraps.
+def min_image(delta, box, half_box):
+    """A coordinate difference brought to the nearest image; ``half_box = inf`` never wraps.
 
     Positions on periodic axes are wrapped into ``[0, box)``, so one correction suffices. A
     difference of exactly half the box is kept as it is.
     """
-    delta = a - b
     if delta > half_box:
-        return a - (b + box)
+        return delta - box
     if delta < -half_box:
-        return a - (b - box)
+        return delta + box
     return delta
 
 

@@ -228,9 +228,9 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
                 n_runs = ring_runs(state, center, s, lowest, highest, run_bounds)
             for r in range(n_runs):
                 for j in range(run_bounds[r, 0], run_bounds[r, 1]):
-                    dx = min_image(qx, points[0, j], box_x, half_x)
-                    dy = min_image(qy, points[1, j], box_y, half_y)
-                    dz = min_image(qz, points[2, j], box_z, half_z)
+                    dx = min_image(qx - points[0, j], box_x, half_x)
+                    dy = min_image(qy - points[1, j], box_y, half_y)
+                    dz = min_image(qz - points[2, j], box_z, half_z)
                     d2 = dx * dx + dy * dy + dz * dz
                     if d2 > max_d2:
                         continue
@@ -240,7 +240,8 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
                     size = heap_offer(heap_d2, heap_index, size, d2, order[j])
             if last_pass:
                 break
-            bound = unvisited_distance(u, center, lowest, highest, s, state.cell_size)
+            bound = unvisited_distance(u, center, lowest, highest, s, state.cell_size,
+                                       state.n_cells, state.box)
             if bound < 0.0 or bound * bound > max_d2:
                 break
             if size == k and heap_d2[0] < bound * bound:
@@ -277,16 +278,26 @@ def ring_limits(state, query, center, u, lowest, highest):
 
 
 @jit
-def unvisited_distance(u, center, lowest, highest, s, cell_size):
+def unvisited_distance(u, center, lowest, highest, s, cell_size, n_cells, box):
     """Lower bound on the distance to any point outside the rings up to ``s``; -1 when no
-    cell is left. Shrunk slightly so that rounding never ends the search early."""
+    cell is left. Shrunk slightly so that rounding never ends the search early.
+
+    On an open axis the cells left lie beyond the faces that still have cells behind them.
+    On a periodic axis, while the rings cover fewer than all its cells, the cells left lie
+    beyond both faces (going either way round leads to them).
+    """
     bound = np.inf
     for axis in range(3):
         tolerance = cell_tolerance(abs(u[axis]) + s + 1.0)
-        if -s > lowest[axis]:
+        if math.isinf(box[axis]):
+            below = -s > lowest[axis]
+            above = s < highest[axis]
+        else:
+            below = above = 2 * s + 1 < n_cells[axis]
+        if below:
             gap = u[axis] - (center[axis] - s) - tolerance
             bound = min(bound, max(gap, 0.0) * cell_size[axis])
-        if s < highest[axis]:
+        if above:
             gap = (center[axis] + s + 1) - u[axis] - tolerance
             bound = min(bound, max(gap, 0.0) * cell_size[axis])
     if math.isinf(bound):

@@ -7,9 +7,10 @@ as runs of contiguous points (`cells.collect_runs`), so the inner loops are long
 vectorize.
 
 When the search range covers a whole periodic axis (a box of fewer than ``2 * reach + 1``
-cells), stencil offsets alias the same cell; there, and when the range holds more cells
+cells), stencil offsets alias the same cell; there, and when the stencil holds more cells
 than are occupied, each cell ``a`` pairs with the occupied cells ``b >= a`` by id instead
-(taking the minimum image per pair on whole periodic axes).
+(taking the minimum image per pair on whole periodic axes). The choice is made once for the
+grid: a cell on the half stencil and its neighbour by id would both claim their pairs.
 
 Cells are spread over threads in chunks; the count pass gives each cell its offset in the
 output, so the fill pass writes every pair to a place fixed in advance and the output is
@@ -60,6 +61,20 @@ def reach_in_cells(state, reach):
 
 
 @jit
+def stencil_by_id(n_cells, box, reach_cells, n_occupied):
+    """Whether pairs are found by cell id rather than by the half stencil (see the module
+    docstring): when the stencil wraps a whole periodic axis (its offsets alias), or holds
+    at least as many cells as are occupied. Decided once for the whole grid."""
+    volume = 1.0
+    for axis in range(3):
+        span = 2 * reach_cells[axis] + 1
+        if not math.isinf(box[axis]) and span >= n_cells[axis]:
+            return True
+        volume *= min(span, n_cells[axis])
+    return volume >= n_occupied
+
+
+@jit
 def pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin, positions,
                      out_indices, out_distances, write):
     """Sequential kernel of `pairs_scan` over cells ``cell_lo .. cell_hi - 1``.
@@ -83,6 +98,8 @@ def pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin
     last = np.empty(3, np.int64)
     half = np.empty(3, np.float64)
     n_occupied = cell_coords.shape[0]
+    # One strategy for every cell: mixing them would meet some pairs of cells twice.
+    by_id = stencil_by_id(n_cells, box_axis, reach_cells, n_occupied)
     for a in range(cell_lo, cell_hi):
         center = (cell_coords[a, 0], cell_coords[a, 1], cell_coords[a, 2])
         for axis in range(3):
@@ -92,9 +109,8 @@ def pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin
             )
         use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last, half)
         half_x, half_y, half_z = half[0], half[1], half[2]
-        if use_min_image or cells_needed(first, last, n_occupied) >= n_occupied:
-            # Aliasing stencil, or a reach wider than the data: the occupied cells b >= a,
-            # each once, by id, with cell a first.
+        if by_id:
+            # The occupied cells b >= a, each once, by id, with cell a first.
             needed = cells_needed(first, last, n_occupied)
             if needed > found_cells.shape[0]:
                 found_cells, cell_shifts = cell_buffers(needed)
@@ -140,32 +156,28 @@ def pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin
                     # Counting: branch-free, so LLVM vectorizes it.
                     if with_radii:
                         for j in range(start, end):
-                            dx = x - (points[0, j] + shift_x)
-                            dy = y - (points[1, j] + shift_y)
-                            dz = z - (points[2, j] + shift_z)
+                            dx = (x - points[0, j]) - shift_x
+                            dy = (y - points[1, j]) - shift_y
+                            dz = (z - points[2, j]) - shift_z
                             limit = radius + radii[j]
                             if dx * dx + dy * dy + dz * dz <= limit * limit:
                                 n_hits += 1
                     else:
                         for j in range(start, end):
-                            dx = x - (points[0, j] + shift_x)
-                            dy = y - (points[1, j] + shift_y)
-                            dz = z - (points[2, j] + shift_z)
+                            dx = (x - points[0, j]) - shift_x
+                            dy = (y - points[1, j]) - shift_y
+                            dz = (z - points[2, j]) - shift_z
                             if dx * dx + dy * dy + dz * dz <= r2:
                                 n_hits += 1
                     continue
                 for j in range(start, end):
-                    bx = points[0, j] + shift_x
-                    by = points[1, j] + shift_y
-                    bz = points[2, j] + shift_z
+                    dx = (x - points[0, j]) - shift_x
+                    dy = (y - points[1, j]) - shift_y
+                    dz = (z - points[2, j]) - shift_z
                     if use_min_image:
-                        dx = min_image(x, bx, box_x, half_x)
-                        dy = min_image(y, by, box_y, half_y)
-                        dz = min_image(z, bz, box_z, half_z)
-                    else:
-                        dx = x - bx
-                        dy = y - by
-                        dz = z - bz
+                        dx = min_image(dx, box_x, half_x)
+                        dy = min_image(dy, box_y, half_y)
+                        dz = min_image(dz, box_z, half_z)
                     d2 = dx * dx + dy * dy + dz * dz
                     if with_radii:
                         limit = radius + radii[j]

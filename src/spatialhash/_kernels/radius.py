@@ -33,7 +33,7 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
                         out_distances, write, sort_rows):
     """Sequential kernel of `radius_scan` over queries ``visit_order[t_lo:t_hi]``.
 
-    Points are compared at their image ``x + shift`` (see `cells`), with the minimum image
+    Differences to a run's points are ``(q - x) - shift`` (see `cells`), with the minimum image
     per pair on whole periodic axes. The distance loops are written out here: a helper call
     passing arrays costs an atomic reference-count update per array.
     """
@@ -67,24 +67,20 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
             if not write and not use_min_image:
                 # Counting: branch-free, so LLVM vectorizes it.
                 for j in range(run_bounds[r, 0], run_bounds[r, 1]):
-                    dx = qx - (points[0, j] + shift_x)
-                    dy = qy - (points[1, j] + shift_y)
-                    dz = qz - (points[2, j] + shift_z)
+                    dx = (qx - points[0, j]) - shift_x
+                    dy = (qy - points[1, j]) - shift_y
+                    dz = (qz - points[2, j]) - shift_z
                     if dx * dx + dy * dy + dz * dz <= r2:
                         position += 1
                 continue
             for j in range(run_bounds[r, 0], run_bounds[r, 1]):
-                bx = points[0, j] + shift_x
-                by = points[1, j] + shift_y
-                bz = points[2, j] + shift_z
+                dx = (qx - points[0, j]) - shift_x
+                dy = (qy - points[1, j]) - shift_y
+                dz = (qz - points[2, j]) - shift_z
                 if use_min_image:
-                    dx = min_image(qx, bx, box_x, half_x)
-                    dy = min_image(qy, by, box_y, half_y)
-                    dz = min_image(qz, bz, box_z, half_z)
-                else:
-                    dx = qx - bx
-                    dy = qy - by
-                    dz = qz - bz
+                    dx = min_image(dx, box_x, half_x)
+                    dy = min_image(dy, box_y, half_y)
+                    dz = min_image(dz, box_z, half_z)
                 d2 = dx * dx + dy * dy + dz * dz
                 if d2 <= r2:
                     if write:
