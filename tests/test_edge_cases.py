@@ -1,0 +1,518 @@
+"""Named edge cases: empty and degenerate inputs, exact boundaries, extreme coordinates,
+unusual array layouts and dtypes, thread counts, pickling and result conversions."""
+
+from __future__ import annotations
+
+import pickle
+
+import numba
+import numpy as np
+import oracles
+import pytest
+
+import spatialhash
+from spatialhash import Grid, Neighbors, Pairs
+
+
+def assert_pairs_match_oracle(grid, points, r, box3=None):
+    result = grid.query_pairs(r, return_distances=True).sorted()
+    indices, distances = oracles.pairs(points, r, box3=box3)
+    np.testing.assert_array_equal(result.indices, indices)
+    np.testing.assert_array_equal(result.distances, distances)
+
+
+def assert_radius_matches_oracle(grid, points, queries, r, box3=None):
+    result = grid.query_radius(queries, r, return_distances=True)
+    indptr, indices, distances = oracles.radius(points, queries, r, box3=box3)
+    np.testing.assert_array_equal(result.indptr, indptr)
+    np.testing.assert_array_equal(result.indices, indices)
+    np.testing.assert_array_equal(result.distances, distances)
+
+
+def assert_knn_matches_oracle(grid, points, queries, k, r_max=None, box3=None):
+    result = grid.query_knn(queries, k, r_max=r_max)
+    indices, distances, counts = oracles.knn(points, queries, k, r_max, box3=box3)
+    np.testing.assert_array_equal(result.indices, indices)
+    np.testing.assert_array_equal(result.distances, distances)
+    np.testing.assert_array_equal(result.counts, counts)
+
+
+def assert_all_match_oracle(grid, points, queries, r, box3=None):
+    assert_pairs_match_oracle(grid, points, r, box3)
+    assert_radius_matches_oracle(grid, points, queries, r, box3)
+    assert_knn_matches_oracle(grid, points, queries, 3, box3=box3)
+    result = grid.query_box(queries - r, queries + r)
+    indptr, indices = oracles.box(points, queries - r, queries + r, box3=box3)
+    np.testing.assert_array_equal(result.indptr, indptr)
+    np.testing.assert_array_equal(result.indices, indices)
+
+
+# ---------------------------------------------------------------------- no points
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+@pytest.mark.parametrize("algorithm", ["grid", "brute"])
+def test_no_points_gives_empty_results_with_right_shapes(n_dims, algorithm):
+    grid = Grid(np.empty((0, n_dims)), 1.0, algorithm=algorithm)
+    queries = np.zeros((3, n_dims))
+    assert grid.n_points == 0 and grid.n_occupied_cells == 0
+
+    pairs = grid.query_pairs(1.0, return_distances=True)
+    assert pairs.indices.shape == (0, 2) and pairs.indices.dtype == np.int32
+    assert pairs.distances.shape == (0,) and pairs.distances.dtype == np.float64
+    assert pairs.shape == (0, 0) and len(pairs) == 0
+    assert grid.query_pairs(radii=np.empty(0)).indices.shape == (0, 2)
+    chunks = list(grid.iter_pairs(1.0, chunk_size=1))
+    assert sum(len(chunk) for chunk in chunks) == 0
+
+    neighbors = grid.query_radius(queries, 1.0, return_distances=True)
+    np.testing.assert_array_equal(neighbors.indptr, np.zeros(4, dtype=np.int64))
+    assert neighbors.indptr.dtype == np.int64
+    assert neighbors.indices.shape == (0,) and neighbors.indices.dtype == np.int32
+    assert neighbors.distances.shape == (0,) and neighbors.n_points == 0
+    np.testing.assert_array_equal(grid.count_radius(queries, 1.0), np.zeros(3))
+
+    nearest = grid.query_knn(queries, 2)
+    np.testing.assert_array_equal(nearest.counts, np.zeros(3, dtype=np.int64))
+    np.testing.assert_array_equal(nearest.indices, np.full((3, 2), -1))
+    np.testing.assert_array_equal(nearest.distances, np.full((3, 2), np.inf))
+
+    boxes = grid.query_box(queries - 1, queries + 1)
+    np.testing.assert_array_equal(boxes.indptr, np.zeros(4, dtype=np.int64))
+    assert boxes.indices.shape == (0,)
+
+    pairs_with_queries = grid.query_pairs(1.0, queries=queries)
+    assert pairs_with_queries.indices.shape == (0, 2) and pairs_with_queries.shape == (3, 0)
+
+
+def test_no_queries_gives_empty_rows():
+    grid = Grid(np.arange(6.0).reshape(3, 2), 1.0)
+    none = np.empty((0, 2))
+    neighbors = grid.query_radius(none, 1.0, return_distances=True)
+    np.testing.assert_array_equal(neighbors.indptr, [0])
+    assert len(neighbors) == 0 and neighbors.distances.shape == (0,)
+    assert grid.count_radius(none, 1.0).shape == (0,)
+    nearest = grid.query_knn(none, 2)
+    assert nearest.indices.shape == (0, 2) and nearest.counts.shape == (0,)
+    assert grid.query_box(none, none).indptr.tolist() == [0]
+    assert grid.query_pairs(1.0, queries=none).shape == (0, 3)
+
+
+def test_no_points_periodic_and_default_cell_size():
+    grid = Grid(np.empty((0, 3)), box=2.0)
+    assert len(grid.query_pairs(1.0)) == 0
+    assert grid.query_knn(np.zeros((1, 3)), 1).counts.tolist() == [0]
+
+
+# ---------------------------------------------------------------------- degenerate clouds
+def test_one_point():
+    grid = Grid(np.array([[1.0, 2.0]]), 0.5, algorithm="grid")
+    assert len(grid.query_pairs(10.0)) == 0
+    neighbors = grid.query_radius(np.array([[1.0, 2.5], [1.0, 2.75]]), 0.5,
+                                  return_distances=True)
+    assert neighbors.indptr.tolist() == [0, 1, 1] and neighbors.distances.tolist() == [0.5]
+    nearest = grid.query_knn(np.array([[4.0, 6.0]]), 3)
+    assert nearest.indices.tolist() == [[0, -1, -1]]
+    assert nearest.distances.tolist() == [[5.0, np.inf, np.inf]]
+    assert nearest.counts.tolist() == [1]
+
+
+@pytest.mark.parametrize("algorithm", ["grid", "brute"])
+def test_all_points_identical(algorithm):
+    n = 60
+    points = np.full((n, 3), 0.7)
+    grid = Grid(points, 0.25, algorithm=algorithm)
+    for r in (0.0, 1.0):
+        pairs = grid.query_pairs(r, return_distances=True).sorted()
+        i, j = np.triu_indices(n, k=1)
+        np.testing.assert_array_equal(pairs.indices, np.column_stack([i, j]))
+        np.testing.assert_array_equal(pairs.distances, np.zeros(len(i)))
+    nearest = grid.query_knn(points[:2], 5)
+    np.testing.assert_array_equal(nearest.indices, [[0, 1, 2, 3, 4]] * 2)
+    np.testing.assert_array_equal(nearest.distances, np.zeros((2, 5)))
+    np.testing.assert_array_equal(grid.count_radius(points[:1], 0.0), [n])
+
+
+def test_many_duplicates_among_distinct_points():
+    rng = np.random.default_rng(5)
+    distinct = rng.integers(0, 6, size=(15, 2)) * 0.5
+    points = distinct[rng.integers(0, 15, size=200)]
+    grid = Grid(points, 0.5, algorithm="grid")
+    assert_all_match_oracle(grid, points, distinct, 0.5)
+
+
+def test_r_zero_pairs_are_exactly_the_duplicates():
+    points = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 0.0], [1.0, 1e-100], [1.0, 0.0]])
+    grid = Grid(points, 1.0, algorithm="grid")
+    pairs = grid.query_pairs(0.0, return_distances=True).sorted()
+    assert pairs.indices.tolist() == [[0, 2], [1, 4]]
+    assert pairs.distances.tolist() == [0.0, 0.0]
+    assert grid.query_radius(points[:1], 0.0).indices.tolist() == [0, 2]
+    assert grid.query_knn(points[1:2], 3, r_max=0.0).indices.tolist() == [[1, 4, -1]]
+
+
+# ---------------------------------------------------------------------- exact boundaries
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+@pytest.mark.parametrize("cell_size", [0.5, 1.0, 2.0])
+def test_points_exactly_r_apart_are_pairs(n_dims, cell_size):
+    """A unit lattice with r = 1: every axis neighbour is at exactly distance r."""
+    axes = [np.arange(5.0)] * n_dims
+    points = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, n_dims)
+    grid = Grid(points, cell_size, algorithm="grid")
+    pairs = grid.query_pairs(1.0, return_distances=True)
+    n_expected = n_dims * 4 * 5 ** (n_dims - 1)
+    assert len(pairs) == n_expected
+    np.testing.assert_array_equal(pairs.distances, np.ones(n_expected))
+    assert_all_match_oracle(grid, points, points[::7] + 0.5, 1.0)
+
+
+@pytest.mark.parametrize("cell_size", [0.25, 0.5, 1.0])
+def test_points_on_cell_faces_and_corners(cell_size):
+    """Coordinates that are exact multiples of the cell size: on faces, edges and corners."""
+    ticks = np.arange(-3, 4) * cell_size
+    points = np.stack(np.meshgrid(ticks, ticks, ticks, indexing="ij"), -1).reshape(-1, 3)
+    grid = Grid(points, cell_size, algorithm="grid")
+    for r in (cell_size, 2 * cell_size, cell_size / 2):
+        assert_all_match_oracle(grid, points, points[::11], r)
+
+
+def test_periodic_r_exactly_half_the_box():
+    box = 4.0
+    points = np.array([[0.0, 0.0], [2.0, 0.0], [0.5, 3.0], [3.5, 1.0], [1.0, 2.0]])
+    box3 = oracles.periods(box, None, 2)
+    for cell_size in (0.5, 1.0, 2.0, 4.0):
+        grid = Grid(points, cell_size, box=box, algorithm="grid")
+        pairs = grid.query_pairs(2.0, return_distances=True).sorted()
+        assert [0, 1] in pairs.indices.tolist()  # exactly half the box apart
+        assert_all_match_oracle(grid, points, points + 0.25, 2.0, box3)
+
+
+@pytest.mark.parametrize(("cell_size", "n_cells"), [(4.0, 1), (3.0, 1), (1.5, 2), (1.25, 3)])
+def test_periodic_with_one_two_or_three_cells_per_axis(cell_size, n_cells):
+    rng = np.random.default_rng(n_cells)
+    points = rng.integers(0, 16, size=(40, 3)) * 0.25
+    grid = Grid(points, cell_size, box=4.0, algorithm="grid")
+    np.testing.assert_array_equal(grid.state.n_cells, [n_cells] * 3)
+    box3 = oracles.periods(4.0, None, 3)
+    for r in (0.5, 1.25, 2.0):
+        assert_all_match_oracle(grid, points, points[::5] + 0.125, r, box3)
+
+
+def test_periodic_coordinates_outside_the_box_are_wrapped():
+    points = np.array([[-0.25, 0.0], [4.25, 8.0], [-4.0, 12.0], [3.75, -8.0]])
+    grid = Grid(points, 1.0, box=4.0, algorithm="grid")
+    pairs = grid.query_pairs(0.5, return_distances=True).sorted()
+    assert pairs.indices.tolist() == [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]]
+    np.testing.assert_array_equal(pairs.distances, [0.5, 0.25, 0.0, 0.25, 0.5, 0.25])
+
+
+def test_periodic_tiny_negative_coordinate_wraps_to_zero():
+    """np.mod(-1e-300, 4.0) rounds to 4.0, which must be treated as 0.0."""
+    points = np.array([[-1e-300], [0.0], [3.9]])
+    grid = Grid(points, 1.0, box=4.0, algorithm="grid")
+    pairs = grid.query_pairs(0.0, return_distances=True)
+    assert pairs.indices.tolist() == [[0, 1]]
+    assert grid.query_knn(np.array([[0.0]]), 3).indices.tolist() == [[0, 1, 2]]
+
+
+def test_mixed_periodic_and_open_axes():
+    rng = np.random.default_rng(11)
+    points = rng.integers(-20, 20, size=(80, 3)) * 0.25
+    box, periodic = [4.0, 50.0, 8.0], [True, False, True]
+    box3 = oracles.periods(box, periodic, 3)
+    grid = Grid(points, 0.5, box=box, periodic=periodic, algorithm="grid")
+    np.testing.assert_array_equal(grid.periodic, periodic)
+    assert_all_match_oracle(grid, points, points[::9] + 0.125, 1.5, box3)
+
+
+# ---------------------------------------------------------------------- extreme coordinates
+@pytest.mark.parametrize("offset", [1e9, -1e9])
+def test_coordinates_around_1e9(offset):
+    rng = np.random.default_rng(1)
+    points = offset + rng.integers(-40, 40, size=(300, 3)) * 0.25
+    grid = Grid(points, 0.5, algorithm="grid")
+    assert_all_match_oracle(grid, points, points[::13] + 0.125, 0.75)
+
+
+def test_two_clusters_far_apart_use_the_hash_table_with_small_memory():
+    rng = np.random.default_rng(2)
+    cluster = rng.integers(-8, 8, size=(500, 3)) * 0.125
+    points = np.concatenate([cluster - 1e9, cluster + 1e9])
+    grid = Grid(points, 0.25, algorithm="grid")
+    assert grid.state.dense_lookup.shape[0] == 0  # sparse (hashed) mode
+    state_bytes = sum(array.nbytes for array in grid.state)
+    assert state_bytes < 200 * points.nbytes  # proportional to n, not to 8e9 cells
+    queries = np.concatenate([cluster[::25], cluster[::25] + 2e9]) - 1e9
+    assert_all_match_oracle(grid, points, queries, 0.25)
+    nearest = grid.query_knn(np.zeros((1, 3)), 2)  # halfway between the clusters
+    assert np.all(nearest.distances > 9.9e8) and nearest.counts.tolist() == [2]
+
+
+def test_one_far_outlier():
+    rng = np.random.default_rng(3)
+    points = rng.integers(0, 32, size=(200, 2)) * 0.25
+    points[17] = [1e12, -1e12]
+    grid = Grid(points, 0.5, algorithm="grid")
+    assert grid.state.dense_lookup.shape[0] == 0
+    assert_all_match_oracle(grid, points, points[::10] + 0.125, 0.5)
+    assert_knn_matches_oracle(grid, points, np.array([[1e12, -1e12 + 1]]), 3)
+
+
+def test_negative_coordinates():
+    rng = np.random.default_rng(4)
+    points = -100.0 - rng.integers(0, 40, size=(150, 3)) * 0.25
+    grid = Grid(points, 0.5, algorithm="grid")
+    assert_all_match_oracle(grid, points, points[::7] - 0.125, 0.75)
+
+
+def test_r_larger_than_the_whole_cloud():
+    rng = np.random.default_rng(6)
+    points = rng.random((50, 2))
+    grid = Grid(points, 0.1, algorithm="grid")
+    assert len(grid.query_pairs(10.0)) == 50 * 49 // 2
+    np.testing.assert_array_equal(grid.count_radius(points[:3], 10.0), [50, 50, 50])
+    neighbors = grid.query_radius(points[:2], 1e6)
+    np.testing.assert_array_equal(neighbors.indices, np.tile(np.arange(50), 2))
+
+
+def test_queries_far_outside_the_data():
+    rng = np.random.default_rng(7)
+    points = rng.integers(0, 16, size=(100, 3)) * 0.25
+    grid = Grid(points, 0.5, algorithm="grid")
+    far = np.array([[1e6, 0.0, 0.0], [-1e6, -1e6, 1e6], [2.0, 2.0, -5e8]])
+    np.testing.assert_array_equal(grid.count_radius(far, 1.0), [0, 0, 0])
+    assert grid.query_box(far - 1.0, far + 1.0).indices.size == 0
+    assert_knn_matches_oracle(grid, points, far, 4)
+    assert_knn_matches_oracle(grid, points, far, 4, r_max=1e6)
+    assert grid.query_knn(far, 4, r_max=10.0).counts.tolist() == [0, 0, 0]
+
+
+def test_knn_k_larger_than_n():
+    points = np.array([[0.0], [2.0], [1.0]])
+    grid = Grid(points, 0.5, algorithm="grid")
+    nearest = grid.query_knn(np.array([[0.9], [5.0]]), 5)
+    assert nearest.indices.tolist() == [[2, 0, 1, -1, -1], [1, 2, 0, -1, -1]]
+    np.testing.assert_array_equal(nearest.distances[:, 3:], np.inf)
+    assert nearest.counts.tolist() == [3, 3]
+
+
+def test_knn_ties_are_broken_by_smaller_index():
+    points = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0], [0.0, 0.0]])
+    grid = Grid(points[::-1].copy(), 0.5, algorithm="grid")
+    nearest = grid.query_knn(np.array([[0.0, 0.0]]), 4)
+    assert nearest.indices.tolist() == [[0, 1, 2, 3]]
+    assert nearest.distances.tolist() == [[0.0, 1.0, 1.0, 1.0]]
+
+
+# ---------------------------------------------------------------------- dtypes and layouts
+def test_float32_input_equals_oracle_on_float64_conversion():
+    rng = np.random.default_rng(8)
+    points = rng.random((120, 3)).astype(np.float32)
+    queries = rng.random((10, 3)).astype(np.float32)
+    grid = Grid(points, 0.2, algorithm="grid")
+    assert grid.state.points.dtype == np.float64
+    assert_all_match_oracle(grid, points.astype(np.float64), queries.astype(np.float64), 0.2)
+    direct = grid.query_radius(queries, np.float32(0.2), return_distances=True)
+    np.testing.assert_array_equal(
+        direct.indptr, oracles.radius(points, queries, float(np.float32(0.2)))[0])
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8, np.int16])
+def test_integer_input(dtype):
+    rng = np.random.default_rng(9)
+    points = rng.integers(0, 12, size=(90, 2)).astype(dtype)
+    grid = Grid(points, 2, algorithm="grid")
+    assert_all_match_oracle(grid, points.astype(np.float64), points[::9].astype(np.float64), 2)
+    assert grid.query_radius(points[:3], 2).indices.size > 0  # integer queries
+
+
+def test_non_contiguous_input():
+    rng = np.random.default_rng(10)
+    base = rng.integers(0, 40, size=(200, 6)) * 0.25
+    points = base[::2, 1:6:2]  # strided rows and columns
+    assert not points.flags.c_contiguous
+    fortran = np.asfortranarray(base[:, :3])
+    queries = base[::20, ::2]
+    for cloud in (points, fortran):
+        grid = Grid(cloud, 0.75, algorithm="grid")
+        assert_all_match_oracle(grid, np.ascontiguousarray(cloud), queries, 0.75)
+    radii = (base[:, 0] * 0.1)[::2]  # a strided view
+    assert not radii.flags.c_contiguous
+    result = Grid(points, 4.0).query_pairs(radii=radii).sorted()
+    np.testing.assert_array_equal(result.indices, oracles.pairs(points, radii=radii)[0])
+    r_per_query = (base[:, 4] * 0.1)[: len(queries) * 3 : 3]
+    np.testing.assert_array_equal(
+        Grid(points, 1.0).count_radius(queries, r_per_query),
+        oracles.count(points, queries, r_per_query))
+
+
+def test_read_only_input():
+    rng = np.random.default_rng(12)
+    points = rng.integers(0, 20, size=(80, 2)) * 0.25
+    queries = points[::8] + 0.125
+    radii = np.full(80, 0.25)
+    r = np.full(len(queries), 0.5)
+    lower, upper = queries - 0.5, queries + 0.5
+    for array in (points, queries, radii, r, lower, upper):
+        array.flags.writeable = False
+    grid = Grid(points, 0.5, algorithm="grid")
+    assert_all_match_oracle(grid, points, queries, 0.5)
+    np.testing.assert_array_equal(grid.query_pairs(radii=radii).sorted().indices,
+                                  oracles.pairs(points, radii=radii)[0])
+    np.testing.assert_array_equal(grid.count_radius(queries, r),
+                                  oracles.count(points, queries, r))
+    np.testing.assert_array_equal(grid.query_box(lower, upper).indices,
+                                  oracles.box(points, lower, upper)[1])
+
+
+@pytest.mark.parametrize("box", [None, 2.0])
+def test_inputs_are_never_modified(box):
+    rng = np.random.default_rng(13)
+    # Coordinates outside [0, box) would be wrapped if anything wrapped them in place.
+    points = rng.random((100, 3)) * 6 - 3
+    queries = rng.random((12, 3)) * 6 - 3
+    radii = rng.random(100) * 0.4
+    r = rng.random(12) * 0.9
+    lower = queries - 0.3
+    upper = queries + 0.4
+    inputs = {"points": points, "queries": queries, "radii": radii, "r": r,
+              "lower": lower, "upper": upper}
+    copies = {name: array.copy() for name, array in inputs.items()}
+    grid = Grid(points, 0.25, box=box, algorithm="grid")
+    grid.query_pairs(0.5)
+    grid.query_pairs(radii=radii)
+    grid.query_pairs(0.5, queries=queries)
+    list(grid.iter_pairs(radii=radii, chunk_size=5))
+    grid.query_radius(queries, r, return_distances=True)
+    grid.query_radius(queries, 0.5, sort=False)
+    grid.count_radius(queries, r)
+    grid.query_knn(queries, 3)
+    grid.query_box(lower, upper)
+    grid.query_box(lower[0], upper[0])
+    spatialhash.query_pairs(points, radii=radii, box=box)
+    for name, array in inputs.items():
+        np.testing.assert_array_equal(array, copies[name], err_msg=name)
+
+
+def test_one_dimensional_points():
+    points = np.array([[0.0], [0.25], [1.0], [1.25], [3.0], [-2.0], [1.0]])
+    grid = Grid(points, 0.5, algorithm="grid")
+    pairs = grid.query_pairs(0.25, return_distances=True).sorted()
+    assert pairs.indices.tolist() == [[0, 1], [2, 3], [2, 6], [3, 6]]
+    assert pairs.distances.tolist() == [0.25, 0.25, 0.0, 0.25]
+    assert_all_match_oracle(grid, points, np.array([[0.5], [-1.0], [10.0]]), 1.0)
+    periodic = Grid(points, 0.5, box=5.0, algorithm="grid")
+    assert_all_match_oracle(periodic, points, np.array([[0.5], [4.5]]), 2.0,
+                            oracles.periods(5.0, None, 1))
+
+
+# ---------------------------------------------------------------------- threads, pickling
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+@pytest.mark.parametrize("box", [None, 1.0])
+def test_outputs_identical_for_one_and_two_threads(box):
+    rng = np.random.default_rng(14)
+    points = rng.random((3000, 3))
+    queries = rng.random((700, 3))
+    radii = rng.random(3000) * 0.03
+    outputs = []
+    for n_threads in (1, 2):
+        grid = Grid(points, 0.06, box=box, algorithm="grid", n_threads=n_threads)
+        pairs = grid.query_pairs(0.06, return_distances=True)
+        contacts = grid.query_pairs(radii=radii, return_distances=True)
+        chunks = list(grid.iter_pairs(0.06, chunk_size=1000))
+        neighbors = grid.query_radius(queries, 0.08, return_distances=True, sort=False)
+        nearest = grid.query_knn(queries, 7)
+        boxes = grid.query_box(queries - 0.05, queries + 0.05, sort=False)
+        outputs.append([
+            grid.state.points, grid.state.order, pairs.indices, pairs.distances,
+            contacts.indices, contacts.distances,
+            np.concatenate([chunk.indices for chunk in chunks]),
+            neighbors.indptr, neighbors.indices, neighbors.distances,
+            grid.count_radius(queries, 0.08), nearest.indices, nearest.distances,
+            boxes.indptr, boxes.indices,
+        ])
+    assert len(outputs[0][2]) > 1000  # enough work to be split over threads
+    for one, two in zip(*outputs, strict=True):
+        assert one.dtype == two.dtype
+        assert np.array_equal(one, two)
+
+
+@pytest.mark.parametrize("box", [None, 4.0])
+def test_pickled_grid_answers_the_same(box):
+    rng = np.random.default_rng(15)
+    points = rng.integers(0, 16, size=(150, 3)) * 0.25
+    queries = points[::10] + 0.125
+    grid = Grid(points, 0.5, box=box, algorithm="grid")
+    clone = pickle.loads(pickle.dumps(grid))
+    assert repr(clone) == repr(grid)
+    for method, args in [("query_pairs", (0.75,)), ("query_radius", (queries, 0.75)),
+                         ("query_knn", (queries, 4)),
+                         ("query_box", (queries - 0.5, queries + 0.5))]:
+        got, expected = getattr(clone, method)(*args), getattr(grid, method)(*args)
+        for field in ("indices", "distances", "indptr", "counts"):
+            if hasattr(expected, field) and getattr(expected, field) is not None:
+                np.testing.assert_array_equal(getattr(got, field), getattr(expected, field))
+
+
+# ---------------------------------------------------------------------- results
+def test_pairs_to_scipy_keeps_explicit_zero_distances():
+    pytest.importorskip("scipy")
+    points = np.array([[0.0, 0.0], [0.0, 0.0], [0.5, 0.0], [3.0, 3.0], [3.0, 3.0]])
+    pairs = Grid(points, 1.0).query_pairs(0.5, return_distances=True)
+    matrix = pairs.to_scipy()
+    assert matrix.shape == (5, 5) and matrix.nnz == 4
+    entries = sorted(zip(matrix.row.tolist(), matrix.col.tolist(), matrix.data.tolist(),
+                         strict=True))
+    assert entries == [(0, 1, 0.0), (0, 2, 0.5), (1, 2, 0.5), (3, 4, 0.0)]
+    symmetric = pairs.to_scipy(symmetric=True)
+    assert symmetric.nnz == 8 and (symmetric.toarray() == symmetric.toarray().T).all()
+    ones = Grid(points, 1.0).query_pairs(0.5).to_scipy()
+    np.testing.assert_array_equal(ones.data, np.ones(4))
+
+
+def test_neighbors_to_scipy_keeps_explicit_zero_distances():
+    pytest.importorskip("scipy")
+    points = np.array([[0.0], [0.0], [1.0]])
+    queries = np.array([[0.0], [5.0], [1.0]])
+    neighbors = Grid(points, 1.0).query_radius(queries, 1.0, return_distances=True)
+    matrix = neighbors.to_scipy()
+    assert matrix.shape == (3, 3) and matrix.nnz == 6
+    np.testing.assert_array_equal(matrix.indptr, [0, 3, 3, 6])
+    np.testing.assert_array_equal(matrix.indices, [0, 1, 2, 0, 1, 2])
+    np.testing.assert_array_equal(matrix.data, [0.0, 0.0, 1.0, 1.0, 1.0, 0.0])
+
+
+def test_neighbors_to_pairs_and_row():
+    points = np.array([[0.0], [0.5], [2.0]])
+    neighbors = Grid(points, 1.0).query_radius(np.array([[0.25], [9.0], [2.0]]), 0.5,
+                                               return_distances=True)
+    assert neighbors.row(0).tolist() == [0, 1] and neighbors.row(1).tolist() == []
+    np.testing.assert_array_equal(neighbors.counts, [2, 0, 1])
+    pairs = neighbors.to_pairs()
+    assert isinstance(pairs, Pairs) and pairs.shape == (3, 3)
+    assert pairs.indices.tolist() == [[0, 0], [0, 1], [2, 2]]
+    assert pairs.distances.tolist() == [0.25, 0.25, 0.0]
+    assert pairs.indices.dtype == neighbors.indices.dtype
+
+
+def test_reprs_name_the_sizes():
+    grid = Grid(np.zeros((4, 2)), 1.0, box=[2.0, 3.0])
+    assert repr(grid).startswith("Grid(n_points=4, n_dims=2, cell_size=1.0, box=[2.0, 3.0]")
+    assert "n_pairs=6" in repr(grid.query_pairs(0.0))
+    neighbors = grid.query_radius(np.zeros((3, 2)), 0.0)
+    assert isinstance(neighbors, Neighbors) and "n_queries=3, n_neighbors=12" in repr(neighbors)
+    assert "queries_with_fewer_than_k=2" in repr(grid.query_knn(np.zeros((2, 2)), 5))
+
+
+def test_module_level_query_pairs_matches_grid():
+    rng = np.random.default_rng(16)
+    points = rng.integers(0, 30, size=(120, 2)) * 0.25
+    radii = rng.integers(0, 3, size=120) * 0.125
+    expected = oracles.pairs(points, 0.5)
+    result = spatialhash.query_pairs(points, 0.5, return_distances=True).sorted()
+    np.testing.assert_array_equal(result.indices, expected[0])
+    np.testing.assert_array_equal(result.distances, expected[1])
+    contacts = spatialhash.query_pairs(points, radii=radii).sorted()
+    np.testing.assert_array_equal(contacts.indices, oracles.pairs(points, radii=radii)[0])
+    box3 = oracles.periods(8.0, None, 2)
+    periodic = spatialhash.query_pairs(points, 0.5, box=8.0).sorted()
+    np.testing.assert_array_equal(periodic.indices, oracles.pairs(points, 0.5, box3=box3)[0])
+    assert len(spatialhash.query_pairs(points, 0)) == len(oracles.pairs(points, 0.0)[0])

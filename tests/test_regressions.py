@@ -1,0 +1,213 @@
+"""Named regression cases: one test per library bug found, named after the bug.
+
+Each test states the input, the answer expected and what the library gave when the bug was
+found ("Got"). A test here fails while its bug is open and guards the fix afterwards.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import oracles
+import pytest
+
+import spatialhash
+from spatialhash import Grid
+
+
+# ---------------------------------------------------------------------- k nearest
+@pytest.mark.parametrize("cell_size", [1.5, 1.0, 2.0, 0.5])
+def test_knn_periodic_even_cell_count_misses_nearest_across_boundary(cell_size):
+    """Box 4 with cell_size 1.5 has 2 cells per axis. The query at 0.1 is 0.15 from the
+    point at 3.95 (through the boundary) and 0.9 from the point at 1.0.
+
+    Got (cell_size 1.5): index 0 at 0.9 -- the search stops after the query's own cell,
+    bounding the unvisited cell only by the face above the query, although on a periodic
+    axis with an even cell count that cell is also adjacent below it.
+    """
+    points = np.array([[1.0], [3.95]])
+    grid = Grid(points, cell_size, box=4.0, algorithm="grid")
+    nearest = grid.query_knn(np.array([[0.1]]), 1)
+    assert nearest.indices.tolist() == [[1]]
+    np.testing.assert_allclose(nearest.distances, [[0.15]], rtol=1e-12)
+
+
+@pytest.mark.parametrize("cell_size", [None, 1.5])
+def test_knn_periodic_even_cell_count_breaks_ties_across_boundary(cell_size):
+    """All nine points are 0.25 from the query; ties go to the smaller index, so [0, 1, 2, 3].
+
+    Got (cell_size None, 2 cells): [1, 2, 3, 4] -- point 0, across the boundary, is missed.
+    """
+    points = np.array([[-0.25]] + [[0.25]] * 8)
+    grid = Grid(points, cell_size, box=[4.0], algorithm="grid")
+    nearest = grid.query_knn(np.array([[0.0]]), 4)
+    assert nearest.indices.tolist() == [[0, 1, 2, 3]]
+    assert nearest.distances.tolist() == [[0.25] * 4]
+
+
+def test_knn_periodic_four_cells_misses_cell_half_a_box_away():
+    """Box 8 with cell_size 1.9: four cells of 2. From the query at 0.3 (cell 0), the point
+    at 6.0 is 2.3 away (cell 3, one cell below), the point at 5.9 is 2.4 away (cell 2, two
+    cells away on either side) and the point at 3.0 is 2.7 away (cell 1).
+
+    Expected the two nearest [2, 1] at [2.3, 2.4]. Got [2, 0] at [2.3, 2.7].
+    """
+    points = np.array([[3.0], [5.9], [6.0]])
+    grid = Grid(points, 1.9, box=8.0, algorithm="grid")
+    nearest = grid.query_knn(np.array([[0.3]]), 2)
+    assert nearest.indices.tolist() == [[2, 1]]
+    np.testing.assert_allclose(nearest.distances, [[2.3, 2.4]], rtol=1e-12)
+
+
+def test_knn_periodic_even_cell_counts_match_oracle_in_3d():
+    rng = np.random.default_rng(0)
+    points = rng.integers(0, 32, size=(200, 3)) * 0.25
+    queries = rng.integers(0, 32, size=(100, 3)) * 0.25 + 0.125
+    box3 = oracles.periods(8.0, None, 3)
+    for cell_size in (1.5, 0.75, 3.0):  # 4 / 10 / 2 cells per axis
+        grid = Grid(points, cell_size, box=8.0, algorithm="grid")
+        nearest = grid.query_knn(queries, 3)
+        indices, distances, _ = oracles.knn(points, queries, 3, box3=box3)
+        np.testing.assert_array_equal(nearest.distances, distances, err_msg=f"{cell_size}")
+        np.testing.assert_array_equal(nearest.indices, indices, err_msg=f"{cell_size}")
+
+
+# ---------------------------------------------------------------------- pairs
+def test_query_pairs_reports_a_pair_across_the_periodic_boundary_twice():
+    """Box [8, 8], periodic on y only, cell_size 1.5 (cells: 3 along x, 5 along y), r 0.75.
+    Points 0 (1.5, -0.25 -> 7.75) and 1 (1.0, 0.0) are 0.56 apart across the y boundary.
+
+    Expected pairs [[0, 1], [0, 4], [1, 4], [5, 6]]. Got [0, 1] twice (cell_size 1.0 and
+    brute force are right). Seen for 1..2% of random lattice clouds with a periodic axis of
+    more than ``2 * reach + 1`` cells; the minimal cloud found has these 7 points.
+    """
+    points = np.array([[1.5, -0.25], [1.0, 0.0], [-1.5, -2.0], [-1.75, 0.0], [1.5, 0.5],
+                       [0.75, -1.5], [1.0, -2.0]])
+    grid = Grid(points, 1.5, box=[8.0, 8.0], periodic=[False, True], algorithm="grid")
+    pairs = grid.query_pairs(0.75, return_distances=True).sorted()
+    assert pairs.indices.tolist() == [[0, 1], [0, 4], [1, 4], [5, 6]]
+    box3 = oracles.periods([8.0, 8.0], [False, True], 2)
+    np.testing.assert_array_equal(pairs.distances, oracles.pairs(points, 0.75, box3=box3)[1])
+
+
+# ---------------------------------------------------------------------- building
+def test_n_points_counts_points_not_axes():
+    """``Grid.n_points`` returns ``state.points.shape[0]``, but the sorted points are now
+    stored one row per axis, shape (3, n): every grid reports 3 points.
+
+    Expected for 5 points: n_points 5, Pairs.shape (5, 5), radii of shape (5,) accepted.
+    Got: n_points 3, Pairs.shape (3, 3), and "`radii` must be ... of shape (3,)".
+    """
+    points = np.arange(10.0).reshape(5, 2)
+    grid = Grid(points, 1.0)
+    assert grid.n_points == 5
+    assert grid.query_pairs(0.5).shape == (5, 5)
+    assert grid.query_radius(points, 0.5).n_points == 5
+    assert len(grid.query_pairs(radii=np.full(5, 1.5))) == 4
+
+
+def test_periodic_cell_size_too_small_raises_overflow_error_not_value_error():
+    """cell_size 1e-20 on a periodic box of 1 would need 1e20 cells per axis.
+
+    Expected: ValueError naming `cell_size` (as on open axes). Got: OverflowError "Python
+    int too large to convert to C long".
+    """
+    points = np.random.default_rng(1).random((40, 2))
+    with pytest.raises(ValueError, match=r"`cell_size`"):
+        Grid(points, 1e-20, box=1.0, algorithm="grid")
+
+
+def test_points_whose_spread_overflows_float64_corrupt_memory():
+    """Finite points at +-1e308: their spread (2e308) overflows to inf. With few points the
+    grid is built in brute-force mode (inverse cell size 0), ``inf * 0`` gives NaN, NaN is
+    cast to a cell coordinate of -2**63 and the dense build kernel writes out of bounds.
+
+    Expected: a grid that answers (or a ValueError naming `points`). Got: IndexError with a
+    garbage index, or a segmentation fault. Run in a subprocess so a crash cannot take the
+    test session down.
+    """
+    code = textwrap.dedent("""
+        import warnings
+        import numpy as np
+        from spatialhash import Grid
+        warnings.simplefilter("ignore")
+        points = np.array([[1e308], [-1e308], [1e308]])
+        try:
+            grid = Grid(points)
+        except ValueError as error:
+            assert "`points`" in str(error), error
+            print("ValueError")
+        else:
+            pairs = grid.query_pairs(0.0).sorted().indices.tolist()
+            assert pairs == [[0, 2]], pairs
+            print("ok")
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+    assert result.stdout.strip() in ("ok", "ValueError")
+
+
+@pytest.mark.parametrize("n_dims", [2, 3])
+def test_default_cell_size_overflows_for_clouds_with_huge_volume(n_dims):
+    """A cloud spanning +-1e150 per axis (volume 8e450 in 3-D) with no cell_size given.
+
+    The default cell size is (volume * 4 / n) ** (1/d); the volume overflows to inf, which
+    warns ("overflow encountered in reduce"), falls back to 1.0, and then fails with
+    "`cell_size` is too small ... 1.0 would need 2e+150 cells" for a cell_size the user
+    never gave. Expected: a grid with a finite default cell size (about 1e150 here).
+    """
+    spread = 1e150 if n_dims == 3 else 1e200
+    points = np.zeros((42, n_dims))
+    points[0], points[1] = spread, -spread
+    grid = Grid(points)
+    assert np.isfinite(grid.cell_size) and grid.cell_size > 1e100
+    assert grid.query_knn(np.zeros((1, n_dims)), 3).indices.tolist() == [[2, 3, 4]]
+
+
+def test_periodic_given_as_numpy_array_without_box():
+    """``periodic=np.array([False, False])`` with no box is an open grid, and
+    ``np.array([True, False])`` should get "`periodic` needs `box`".
+
+    Got for both: ValueError "The truth value of an array with more than one element is
+    ambiguous" (``periodic not in (None, False)`` compares an array).
+    """
+    points = np.arange(8.0).reshape(4, 2)
+    assert Grid(points, 1.0, periodic=np.array([False, False])).box is None
+    with pytest.raises(ValueError, match=r"`periodic` needs `box`"):
+        Grid(points, 1.0, periodic=np.array([True, False]))
+
+
+# ---------------------------------------------------------------------- module function
+@pytest.mark.parametrize(
+    ("radii", "got"),
+    [
+        ("a", "UFuncTypeError: ufunc 'maximum' did not contain a loop"),
+        ([[0.1], [0.1, 0.2]] + [[0.1]] * 10, "ValueError: setting an array element with a "
+                                             "sequence"),
+        ([None] * 12, "TypeError: '>=' not supported between 'NoneType' and 'NoneType'"),
+        (np.full(12, 0.1 + 0j), "ComplexWarning: Casting complex values to real discards the "
+                                "imaginary part"),
+    ],
+)
+def test_module_query_pairs_uses_radii_before_validating_them(radii, got):
+    """``spatialhash.query_pairs`` takes ``np.max(radii)`` before the validation funnel sees
+    ``radii``. Expected: the TypeError of `Grid.query_pairs`, naming `radii`. Got: ``got``.
+    """
+    points = np.arange(24.0).reshape(12, 2)
+    with pytest.raises(TypeError, match=r"`radii`"):
+        spatialhash.query_pairs(points, radii=radii)
+
+
+# ---------------------------------------------------------------------- warnings
+def test_query_box_with_huge_finite_bounds_warns_overflow():
+    """Finite bounds +-1.7e308: ``upper - lower`` overflows to inf and NumPy warns
+    "overflow encountered in subtract" (an error under warnings-as-errors), although every
+    input is valid and the answer (all points) is well defined."""
+    points = np.random.default_rng(2).random((50, 2))
+    grid = Grid(points, 0.1)
+    boxes = grid.query_box([-1.7e308, -1.7e308], [1.7e308, 1.7e308])
+    assert boxes.counts.tolist() == [50]
