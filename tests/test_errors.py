@@ -409,8 +409,9 @@ def test_r_max_infinity_means_no_limit(grid):
     ],
 )
 def test_bad_chunk_size(grid, chunk_size, error, pattern):
+    # Raised by the call itself, before any chunk is asked for.
     with raises(error, pattern):
-        next(grid.iter_pairs(0.5, chunk_size=chunk_size))
+        grid.iter_pairs(0.5, chunk_size=chunk_size)
 
 
 # ---------------------------------------------------------------------- boxes

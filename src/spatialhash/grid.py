@@ -321,13 +321,16 @@ class Grid:
             the same order. A counting pass over all cells runs first (memory: one integer
             per occupied cell).
         """
+        # Arguments are checked now, not at the first next(): this is not a generator.
         chunk_size = as_count(chunk_size, "chunk_size")
         r2, radii_sorted, reach = self._pair_search(r, radii)
+        return self._pair_chunks(r2, radii_sorted, reach, chunk_size, return_distances)
+
+    def _pair_chunks(self, r2, radii_sorted, reach, chunk_size, return_distances):
         with _config.threads(self._n_threads):
             reach_cells, counts = self._count_pairs(r2, radii_sorted, reach)
-        ends = _chunk_ends(counts, chunk_size)
         begin = 0
-        for end in ends:
+        for end in _chunk_ends(counts, chunk_size):
             with _config.threads(self._n_threads):
                 chunk = self._fill_pairs(r2, radii_sorted, reach_cells, counts, begin, end,
                                          return_distances)
@@ -504,7 +507,7 @@ def _build_state(points3, cell_size, box, brute, index_dtype) -> GridState:
     is_periodic = np.isfinite(box)
     origin = np.zeros(N_AXES)
     if n:
-        origin = np.where(is_periodic, 0.0, build.lower_corner(points3))
+        origin = np.where(is_periodic, 0.0, points3.min(axis=0))
     size = np.empty(N_AXES)
     n_periodic = np.zeros(N_AXES, dtype=np.int64)
     for axis in range(N_AXES):
@@ -522,23 +525,20 @@ def _build_state(points3, cell_size, box, brute, index_dtype) -> GridState:
         else:
             size[axis] = np.inf if brute else cell_size * (1 + CELL_SIZE_MARGIN)
     inv_size = 1.0 / size
-    coords, largest = build.cell_coords_of(points3, origin, inv_size, n_periodic)
-    too_many = np.flatnonzero(~is_periodic & (largest >= MAX_CELLS_PER_AXIS))
+    (dense, n_cells, coords, cell_start, permutation, columns, dense_lookup, dense_start,
+     cell_coords) = build.build_cells(points3, origin, inv_size, n_periodic,
+                                      build.max_dense_cells(n))
+    too_many = np.flatnonzero(~is_periodic & (n_cells > MAX_CELLS_PER_AXIS))
     if too_many.size:
         axis = too_many[0]
         raise ValueError(
             f"`cell_size` is too small for the spread of the points: {cell_size} would "
-            f"need {float(largest[axis]):.3g} cells along axis {axis} (at most 2**52). "
+            f"need {float(n_cells[axis]):.3g} cells along axis {axis} (at most 2**52). "
             "Use a larger cell_size."
         )
-    n_cells = np.where(is_periodic, n_periodic, largest + 1).astype(np.int64)
-    n_linear = float(np.prod(n_cells.astype(np.float64)))
-    if build.is_dense_small_enough(n_linear, n):
-        cell_id, n_occupied, dense_lookup, dense_start = build.dense_cell_ids(coords, n_cells)
-        cell_coords = build.dense_cell_coords(dense_lookup, n_cells, n_occupied)
-        hash_keys = np.empty((0, N_AXES), dtype=np.int64)
-        hash_ids = np.empty(0, dtype=np.int64)
-    else:
+    hash_keys = np.empty((0, N_AXES), dtype=np.int64)
+    hash_ids = np.empty(0, dtype=np.int64)
+    if not dense:
         cell_id, unique, hash_keys, hash_ids = build.hashed_cell_ids(coords)
         n_occupied = unique.shape[0]
         cell_order = np.lexsort((unique[:, 0], unique[:, 1], unique[:, 2]))
@@ -547,9 +547,7 @@ def _build_state(points3, cell_size, box, brute, index_dtype) -> GridState:
         build.relabel(cell_id, rank)
         build.relabel(hash_ids, rank)
         cell_coords = np.ascontiguousarray(unique[cell_order])
-        dense_lookup = np.empty(0, dtype=np.int64)
-        dense_start = np.empty(0, dtype=np.int64)
-    cell_start, permutation, columns = build.sort_points(points3, cell_id, n_occupied)
+        cell_start, permutation, columns = build.sort_points(points3, cell_id, n_occupied)
     return GridState(
         points=columns,
         order=permutation.astype(index_dtype),

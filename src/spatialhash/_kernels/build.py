@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .._config import jit
@@ -127,9 +125,9 @@ def dense_cell_coords(dense_lookup, n_cells, n_occupied):
     return coords
 
 
-def is_dense_small_enough(n_linear_cells: float, n_points: int) -> bool:
-    """Whether a dense lookup over the box of cells stays small next to the input."""
-    return n_linear_cells <= max(4.0 * n_points, 65536.0) and not math.isinf(n_linear_cells)
+def max_dense_cells(n_points: int) -> float:
+    """Most cells a dense lookup may span: small next to the input (two int64 per cell)."""
+    return max(4.0 * n_points, 65536.0)
 
 
 @jit
@@ -183,29 +181,56 @@ def cell_coords_of(points3, origin, inv_cell_size, n_periodic):
 
 @jit
 def sort_points(points3, cell_id, n_occupied):
-    """Stable counting sort of the points by cell id, in one scattering pass.
+    """Stable counting sort of the points by cell id.
 
     Returns ``(cell_start, permutation, columns)``: sorted position ``s`` holds point
     ``permutation[s]`` with coordinates ``columns[:, s]`` (C-contiguous (3, n)), and the
     points of cell ``c`` fill ``cell_start[c]:cell_start[c + 1]`` in increasing original
-    index.
+    index. Coordinates are scattered while the points are placed: reads stay sequential and
+    only writes jump, which costs less than gathering afterwards.
     """
-    cell_start, permutation = counting_sort(cell_id, n_occupied)
-    n = permutation.shape[0]
+    n = cell_id.shape[0]
+    cell_start = np.zeros(n_occupied + 1, np.int64)
+    for i in range(n):
+        cell_start[cell_id[i] + 1] += 1
+    for c in range(n_occupied):
+        cell_start[c + 1] += cell_start[c]
+    cursor = cell_start[:-1].copy()
+    permutation = np.empty(n, np.int64)
     columns = np.empty((3, n), np.float64)
-    for s in range(n):
-        i = permutation[s]
-        columns[0, s] = points3[i, 0]
-        columns[1, s] = points3[i, 1]
-        columns[2, s] = points3[i, 2]
+    for i in range(n):
+        position = cursor[cell_id[i]]
+        cursor[cell_id[i]] = position + 1
+        permutation[position] = i
+        columns[0, position] = points3[i, 0]
+        columns[1, position] = points3[i, 1]
+        columns[2, position] = points3[i, 2]
     return cell_start, permutation, columns
 
 
 @jit
-def lower_corner(points3):
-    """Smallest coordinate per axis of an (n, 3) array with n >= 1."""
-    lowest = points3[0].copy()
-    for i in range(points3.shape[0]):
-        for axis in range(3):
-            lowest[axis] = min(lowest[axis], points3[i, axis])
-    return lowest
+def build_cells(points3, origin, inv_cell_size, n_periodic, max_dense_cells):
+    """Cell coordinates, and the whole dense build when the box of cells is small enough.
+
+    One kernel, so that a new process loads one compiled function from the disk cache
+    rather than five (each load costs tens of milliseconds of a warm start).
+
+    Returns ``(dense, n_cells, coords, cell_start, permutation, columns, dense_lookup,
+    dense_start, cell_coords)``; when ``dense`` is false only ``n_cells`` and ``coords``
+    are filled and the caller builds the hash table.
+    """
+    coords, largest = cell_coords_of(points3, origin, inv_cell_size, n_periodic)
+    n_cells = np.empty(3, np.int64)
+    n_linear = 1.0
+    for axis in range(3):
+        n_cells[axis] = n_periodic[axis] if n_periodic[axis] > 0 else largest[axis] + 1
+        n_linear *= largest[axis] + 1.0 if n_periodic[axis] == 0 else n_periodic[axis]
+    empty = np.empty(0, np.int64)
+    if n_linear > max_dense_cells:
+        return (False, n_cells, coords, empty, empty, np.empty((3, 0), np.float64), empty,
+                empty, np.empty((0, 3), np.int64))
+    cell_id, n_occupied, dense_lookup, dense_start = dense_cell_ids(coords, n_cells)
+    cell_coords = dense_cell_coords(dense_lookup, n_cells, n_occupied)
+    cell_start, permutation, columns = sort_points(points3, cell_id, n_occupied)
+    return (True, n_cells, coords, cell_start, permutation, columns, dense_lookup, dense_start,
+            cell_coords)
