@@ -2,7 +2,8 @@
 
 Every oracle pads points to three columns with zeros, wraps periodic coordinates with
 ``np.mod`` (entries rounded up to the period set to 0.0), takes per-axis differences
-``a - b`` with one minimum-image correction (``(a - b) - L``), sums ``dx*dx + dy*dy + dz*dz`` in that order
+``a - b`` with one minimum-image correction (``(a - b) - L``), sums
+``dx*dx + dy*dy + dz*dz`` in that order
 and matches with ``d2 <= r*r``. On exact (dyadic) inputs the results therefore agree with
 the kernels bit for bit, including every tie and every pair at exactly ``distance == r``.
 

@@ -7,11 +7,12 @@ import pickle
 
 import numba
 import numpy as np
-import oracles
 import pytest
 
 import spatialhash
 from spatialhash import Grid, Neighbors, Pairs
+
+import oracles
 
 
 def assert_pairs_match_oracle(grid, points, r, box3=None):

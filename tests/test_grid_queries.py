@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import oracles
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from spatialhash import Grid, KNearest, Neighbors, Pairs
+
+import oracles
 
 STEP = 0.25
 #: Cell sizes smaller than, equal to and larger than the radii drawn (0 .. 2). On the

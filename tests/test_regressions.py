@@ -11,11 +11,12 @@ import sys
 import textwrap
 
 import numpy as np
-import oracles
 import pytest
 
 import spatialhash
 from spatialhash import Grid
+
+import oracles
 
 
 # ---------------------------------------------------------------------- k nearest

@@ -22,7 +22,9 @@ def as_float_array(value, name: str) -> np.ndarray:
     try:
         array = np.asarray(value)
     except Exception as error:  # ragged lists and the like
-        raise TypeError(f"`{name}` must be array-like of real numbers; got {value!r:.80}.") from error
+        raise TypeError(
+            f"`{name}` must be array-like of real numbers; got {value!r:.80}."
+        ) from error
     if array.dtype == np.bool_ or not (
         np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
     ):

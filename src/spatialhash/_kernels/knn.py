@@ -30,8 +30,8 @@ from .cells import (
     floor_to_int,
     min_image,
     row_segment,
-    sparse_row_slice,
     run_buffers,
+    sparse_row_slice,
     wrap_cell,
 )
 
