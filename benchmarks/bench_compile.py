@@ -1,0 +1,216 @@
+"""Compile time of spatialhash: a cold start from an empty numba cache, then a warm start.
+
+Run from the repository root::
+
+    python benchmarks/bench_compile.py
+    python benchmarks/bench_compile.py --warm-runs 5 --output-json compile.json
+
+(a) Cold: a subprocess with ``NUMBA_CACHE_DIR`` set to a fresh temporary folder imports
+numba, then spatialhash, then calls every query once on small data (1,000 points, so the
+grid path is used rather than brute force), timing the imports and each first call. Each
+first call compiles what it needs and writes it to the cache; the total is what a new user
+waits for once.
+
+(b) Warm: the same cache, now filled, in new subprocesses (``--warm-runs`` of them): the
+import time and the first ``Grid(points, cell_size=r).query_pairs(r)`` on 1,000 points,
+which loads the kernels from the cache. Each child also counts numba's cache hits and
+misses over spatialhash's kernels, so a warm start that recompiles is visible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+try:
+    from . import _common as common
+except ImportError:  # run as a script, or loaded by path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import _common as common
+
+N_POINTS = 1_000
+N_QUERIES = 100
+
+
+# ---------------------------------------------------------------------- child process
+def _timed(func) -> float:
+    start = time.perf_counter()
+    func()
+    return time.perf_counter() - start
+
+
+def _first_calls(seed: int) -> list[tuple[str, object]]:
+    """Every query once, as (name, call) in order; the calls share one grid."""
+    import numpy as np
+
+    from spatialhash import Grid
+
+    points = common.uniform_points(N_POINTS, 3, seed)
+    queries = common.uniform_points(N_QUERIES, 3, seed + 1)
+    r = common.radius_for_neighbors_3d(N_POINTS)
+    radii = np.full(N_POINTS, r / 2)
+    spread = points.copy()
+    spread[0] = 1e6  # an outlier: the grid falls back to its hash table
+    grids = {}
+
+    def build():
+        grids["open"] = Grid(points, cell_size=r)
+
+    grid = lambda: grids["open"]  # noqa: E731 (reads the grid built by the first call)
+    return [
+        ("Grid build", build),
+        ("query_pairs", lambda: grid().query_pairs(r)),
+        ("query_pairs return_distances", lambda: grid().query_pairs(r, return_distances=True)),
+        ("query_pairs radii", lambda: grid().query_pairs(radii=radii)),
+        ("iter_pairs", lambda: list(grid().iter_pairs(r, chunk_size=1000))),
+        ("query_radius", lambda: grid().query_radius(queries, r)),
+        ("query_radius return_distances",
+         lambda: grid().query_radius(queries, r, return_distances=True)),
+        ("count_radius", lambda: grid().count_radius(queries, r)),
+        ("query_knn", lambda: grid().query_knn(queries, 16)),
+        ("query_box", lambda: grid().query_box(queries, queries + r)),
+        ("periodic build + query_pairs", lambda: Grid(points, cell_size=r, box=1.0)
+         .query_pairs(r)),
+        ("hash-table build + query_pairs", lambda: Grid(spread, cell_size=r).query_pairs(r)),
+    ]
+
+
+def _cache_counts() -> dict:
+    """numba cache hits and misses summed over spatialhash's kernel dispatchers."""
+    from numba.core.registry import CPUDispatcher
+
+    from spatialhash import _kernels
+
+    hits = misses = 0
+    for module in list(sys.modules.values()):
+        if not getattr(module, "__name__", "").startswith(_kernels.__name__):
+            continue
+        for value in vars(module).values():
+            if isinstance(value, CPUDispatcher) and value.__module__ == module.__name__:
+                hits += sum(value.stats.cache_hits.values())
+                misses += sum(value.stats.cache_misses.values())
+    return {"cache_hits": hits, "cache_misses": misses}
+
+
+def child(phase: str, seed: int) -> dict:
+    """Import, then the first calls (cold: all of them; warm: build + query_pairs)."""
+    start = time.perf_counter()
+    import numba  # noqa: F401
+    import numpy  # noqa: F401
+    import_numba_s = time.perf_counter() - start
+    start = time.perf_counter()
+    import spatialhash  # noqa: F401
+    import_spatialhash_s = time.perf_counter() - start
+    calls = _first_calls(seed)
+    if phase == "warm":
+        calls = calls[:2]  # Grid build, query_pairs
+    steps = {name: _timed(call) for name, call in calls}
+    return {"phase": phase, "import_numba_numpy_s": import_numba_s,
+            "import_spatialhash_s": import_spatialhash_s, "first_calls_s": steps,
+            **_cache_counts()}
+
+
+# ---------------------------------------------------------------------- parent process
+def run_child(phase: str, cache_dir: str, seed: int) -> dict:
+    """One child process with ``NUMBA_CACHE_DIR=cache_dir``; its measurements."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", phase,
+               "--seed", str(seed)]
+    start = time.perf_counter()
+    finished = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    wall_s = time.perf_counter() - start
+    if finished.returncode != 0:
+        raise RuntimeError(f"the {phase} child failed:\n{finished.stderr[-2000:]}")
+    result = json.loads(finished.stdout.strip().splitlines()[-1])
+    result["process_wall_s"] = wall_s
+    return result
+
+
+def run(warm_runs: int = 3, seed: int = 0, keep_cache: bool = False) -> dict:
+    """The cold child, then ``warm_runs`` warm children on the same fresh cache.
+
+    Returns
+    -------
+    dict
+        ``cold``: one child's result; ``warm``: a list of them; ``cache_dir``.
+    """
+    cache_dir = tempfile.mkdtemp(prefix="spatialhash-numba-cache-")
+    try:
+        cold = run_child("cold", cache_dir, seed)
+        warm = [run_child("warm", cache_dir, seed) for _ in range(warm_runs)]
+    finally:
+        if not keep_cache:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+    return {"cold": cold, "warm": warm, "cache_dir": cache_dir}
+
+
+def cold_table(cold: dict) -> str:
+    """Markdown table of the cold child's imports and first calls."""
+    rows = [["import numpy + numba", f"{cold['import_numba_numpy_s']:.2f}"],
+            ["import spatialhash", f"{cold['import_spatialhash_s']:.2f}"]]
+    rows += [[name, f"{seconds:.2f}"] for name, seconds in cold["first_calls_s"].items()]
+    total = (cold["import_spatialhash_s"] + sum(cold["first_calls_s"].values()))
+    rows.append(["total (import spatialhash + first calls)", f"{total:.2f}"])
+    rows.append(["whole process (interpreter start to exit)", f"{cold['process_wall_s']:.2f}"])
+    return common.markdown_table(["cold start: step", "seconds"], rows)
+
+
+def warm_table(warm: list[dict]) -> str:
+    """Markdown table of the warm children, one row each."""
+    rows = []
+    for number, result in enumerate(warm, start=1):
+        first = result["first_calls_s"]
+        rows.append([number, f"{result['import_numba_numpy_s']:.3f}",
+                     f"{result['import_spatialhash_s']:.3f}", f"{first['Grid build']:.3f}",
+                     f"{first['query_pairs']:.3f}", f"{sum(first.values()):.3f}",
+                     f"{result['process_wall_s']:.2f}",
+                     f"{result['cache_hits']} / {result['cache_misses']}"])
+    return common.markdown_table(
+        ["warm run", "import numpy + numba (s)", "import spatialhash (s)",
+         "first Grid build (s)", "first query_pairs (s)",
+         f"build + query_pairs, {N_POINTS:,} points (s)", "whole process (s)",
+         "cache hits / misses"], rows)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """Command-line options (see ``--help``)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--warm-runs", type=int, default=3,
+                        help="warm subprocesses after the cold one (default 3)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--keep-cache", action="store_true",
+                        help="keep the temporary numba cache folder")
+    parser.add_argument("--output-json", type=Path, default=None)
+    parser.add_argument("--child", choices=("cold", "warm"), help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    """Run the benchmark from the command line."""
+    args = parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.child, args.seed)))
+        return 0
+    results = run(args.warm_runs, args.seed, args.keep_cache)
+    cold = results["cold"]
+    print(f"numba cache: {results['cache_dir']}"
+          + ("" if args.keep_cache else " (removed afterwards)"))
+    print(f"cold start: {cold['cache_misses']} kernel compilations written to the cache\n")
+    print(cold_table(cold))
+    print()
+    print(warm_table(results["warm"]))
+    if args.output_json:
+        args.output_json.write_text(json.dumps(results, indent=2))
+        print(f"\nwrote {args.output_json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
