@@ -26,6 +26,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from spatialhash import Grid
+from spatialhash.grid import PARALLEL_MIN_POINTS, PARALLEL_MIN_QUERIES
 
 NEIGHBORS_PER_POINT = 30
 K_NEAREST = 16
@@ -98,16 +99,22 @@ def same_nearest(ours, scipy_distances, scipy_indices, points, queries) -> bool:
 
 # ---------------------------------------------------------------------- steps
 def warm_up() -> float:
-    """Run every query once on small data, so that compiling is not timed later."""
+    """Run every query once, so that compiling is not timed later.
+
+    The data are just large enough for the parallel kernels, which the tour's million
+    points use (smaller inputs run other, single-threaded kernels).
+    """
     start = time.perf_counter()
-    points = np.random.default_rng(1).random((2000, 3))
-    grid = Grid(points, cell_size=0.1)
-    grid.query_pairs(0.1)
-    grid.query_radius(points[:10], 0.1)
-    grid.count_radius(points[:10], 0.1)
-    grid.query_knn(points[:10], K_NEAREST)
-    grid.query_box(points[:10], points[:10] + 0.1)
-    Grid(points, cell_size=0.1, box=1.0).query_pairs(0.1)
+    points = np.random.default_rng(1).random((PARALLEL_MIN_POINTS, 3))
+    queries = points[:PARALLEL_MIN_QUERIES]
+    r = 0.03
+    grid = Grid(points, cell_size=r)
+    grid.query_pairs(r)
+    grid.query_radius(queries, r)
+    grid.count_radius(queries, r)
+    grid.query_knn(queries, K_NEAREST)
+    grid.query_box(queries, queries + r)
+    Grid(points, cell_size=r, box=1.0).query_pairs(r)
     return time.perf_counter() - start
 
 
