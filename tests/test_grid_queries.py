@@ -205,14 +205,18 @@ def test_iter_pairs_chunk_size_one_splits_by_cell():
 
 
 # ---------------------------------------------------------------------- radius
+def draw_radius(data, n_queries: int, per_query: bool):
+    """One radius for all queries, or one per query."""
+    if per_query:
+        return np.array(data.draw(st.lists(radii_values, min_size=n_queries,
+                                           max_size=n_queries)), dtype=np.float64)
+    return data.draw(radii_values)
+
+
 @given(scene=scenes(), data=st.data(), per_query=st.booleans())
 def test_query_radius_matches_oracle(scene, data, per_query):
     queries = queries_for(data.draw, scene)
-    if per_query:
-        r = np.array(data.draw(st.lists(radii_values, min_size=len(queries),
-                                        max_size=len(queries))), dtype=np.float64)
-    else:
-        r = data.draw(radii_values)
+    r = draw_radius(data, len(queries), per_query)
     result = scene.grid().query_radius(queries, r, return_distances=True)
     expected = oracles.radius(scene.points, queries, r, box3=scene.box3)
     assert isinstance(result, Neighbors)
@@ -237,11 +241,7 @@ def test_query_radius_unsorted_has_same_rows(scene, r, data):
 @given(scene=scenes(), data=st.data(), per_query=st.booleans())
 def test_count_radius_matches_oracle(scene, data, per_query):
     queries = queries_for(data.draw, scene)
-    if per_query:
-        r = np.array(data.draw(st.lists(radii_values, min_size=len(queries),
-                                        max_size=len(queries))), dtype=np.float64)
-    else:
-        r = data.draw(radii_values)
+    r = draw_radius(data, len(queries), per_query)
     counts = scene.grid().count_radius(queries, r)
     assert counts.dtype == np.int64
     np.testing.assert_array_equal(counts, oracles.count(scene.points, queries, r,

@@ -90,6 +90,17 @@ def relabel(values, new_label):
 
 
 @jit
+def cell_offsets(cell_id, n_cells):
+    """``cell_start`` of a counting sort: where each cell's entries begin, shape (n + 1,)."""
+    cell_start = np.zeros(n_cells + 1, np.int64)
+    for i in range(cell_id.shape[0]):
+        cell_start[cell_id[i] + 1] += 1
+    for c in range(n_cells):
+        cell_start[c + 1] += cell_start[c]
+    return cell_start
+
+
+@jit
 def counting_sort(cell_id, n_occupied):
     """Stable counting sort of points by cell id.
 
@@ -98,11 +109,7 @@ def counting_sort(cell_id, n_occupied):
     in increasing original index.
     """
     n = cell_id.shape[0]
-    cell_start = np.zeros(n_occupied + 1, np.int64)
-    for i in range(n):
-        cell_start[cell_id[i] + 1] += 1
-    for c in range(n_occupied):
-        cell_start[c + 1] += cell_start[c]
+    cell_start = cell_offsets(cell_id, n_occupied)
     cursor = cell_start[:-1].copy()
     permutation = np.empty(n, np.int64)
     for i in range(n):
@@ -190,11 +197,7 @@ def sort_points(points3, cell_id, n_occupied):
     only writes jump, which costs less than gathering afterwards.
     """
     n = cell_id.shape[0]
-    cell_start = np.zeros(n_occupied + 1, np.int64)
-    for i in range(n):
-        cell_start[cell_id[i] + 1] += 1
-    for c in range(n_occupied):
-        cell_start[c + 1] += cell_start[c]
+    cell_start = cell_offsets(cell_id, n_occupied)
     cursor = cell_start[:-1].copy()
     permutation = np.empty(n, np.int64)
     columns = np.empty((3, n), np.float64)
