@@ -10,6 +10,7 @@ import numbers
 
 import numpy as np
 
+from ._kernels.build import bounds
 from ._kernels.state import N_AXES
 
 
@@ -73,7 +74,7 @@ def check_spread(points3: np.ndarray, name: str) -> None:
     """
     if points3.shape[0] == 0:
         return
-    lowest, highest = points3.min(axis=0), points3.max(axis=0)
+    lowest, highest = bounds(points3)
     with np.errstate(over="ignore"):
         spread = highest - lowest
     if not np.isfinite(spread).all():

@@ -492,7 +492,8 @@ def _default_cell_size(points3: np.ndarray, box: np.ndarray, n_dims: int) -> flo
     n = points3.shape[0]
     if n == 0:
         return 1.0
-    extent = np.where(np.isfinite(box), box, points3.max(axis=0) - points3.min(axis=0))
+    lowest, highest = build.bounds(points3)
+    extent = np.where(np.isfinite(box), box, highest - lowest)
     extent = extent[:n_dims][extent[:n_dims] > 0]
     if extent.size == 0:
         return 1.0
@@ -507,7 +508,7 @@ def _build_state(points3, cell_size, box, brute, index_dtype) -> GridState:
     is_periodic = np.isfinite(box)
     origin = np.zeros(N_AXES)
     if n:
-        origin = np.where(is_periodic, 0.0, points3.min(axis=0))
+        origin = np.where(is_periodic, 0.0, build.bounds(points3)[0])
     size = np.empty(N_AXES)
     n_periodic = np.zeros(N_AXES, dtype=np.int64)
     for axis in range(N_AXES):

@@ -193,22 +193,35 @@ def sort_points(points3, cell_id, n_occupied):
     Returns ``(cell_start, permutation, columns)``: sorted position ``s`` holds point
     ``permutation[s]`` with coordinates ``columns[:, s]`` (C-contiguous (3, n)), and the
     points of cell ``c`` fill ``cell_start[c]:cell_start[c + 1]`` in increasing original
-    index. Coordinates are scattered while the points are placed: reads stay sequential and
-    only writes jump, which costs less than gathering afterwards.
+    index. Gathering the coordinates after the sort measured faster than scattering them
+    during it (42 ms against about 100 ms for a million points).
     """
-    n = cell_id.shape[0]
-    cell_start = cell_offsets(cell_id, n_occupied)
-    cursor = cell_start[:-1].copy()
-    permutation = np.empty(n, np.int64)
+    cell_start, permutation = counting_sort(cell_id, n_occupied)
+    n = permutation.shape[0]
     columns = np.empty((3, n), np.float64)
-    for i in range(n):
-        position = cursor[cell_id[i]]
-        cursor[cell_id[i]] = position + 1
-        permutation[position] = i
-        columns[0, position] = points3[i, 0]
-        columns[1, position] = points3[i, 1]
-        columns[2, position] = points3[i, 2]
+    for s in range(n):
+        i = permutation[s]
+        columns[0, s] = points3[i, 0]
+        columns[1, s] = points3[i, 1]
+        columns[2, s] = points3[i, 2]
     return cell_start, permutation, columns
+
+
+@jit
+def bounds(points3):
+    """Smallest and largest coordinate per axis of an (n, 3) array, n >= 1, in one pass.
+
+    (NumPy's reductions along axis 0 of an (n, 3) array are strided: five of them cost
+    more than the counting sort.)
+    """
+    lowest = points3[0].copy()
+    highest = points3[0].copy()
+    for i in range(points3.shape[0]):
+        for axis in range(3):
+            x = points3[i, axis]
+            lowest[axis] = min(lowest[axis], x)
+            highest[axis] = max(highest[axis], x)
+    return lowest, highest
 
 
 @jit
