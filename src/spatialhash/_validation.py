@@ -67,13 +67,14 @@ def as_points(points, name: str = "points", n_dims: int | None = None) -> np.nda
     return array
 
 
-def check_spread(points3: np.ndarray, name: str) -> None:
-    """Raise when the coordinates on some axis span more than float64 can hold.
+def check_spread(points3: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Smallest and largest coordinate per axis, shape (3,) each (zeros for no points).
 
-    Differences of such coordinates overflow to infinity, and no cell size can cover them.
+    Raises when the coordinates on some axis span more than float64 can hold: differences
+    of such coordinates overflow to infinity, and no cell size can cover them.
     """
     if points3.shape[0] == 0:
-        return
+        return np.zeros(N_AXES), np.zeros(N_AXES)
     lowest, highest = bounds(points3)
     with np.errstate(over="ignore"):
         spread = highest - lowest
@@ -84,6 +85,7 @@ def check_spread(points3: np.ndarray, name: str) -> None:
             f"{lowest[axis]} to {highest[axis]} on axis {axis}, whose difference overflows "
             "float64."
         )
+    return lowest, highest
 
 
 def pad_to_3d(points: np.ndarray) -> np.ndarray:

@@ -137,14 +137,16 @@ class Grid:
             algorithm = "brute" if n <= BRUTE_FORCE_MAX_POINTS else "grid"
         self._algorithm = algorithm
         points3 = wrap_into_box(pad_to_3d(coords), self._box)
-        check_spread(points3, "points")
+        # One pass for the bounds: the spread check, the default cell size and the origin.
+        lowest, highest = check_spread(points3, "points")
         if cell_size is None:
-            cell_size = _default_cell_size(points3, self._box, n_dims)
+            cell_size = _default_cell_size(n, lowest, highest, self._box, n_dims)
         self._cell_size = as_positive_scalar(cell_size, "cell_size")
         self._index_dtype = np.dtype(np.int32 if n < np.iinfo(np.int32).max else np.int64)
         with _config.threads(self._n_threads):
             self.state = _build_state(
-                points3, self._cell_size, self._box, algorithm == "brute", self._index_dtype
+                points3, lowest, self._cell_size, self._box, algorithm == "brute",
+                self._index_dtype,
             )
 
     # ------------------------------------------------------------------ properties
@@ -487,12 +489,11 @@ def _indptr(counts: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- building
-def _default_cell_size(points3: np.ndarray, box: np.ndarray, n_dims: int) -> float:
+def _default_cell_size(n: int, lowest: np.ndarray, highest: np.ndarray, box: np.ndarray,
+                       n_dims: int) -> float:
     """Cell size putting about `DEFAULT_POINTS_PER_CELL` points in a cell on average."""
-    n = points3.shape[0]
     if n == 0:
         return 1.0
-    lowest, highest = build.bounds(points3)
     extent = np.where(np.isfinite(box), box, highest - lowest)
     extent = extent[:n_dims][extent[:n_dims] > 0]
     if extent.size == 0:
@@ -502,13 +503,14 @@ def _default_cell_size(points3: np.ndarray, box: np.ndarray, n_dims: int) -> flo
     return float(min(math.exp(log_size), extent.max()))
 
 
-def _build_state(points3, cell_size, box, brute, index_dtype) -> GridState:
-    """Sort ``points3`` (n, 3), already wrapped, into cells; see the module docstring."""
+def _build_state(points3, lowest, cell_size, box, brute, index_dtype) -> GridState:
+    """Sort ``points3`` (n, 3), already wrapped, into cells; see the module docstring.
+
+    ``lowest`` is the smallest coordinate per axis (the origin of open axes).
+    """
     n = points3.shape[0]
     is_periodic = np.isfinite(box)
-    origin = np.zeros(N_AXES)
-    if n:
-        origin = np.where(is_periodic, 0.0, build.bounds(points3)[0])
+    origin = np.where(is_periodic, 0.0, lowest)
     size = np.empty(N_AXES)
     n_periodic = np.zeros(N_AXES, dtype=np.int64)
     for axis in range(N_AXES):
