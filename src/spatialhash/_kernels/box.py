@@ -76,7 +76,7 @@ def box_scan_boxes(state, lower, upper, width, visit_order, t_lo, t_hi, position
         start = positions[q] if write else 0
         position = start
         for r in range(n_runs):
-            for j in range(run_bounds[r, 0], run_bounds[r, 1]):
+            for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
                 inside = True
                 for axis in range(3):
                     x = points[axis, j]

@@ -16,6 +16,12 @@ difference exactly, and the results agree bit for bit with each other and with t
 Kernels unpack the grid state once, at their entry, and every helper takes plain arrays
 and scalars: numba updates the reference counts of all thirteen arrays of the state
 whenever the tuple is passed or copied, which made a cell lookup 25 times slower.
+
+Unsigned loop bounds. The loops over a run of points read ``range(np.uint64(start),
+np.uint64(end))``. With a signed index numba must allow ``points[0, j]`` with ``j < 0``
+(Python's wrap-around), so LLVM turns the loop's loads into gathers; with an unsigned one
+the loads are contiguous vector loads. On the development machine that took the
+distance test from 2.1 to 0.45 ns per candidate.
 """
 
 from __future__ import annotations

@@ -227,7 +227,7 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
                     run_bounds, _ = run_buffers(int(4 * span_y * span_z))
                 n_runs = ring_runs(state, center, s, lowest, highest, run_bounds)
             for r in range(n_runs):
-                for j in range(run_bounds[r, 0], run_bounds[r, 1]):
+                for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
                     dx = min_image(qx - points[0, j], box_x, half_x)
                     dy = min_image(qy - points[1, j], box_y, half_y)
                     dz = min_image(qz - points[2, j], box_z, half_z)

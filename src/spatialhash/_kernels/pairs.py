@@ -149,8 +149,9 @@ def pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin
             radius = radii[i] if with_radii else 0.0
             n_hits = 0
             for r in range(n_runs):
-                start = i + 1 if r == 0 else run_bounds[r, 0]
-                end = run_bounds[r, 1]
+                # Unsigned bounds: see the `cells` docstring.
+                start = np.uint64(i + 1 if r == 0 else run_bounds[r, 0])
+                end = np.uint64(run_bounds[r, 1])
                 shift_x, shift_y, shift_z = run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2]
                 if not write and not use_min_image:
                     # Counting: branch-free, so LLVM vectorizes it.

@@ -65,15 +65,16 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
         for r in range(n_runs):
             shift_x, shift_y, shift_z = run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2]
             if not write and not use_min_image:
-                # Counting: branch-free, so LLVM vectorizes it.
-                for j in range(run_bounds[r, 0], run_bounds[r, 1]):
+                # Counting: branch-free, so LLVM vectorizes it. Unsigned bounds: see
+                # `cells.UNSIGNED_LOOPS`.
+                for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
                     dx = (qx - points[0, j]) - shift_x
                     dy = (qy - points[1, j]) - shift_y
                     dz = (qz - points[2, j]) - shift_z
                     if dx * dx + dy * dy + dz * dz <= r2:
                         position += 1
                 continue
-            for j in range(run_bounds[r, 0], run_bounds[r, 1]):
+            for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
                 dx = (qx - points[0, j]) - shift_x
                 dy = (qy - points[1, j]) - shift_y
                 dz = (qz - points[2, j]) - shift_z
