@@ -406,34 +406,54 @@ def test_one_dimensional_points():
 
 
 # ---------------------------------------------------------------------- threads, pickling
+#: (threads, parallel thresholds, first guess of pair rows per point): the one-pass
+#: sequential path, the same with outputs that must grow many times, and the parallel
+#: count and fill passes.
+PATHS = [(1, None, None), (1, None, 0), (2, 0, None)]
+
+
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
 @pytest.mark.parametrize("box", [None, 1.0])
-def test_outputs_identical_for_one_and_two_threads(box):
+def test_outputs_identical_on_every_path_and_thread_count(box, monkeypatch):
     rng = np.random.default_rng(14)
     points = rng.random((3000, 3))
     queries = rng.random((700, 3))
     radii = rng.random(3000) * 0.03
     outputs = []
-    for n_threads in (1, 2):
-        grid = Grid(points, 0.06, box=box, algorithm="grid", n_threads=n_threads)
-        pairs = grid.query_pairs(0.06, return_distances=True)
-        contacts = grid.query_pairs(radii=radii, return_distances=True)
-        chunks = list(grid.iter_pairs(0.06, chunk_size=1000))
-        neighbors = grid.query_radius(queries, 0.08, return_distances=True, sort=False)
-        nearest = grid.query_knn(queries, 7)
-        boxes = grid.query_box(queries - 0.05, queries + 0.05, sort=False)
-        outputs.append([
-            grid.state.points, grid.state.order, pairs.indices, pairs.distances,
-            contacts.indices, contacts.distances,
-            np.concatenate([chunk.indices for chunk in chunks]),
-            neighbors.indptr, neighbors.indices, neighbors.distances,
-            grid.count_radius(queries, 0.08), nearest.indices, nearest.distances,
-            boxes.indptr, boxes.indices,
-        ])
+    for n_threads, threshold, guess in PATHS:
+        with monkeypatch.context() as patch:
+            if threshold is not None:
+                patch.setattr(spatialhash.grid, "PARALLEL_MIN_POINTS", threshold)
+                patch.setattr(spatialhash.grid, "PARALLEL_MIN_QUERIES", threshold)
+            if guess is not None:
+                patch.setattr(spatialhash.grid, "PAIRS_PER_POINT_GUESS", guess)
+            outputs.append(_every_query(points, queries, radii, box, n_threads))
     assert len(outputs[0][2]) > 1000  # enough work to be split over threads
-    for one, two in zip(*outputs, strict=True):
-        assert one.dtype == two.dtype
-        assert np.array_equal(one, two)
+    # One pass gives the rows of the count and fill passes (iter_pairs), in their order.
+    assert np.array_equal(outputs[0][2], outputs[0][6])
+    for first, *others in zip(*outputs, strict=True):
+        for other in others:
+            assert first.dtype == other.dtype
+            assert np.array_equal(first, other)
+
+
+def _every_query(points, queries, radii, box, n_threads):
+    """Every query's output arrays, for comparing paths."""
+    grid = Grid(points, 0.06, box=box, algorithm="grid", n_threads=n_threads)
+    pairs = grid.query_pairs(0.06, return_distances=True)
+    contacts = grid.query_pairs(radii=radii, return_distances=True)
+    chunks = list(grid.iter_pairs(0.06, chunk_size=1000))
+    neighbors = grid.query_radius(queries, 0.08, return_distances=True, sort=False)
+    nearest = grid.query_knn(queries, 7)
+    boxes = grid.query_box(queries - 0.05, queries + 0.05, sort=False)
+    return [
+        grid.state.points, grid.state.order, pairs.indices, pairs.distances,
+        contacts.indices, contacts.distances,
+        np.concatenate([chunk.indices for chunk in chunks]),
+        neighbors.indptr, neighbors.indices, neighbors.distances,
+        grid.count_radius(queries, 0.08), nearest.indices, nearest.distances,
+        boxes.indptr, boxes.indices,
+    ]
 
 
 @pytest.mark.parametrize("box", [None, 4.0])

@@ -43,8 +43,9 @@ import numpy as np
 from . import _config
 from ._kernels import box as box_kernels
 from ._kernels import build, knn, pairs, radius
+from ._kernels import ray as ray_kernels
 from ._kernels.state import N_AXES, GridState
-from ._results import KNearest, Neighbors, Pairs
+from ._results import KNearest, Neighbors, Pairs, RayHits
 from ._validation import (
     as_bounds,
     as_box,
@@ -52,6 +53,7 @@ from ._validation import (
     as_points,
     as_positive_scalar,
     as_radii,
+    as_rays,
     check_spread,
     pad_to_3d,
     wrap_into_box,
@@ -67,6 +69,9 @@ MAX_CELLS_PER_AXIS = 2.0**52
 #: more than the work (benchmarks/bench_threading.py measures both).
 PARALLEL_MIN_POINTS = 20_000
 PARALLEL_MIN_QUERIES = 2_000
+#: Rows first allocated per point by the one-pass pair search of small inputs (it grows
+#: by doubling when a dense cloud holds more).
+PAIRS_PER_POINT_GUESS = 16
 #: Average points per cell aimed at when no cell size is given.
 DEFAULT_POINTS_PER_CELL = 4.0
 ALGORITHMS = ("auto", "grid", "brute")
@@ -262,10 +267,31 @@ class Grid:
             return self.query_radius(queries, r, return_distances=return_distances,
                                      sort=False).to_pairs()
         r2, radii_sorted, reach = self._pair_search(r, radii)
+        if not self._parallel(self.n_points, PARALLEL_MIN_POINTS):
+            return self._append_pairs(r2, radii_sorted, reach, return_distances)
         with _config.threads(self._n_threads):
             reach_cells, counts = self._count_pairs(r2, radii_sorted, reach)
             return self._fill_pairs(r2, radii_sorted, reach_cells, counts, 0, counts.shape[0],
                                     return_distances)
+
+    def _append_pairs(self, r2, radii_sorted, reach, return_distances) -> Pairs:
+        """All pairs in one sequential pass into growing outputs (small inputs): the same
+        rows in the same order as the count and fill passes, without the count pass."""
+        n = self.n_points
+        reach_cells = pairs.reach_in_cells(self.state, reach)
+        capacity = max(64, PAIRS_PER_POINT_GUESS * n)
+        indices = np.empty((capacity, 2), dtype=self._index_dtype)
+        distances = np.empty(capacity if return_distances else 0, dtype=np.float64)
+        indices, distances, n_pairs = pairs.pairs_scan_cells(
+            self.state, r2, radii_sorted, reach_cells, 0, self.n_occupied_cells, 0,
+            np.empty(0, np.int64), indices, distances, True,
+        )
+        # Keep the rows written; copy them out when the buffer is mostly empty.
+        indices = indices[:n_pairs]
+        distances = distances[:n_pairs]
+        if indices.base is not None and 2 * n_pairs < indices.base.shape[0]:
+            indices, distances = indices.copy(), distances.copy()
+        return Pairs(indices, distances if return_distances else None, (n, n))
 
     def _parallel(self, n_items: int, threshold: int) -> bool:
         """Whether work over ``n_items`` is worth the other threads."""
@@ -479,6 +505,91 @@ class Grid:
             indices = np.empty(int(indptr[-1]), dtype=self._index_dtype)
             kernel(self.state, lower3, upper3, width, visit_order, indptr, indices, True, sort)
         return Neighbors(indptr, indices, None, self.n_points)
+
+    # ------------------------------------------------------------------ rays
+    def query_ray(
+        self,
+        origins,
+        directions,
+        radii,
+        *,
+        max_distance=None,
+        all_hits: bool = False,
+    ) -> RayHits | Neighbors:
+        """Cast rays (or segments) against the points taken as spheres (circles in 2-D).
+
+        Parameters
+        ----------
+        origins : array_like of float, shape (m, d) or (d,)
+            Start of each ray.
+        directions : array_like of float, shape (m, d) or (d,)
+            Direction of each ray, any non-zero length: it is normalized, so distances
+            are lengths along the ray, not multiples of ``directions``.
+        radii : float or array_like of float, shape (n,)
+            Radius of the sphere around each point (one for all or one per point), >= 0.
+            Spheres are closed: a ray that grazes one (tangent) hits it.
+        max_distance : float or array_like of float, shape (m,), optional
+            Segment casts: only hits at distance ``<= max_distance`` count (one for all
+            rays or one per ray; ``inf`` or None: unbounded rays).
+        all_hits : bool, default False
+            Return every sphere each ray meets rather than the first.
+
+        Returns
+        -------
+        RayHits or Neighbors
+            First hits: `RayHits` with ``indices`` and ``distances`` of shape (m,), -1 and
+            ``inf`` where a ray hits nothing, ties broken by the smaller index. With
+            ``all_hits``: `Neighbors`, one CSR row per ray sorted by distance along the ray,
+            then by index; ``distances`` are the distances along the ray.
+
+        Notes
+        -----
+        The distance of a hit is where the ray enters the sphere; a ray starting inside
+        (or on) a sphere hits it at distance 0. Rays walk the cells (3-D DDA) and test the
+        spheres centred within ``max(radii)`` of each cell, so the cost grows with
+        ``(max(radii) / cell_size) ** d``: build the grid with a cell size near the largest
+        radius or larger. Rays need an open grid (no periodic axes).
+        """
+        if self._periodic.any():
+            raise ValueError(
+                "`box` must be None for ray casts (rays run through open grids only); got a "
+                f"grid periodic on axes {np.flatnonzero(self._periodic).tolist()}."
+            )
+        origins3, units3 = as_rays(origins, directions, self._n_dims)
+        m = origins3.shape[0]
+        radii = as_radii(radii, "radii", self.n_points)
+        limit = np.full(m, np.inf) if max_distance is None else as_radii(
+            max_distance, "max_distance", m, allow_inf=True)
+        rays = (np.ascontiguousarray(radii[self.state.order]),
+                float(radii.max()) if radii.size else 0.0, origins3, units3, limit)
+        with _config.threads(self._n_threads):
+            visit_order = build.query_order(self.state, origins3)
+            if not all_hits:
+                indices = np.empty(m, dtype=self._index_dtype)
+                distances = np.empty(m)
+                self._cast_rays(rays, visit_order, ray_kernels.MODE_FIRST,
+                                np.empty(0, np.int64), indices, distances)
+                return RayHits(indices, distances)
+            counts = np.zeros(m, dtype=np.int64)
+            self._cast_rays(rays, visit_order, ray_kernels.MODE_COUNT, counts,
+                            np.empty(0, self._index_dtype), _NO_DISTANCES)
+            indptr = _indptr(counts)
+            indices = np.empty(int(indptr[-1]), dtype=self._index_dtype)
+            distances = np.empty(int(indptr[-1]))
+            self._cast_rays(rays, visit_order, ray_kernels.MODE_FILL, indptr, indices,
+                            distances)
+        return Neighbors(indptr, indices, distances, self.n_points)
+
+    def _cast_rays(self, rays, visit_order, mode, positions, indices, distances):
+        """One pass of the ray kernel; ``rays`` is ``(radii in sorted order, max radius,
+        origins3, units3, max_distance)``."""
+        m = visit_order.shape[0]
+        if self._parallel(m, PARALLEL_MIN_QUERIES):
+            ray_kernels.cast_rays_parallel(self.state, *rays, visit_order, mode, positions,
+                                           indices, distances)
+        else:
+            ray_kernels.cast_rays(self.state, *rays, visit_order, 0, m, mode, positions,
+                                  indices, distances)
 
 
 def _indptr(counts: np.ndarray) -> np.ndarray:

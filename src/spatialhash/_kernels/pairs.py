@@ -79,6 +79,13 @@ def pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin
                      out_indices, out_distances, write):
     """Sequential kernel of `pairs_scan` over cells ``cell_lo .. cell_hi - 1``.
 
+    Besides counting and writing at counted offsets, it can append in one pass: with
+    ``write`` true and ``positions`` empty, pairs are written one after the other and the
+    outputs grow as needed (``out_distances`` empty: no distances; otherwise it must be as
+    long as ``out_indices``, at least one row). Small inputs take that path: it skips the
+    count pass and gives the same rows in the same order. Returns the outputs (grown or
+    not) and the number of rows written when appending.
+
     The distance loops are written out here rather than in helpers: a call that passes
     arrays costs numba an atomic reference-count update per array, which in these loops
     cost more than the distances themselves.
@@ -100,6 +107,8 @@ def pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin
     n_occupied = cell_coords.shape[0]
     # One strategy for every cell: mixing them would meet some pairs of cells twice.
     by_id = stencil_by_id(n_cells, box_axis, reach_cells, n_occupied)
+    appending = write and positions.shape[0] == 0
+    n_appended = 0
     for a in range(cell_lo, cell_hi):
         center = (cell_coords[a, 0], cell_coords[a, 1], cell_coords[a, 2])
         for axis in range(3):
@@ -142,7 +151,10 @@ def pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin
             hit_index = np.empty(n_candidates, np.int64)
             hit_d2 = np.empty(n_candidates, np.float64)
         c = a - cell_begin
-        position = positions[c] if write else 0
+        if appending:
+            position = n_appended
+        else:
+            position = positions[c] if write else 0
         # Run 0 starts at cell a: point i pairs with the points after it there.
         for i in range(cell_start[a], cell_start[a + 1]):
             x, y, z = points[0, i], points[1, i], points[2, i]
@@ -189,6 +201,9 @@ def pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin
                     hit_index[n_hits] = j
                     hit_d2[n_hits] = d2
                     n_hits += 1 if hit else 0
+            if appending and position + n_hits > out_indices.shape[0]:
+                out_indices, out_distances = grown_outputs(out_indices, out_distances,
+                                                           position + n_hits)
             if write:
                 oi = order[i]
                 for h in range(n_hits):
@@ -198,8 +213,24 @@ def pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin
                     if want_distances:
                         out_distances[position + h] = math.sqrt(hit_d2[h])
             position += n_hits
-        if not write:
+        if appending:
+            n_appended = position
+        elif not write:
             positions[c] = position
+    return out_indices, out_distances, n_appended
+
+
+@jit
+def grown_outputs(indices, distances, needed):
+    """Copies of the pair outputs with room for at least ``needed`` rows (doubling)."""
+    capacity = max(needed, 2 * indices.shape[0])
+    grown_indices = np.empty((capacity, 2), indices.dtype)
+    grown_indices[: indices.shape[0]] = indices
+    grown_distances = distances
+    if distances.shape[0] > 0:
+        grown_distances = np.empty(capacity, np.float64)
+        grown_distances[: distances.shape[0]] = distances
+    return grown_indices, grown_distances
 
 
 @jit_parallel
