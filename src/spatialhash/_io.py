@@ -36,6 +36,16 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     temporary = Path(temporary)
     try:
         yield temporary
+        # mkstemp creates the file readable by its owner only; give it the permissions a
+        # plain open() would (0o666 less the umask) before it takes the final name.
+        os.chmod(temporary, 0o666 & ~_current_umask())
         os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def _current_umask() -> int:
+    """The process umask (reading it means setting it, so it is set straight back)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

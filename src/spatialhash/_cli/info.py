@@ -1,0 +1,101 @@
+"""``spatialhash info``: versions, threads and the kernel cache, for bug reports."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import numba
+
+import spatialhash
+
+#: Distributions reported, by role: the hard dependencies, then the optional ones
+#: (the extras in pyproject.toml).
+REQUIRED = ("numpy", "numba")
+OPTIONAL = ("scipy", "pillow", "pygame", "tqdm", "pyarrow", "vesin", "scikit-learn",
+            "pymunk", "rtree")
+
+
+def add_parser(subparsers) -> None:
+    """Add ``info`` to the command line's ``subparsers``."""
+    parser = subparsers.add_parser(
+        "info", help="versions, threads, numba cache",
+        description="Print the versions of spatialhash, Python and its dependencies "
+                    "(optional ones: 'not installed' when missing), numba's threading "
+                    "layer and thread count, the numba cache in use, and the CPU count.",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(handler=run, prog=parser.prog)
+
+
+def version(distribution: str) -> str:
+    """The installed version of ``distribution``, or ``"not installed"``."""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def threading_layer() -> str:
+    """The threading layer numba uses (started here if no parallel code ran yet)."""
+    try:
+        # numba names its layer only once its thread pool has started; starting it costs
+        # a few milliseconds and compiles nothing.
+        from numba.np.ufunc import parallel
+
+        parallel._launch_threads()
+        return numba.threading_layer()
+    except Exception as error:  # report, never fail: this is a diagnostic
+        return f"unavailable ({error})"
+
+
+def kernel_cache() -> tuple[str, int]:
+    """Where spatialhash's kernels are cached, and how many are (one index file each)."""
+    try:
+        from .._kernels import pairs
+
+        folder = Path(pairs.pairs_scan._cache._cache_path)
+    except Exception as error:  # numba internals: report, never fail
+        return f"unknown ({error})", 0
+    return str(folder), len(list(folder.glob("*.nbi"))) if folder.is_dir() else 0
+
+
+def collect() -> dict[str, str]:
+    """Everything ``info`` reports, as strings in print order."""
+    cache_folder, n_cached = kernel_cache()
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    report = {
+        "spatialhash": f"{spatialhash.__version__} ({Path(spatialhash.__file__).parent})",
+        "python": f"{platform.python_version()} ({sys.executable})",
+        "platform": platform.platform(),
+    }
+    report.update({name: version(name) for name in REQUIRED + OPTIONAL})
+    report.update({
+        "cpus": f"{os.cpu_count()}" + ("" if usable is None else f" ({usable} usable)"),
+        "numba threading layer": threading_layer(),
+        "numba threads": f"{numba.get_num_threads()} of NUMBA_NUM_THREADS="
+                         f"{numba.config.NUMBA_NUM_THREADS}",
+        "NUMBA_CACHE_DIR": os.environ.get("NUMBA_CACHE_DIR") or "not set (caches in "
+                                                               "__pycache__ next to sources)",
+        "NUMBA_CACHE_LOCATOR_CLASSES": os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES")
+                                       or "not set",
+        "kernel cache": f"{cache_folder} ({n_cached} cached kernels)",
+    })
+    return report
+
+
+def run(args: argparse.Namespace) -> int:
+    """``spatialhash info``."""
+    report = collect()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        width = max(len(key) for key in report)
+        for key, value in report.items():
+            print(f"{key + ':':<{width + 1}} {value}")
+    return 0

@@ -1,0 +1,164 @@
+"""Result tables streamed to .npy, .csv or .parquet, chunk by chunk, all or nothing.
+
+Every result is a table of named columns (``i, j[, distance]`` for pairs) written in the
+format the output's extension names:
+
+- ``.npy``: a 1-D structured array with one field per column (int64 indices, float64
+  distances): ``np.load(path)["i"]``. Fields keep each column's type, which an (n, 3)
+  float array could not, and the names match the CSV header and the Parquet columns.
+- ``.csv``: a header line, then one row per line; distances are written with Python's
+  shortest round-trip repr, so reading them back gives the same float64 bit for bit.
+- ``.parquet``: one column per field (needs pyarrow).
+
+The file is written under a temporary name beside the output and renamed onto it only
+when the last chunk is in (`spatialhash._io.atomic_path`): a run that fails or is
+interrupted leaves neither a partial output nor a temporary file.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .._io import atomic_path
+from .common import EXIT_FAILURE, CommandError, optional_import
+from .readers import check_extension
+
+#: A table's columns: (name, dtype) in order.
+Fields = Sequence[tuple[str, np.dtype]]
+
+
+def check_output(path: str) -> str:
+    """Fail before any work if ``path`` cannot be written: its extension, folder, pyarrow.
+
+    Returns the lower-case extension.
+    """
+    suffix = check_extension(path, "OUTPUT")
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise CommandError(f"{path}: the folder {str(folder)!r} does not exist (OUTPUT).")
+    if Path(path).is_dir():
+        raise CommandError(f"{path}: is a folder, not a file (OUTPUT).")
+    if suffix == ".parquet":
+        optional_import("pyarrow.parquet", "writing .parquet")
+    return suffix
+
+
+def write_table(path: str, fields: Fields, chunks: Iterable[Sequence[np.ndarray]]) -> int:
+    """Write ``chunks`` (one array per field each) to ``path`` atomically; return the rows.
+
+    Parameters
+    ----------
+    path : str
+        The output file; its extension picks the format.
+    fields : sequence of (str, dtype)
+        Column names and types.
+    chunks : iterable of sequence of ndarray
+        Consecutive parts of the table, one 1-D array per field, of equal lengths.
+    """
+    suffix = check_output(path)
+    writer_class = {".npy": NpyWriter, ".csv": CsvWriter, ".parquet": ParquetWriter}[suffix]
+    try:
+        with atomic_path(path) as temporary:
+            writer = writer_class(temporary, fields)
+            try:
+                for chunk in chunks:
+                    writer.write(chunk)
+            finally:
+                writer.close()
+    except OSError as error:
+        raise CommandError(f"{path}: could not write the output ({error}).",
+                           EXIT_FAILURE) from error
+    return writer.n_rows
+
+
+class NpyWriter:
+    """A structured .npy file written in chunks; the header gets the row count at the end.
+
+    The header is first written for the largest possible row count and padded with
+    spaces, the padding numpy's format allows, so the final header fits the same bytes.
+    """
+
+    def __init__(self, path: os.PathLike, fields: Fields) -> None:
+        self.dtype = np.dtype([(name, np.dtype(dtype).newbyteorder("<")) for name, dtype
+                               in fields])
+        self.n_rows = 0
+        self.file = open(path, "wb")
+        self.header_size = len(self._header(np.iinfo(np.int64).max))
+        self.file.write(self._header(0))
+
+    def _header(self, n_rows: int) -> bytes:
+        text = repr({"descr": np.lib.format.dtype_to_descr(self.dtype),
+                     "fortran_order": False, "shape": (n_rows,)})
+        preamble = 6 + 2 + 2  # magic, version 1.0, header length
+        size = getattr(self, "header_size", None)
+        if size is None:  # the first, longest header: align the data to 64 bytes
+            size = -(-(preamble + len(text) + 1) // 64) * 64
+        text = text + " " * (size - preamble - len(text) - 1) + "\n"
+        return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text.encode("latin1")
+
+    def write(self, columns: Sequence[np.ndarray]) -> None:
+        records = np.empty(len(columns[0]), dtype=self.dtype)
+        for name, column in zip(self.dtype.names, columns, strict=True):
+            records[name] = column
+        self.file.write(records.tobytes())
+        self.n_rows += records.shape[0]
+
+    def close(self) -> None:
+        try:
+            if not self.file.closed:
+                self.file.seek(0)
+                self.file.write(self._header(self.n_rows))
+        finally:
+            self.file.close()
+
+
+class CsvWriter:
+    """A .csv file with a header line; floats in shortest round-trip form."""
+
+    def __init__(self, path: os.PathLike, fields: Fields) -> None:
+        self.n_rows = 0
+        self.row_format = ",".join(
+            "%d" if np.issubdtype(dtype, np.integer) else "%r" for _, dtype in fields
+        ) + "\n"
+        self.file = open(path, "w", encoding="utf-8", newline="")
+        self.file.write(",".join(name for name, _ in fields) + "\n")
+
+    def write(self, columns: Sequence[np.ndarray]) -> None:
+        # tolist() gives Python ints and floats: "%r" of a float is its shortest repr.
+        rows = zip(*(column.tolist() for column in columns), strict=True)
+        row_format = self.row_format
+        self.file.write("".join([row_format % row for row in rows]))
+        self.n_rows += len(columns[0])
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class ParquetWriter:
+    """A .parquet file, one row group per chunk."""
+
+    def __init__(self, path: os.PathLike, fields: Fields) -> None:
+        self.pyarrow = optional_import("pyarrow", "writing .parquet")
+        parquet = optional_import("pyarrow.parquet", "writing .parquet")
+        self.schema = self.pyarrow.schema(
+            [(name, self.pyarrow.from_numpy_dtype(np.dtype(dtype))) for name, dtype in fields]
+        )
+        self.n_rows = 0
+        self.writer = parquet.ParquetWriter(str(path), self.schema)
+
+    def write(self, columns: Sequence[np.ndarray]) -> None:
+        table = self.pyarrow.Table.from_arrays(
+            [self.pyarrow.array(column, type=field.type)
+             for column, field in zip(columns, self.schema, strict=True)],
+            schema=self.schema,
+        )
+        self.writer.write_table(table)
+        self.n_rows += table.num_rows
+
+    def close(self) -> None:
+        self.writer.close()

@@ -1,0 +1,125 @@
+"""The ``spatialhash`` command line: queries over point files, demos, benchmarks, info.
+
+``main(argv)`` parses the arguments, runs one command and returns its exit status; the
+console script ``spatialhash`` and ``python -m spatialhash`` call it. The commands live in
+`spatialhash._cli`, one module per family. A command that cannot run as given (bad
+arguments, a bad input file, a missing optional dependency) prints one line
+``spatialhash <command>: error: <what is wrong>`` and exits with status 2, never with a
+traceback; a failure while working (the output could not be written) exits with 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from ._cli import bench, demo, info, queries
+from ._cli.common import EXIT_USAGE, CommandError
+
+PROG = "spatialhash"
+#: Exit status after Ctrl-C, as shells report a SIGINT.
+EXIT_INTERRUPTED = 130
+
+EPILOG = """\
+point files:
+  .npy      a 2-D array (n, d) of real numbers, columns named 0, 1, ...; or a 1-D
+            structured array whose numeric fields are the columns
+  .csv      comma-separated, header optional (a first line of numbers is data and the
+            columns are named 0, 1, ...)
+  .parquet  integer and floating-point columns (needs pyarrow)
+  Coordinates are the columns named by --columns (default: every numeric column),
+  1 to 3 of them, all finite. A file with a header (or shape) but no rows is zero
+  points and gives an empty result.
+
+result files (-o): .npy (a structured array: np.load(path)["i"]), .csv with a header,
+  or .parquet; indices are 0-based int64 row numbers, distances float64. A result is
+  written to a temporary file beside OUTPUT and renamed onto it when complete: a failed
+  run leaves no partial output.
+
+exit status: 0 done, 1 failed while working, 2 bad arguments or input (one-line
+  message on stderr), 130 interrupted.
+"""
+
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The argument parser; the options of a demo are added only when ``argv`` runs it.
+
+    Parameters
+    ----------
+    argv : sequence of str
+        The arguments about to be parsed; they decide which demo module, if any, is
+        imported to add its options.
+    """
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Spatial hashing for points in 1-, 2- and 3-D: close pairs, radius and "
+                    "k-nearest queries over point files, simulations, benchmarks.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    queries.add_parsers(commands)
+    demo.add_parser(commands, _requested_demo(argv))
+    bench.add_parser(commands)
+    info.add_parser(commands)
+    return parser
+
+
+def _requested_demo(argv: Sequence[str]) -> str | None:
+    """``NAME`` in ``demo NAME ...`` (the first two words that are not options)."""
+    words = [word for word in argv if not word.startswith("-")]
+    if len(words) >= 2 and words[0] == "demo" and words[1] in demo.DEMOS:
+        return words[1]
+    return None
+
+
+def _command_prog(argv: Sequence[str]) -> str:
+    """``spatialhash <command>`` for messages raised before the arguments are parsed."""
+    words = [word for word in argv if not word.startswith("-")][:2]
+    return " ".join([PROG] + (words if words[:1] == ["demo"] else words[:1]))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments, without the program name; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 done, 1 failed while working, 2 bad arguments or input,
+        130 interrupted.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    prog = _command_prog(argv)
+    try:
+        parser = build_parser(argv)
+        args, extras = parser.parse_known_args(argv)
+        prog = args.prog
+        if extras and not getattr(args, "passthrough", False):
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        args.extras = extras
+        return args.handler(args)
+    except SystemExit as exit:  # argparse: --help, --version, usage errors
+        return _exit_status(exit.code)
+    except CommandError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return error.status
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _exit_status(code) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return EXIT_USAGE
