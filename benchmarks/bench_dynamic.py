@@ -1,0 +1,268 @@
+"""The dynamic hash against pymunk's spatial hash, the rtree package and a batch rebuild.
+
+Run from the repository root::
+
+    python benchmarks/bench_dynamic.py              # 100,000 boxes, 2-D
+    python benchmarks/bench_dynamic.py --quick      # 5,000 boxes: a check that it all works
+
+Workloads (2-D, since pymunk is a 2-D engine):
+
+- ``move f + pairs``: 100,000 axis-aligned boxes of mixed sizes (90% with sides 0.25-1.5,
+  9% 1-6, 1% 5-30) in a 1000 x 1000 world; each step moves a fraction ``f`` (1%, 10%,
+  100%) of them by a small random step (at most 0.5 per axis), then asks for every
+  overlapping pair. Ours: `DynamicHash.move_many` + `query_pairs` (cell size 2).
+  pymunk: kinematic sensor boxes in a ``Space.use_spatial_hash(2, 4n)``; moved bodies get
+  their new position, then ``Space.step`` runs the broad and narrow phase and a
+  ``pre_solve`` callback collects the pairs. rtree: an R*-tree; moved boxes are deleted
+  and re-inserted, then each box asks ``intersection`` for the boxes it meets.
+- ``rebuild``: building the batch `Grid` over the 100,000 box centres (cell size 2): the
+  cost that a bulk move of every object should match (the batch grid has no box pairs, so
+  only the build is timed).
+- ``single moves``: 100,000 calls of `DynamicHash.move`, one object each, from Python.
+
+Every peer's pairs are compared with ours (as sets) on the first step of each workload
+before anything is timed. Times are medians of ``--steps`` steps (the peers' slowest
+workloads use fewer, as printed). Compile time is excluded (one warm-up call first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numba
+import numpy as np
+
+try:
+    from . import _common as common
+except ImportError:  # run as a script
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import _common as common
+
+from spatialhash import DynamicHash, Grid
+
+WORLD = 1000.0
+CELL_SIZE = 2.0
+FRACTIONS = (0.01, 0.1, 1.0)
+
+
+def make_boxes(n: int, seed: int, world: float) -> tuple[np.ndarray, np.ndarray]:
+    """Lower corners and sizes of ``n`` boxes of three size classes (see the docstring)."""
+    rng = np.random.default_rng(seed)
+    kind = rng.random(n)
+    side = np.where(kind < 0.9, rng.uniform(0.5, 1.5, n),
+                    np.where(kind < 0.99, rng.uniform(2.0, 6.0, n), rng.uniform(10.0, 30.0, n)))
+    sizes = side[:, None] * rng.uniform(0.5, 1.0, (n, 2))
+    lower = rng.random((n, 2)) * world
+    return lower, sizes
+
+
+def make_steps(n: int, fraction: float, n_steps: int, lower: np.ndarray, seed: int):
+    """Per step: the moved ids and the new lower corners of all boxes (moved ones change)."""
+    rng = np.random.default_rng(seed)
+    steps = []
+    current = lower.copy()
+    for _ in range(n_steps):
+        m = max(1, int(round(fraction * n)))
+        ids = np.sort(rng.choice(n, m, replace=False)) if m < n else np.arange(n)
+        current = current.copy()
+        current[ids] += rng.uniform(-0.5, 0.5, (m, 2))
+        steps.append((ids, current))
+    return steps
+
+
+def pair_set(pairs) -> set:
+    return {(min(a, b), max(a, b)) for a, b in pairs}
+
+
+# ---------------------------------------------------------------------- ours
+class Ours:
+    name = "spatialhash"
+
+    def __init__(self, lower, sizes):
+        self.sizes = sizes
+        self.hash = DynamicHash(CELL_SIZE, n_dims=2, capacity=len(lower))
+        self.hash.insert_many(np.arange(len(lower)), lower, lower + sizes)
+
+    def step(self, ids, lower):
+        new_lower = lower[ids]
+        self.hash.move_many(ids, new_lower, new_lower + self.sizes[ids])
+        return self.hash.query_pairs()
+
+
+# ---------------------------------------------------------------------- pymunk
+class Pymunk:
+    name = "pymunk"
+
+    def __init__(self, lower, sizes):
+        import pymunk
+
+        self.space = pymunk.Space()
+        self.space.use_spatial_hash(CELL_SIZE, 4 * len(lower))
+        self.bodies = []
+        self.found = []
+        for i in range(len(lower)):
+            body = pymunk.Body(body_type=pymunk.Body.KINEMATIC)
+            body.position = (float(lower[i, 0] + sizes[i, 0] / 2),
+                             float(lower[i, 1] + sizes[i, 1] / 2))
+            shape = pymunk.Poly.create_box(body, (float(sizes[i, 0]), float(sizes[i, 1])))
+            shape.sensor = True
+            shape.idx = i
+            self.space.add(body, shape)
+            self.bodies.append(body)
+        self.half = sizes / 2
+
+        def collect(arbiter, space, data):
+            a, b = arbiter.shapes
+            self.found.append((a.idx, b.idx))
+
+        self.space.on_collision(pre_solve=collect)
+
+    def step(self, ids, lower):
+        centers = (lower[ids] + self.half[ids]).tolist()
+        bodies = self.bodies
+        for i, center in zip(ids.tolist(), centers, strict=True):
+            bodies[i].position = center
+        self.found = []
+        self.space.step(1e-3)
+        return np.array(self.found, dtype=np.int64).reshape(-1, 2)
+
+
+# ---------------------------------------------------------------------- rtree
+class Rtree:
+    name = "rtree"
+
+    def __init__(self, lower, sizes):
+        from rtree import index
+
+        self.sizes = sizes
+        self.boxes = np.hstack([lower, lower + sizes]).tolist()
+        stream = ((i, tuple(box), None) for i, box in enumerate(self.boxes))
+        self.index = index.Index(stream)
+
+    def step(self, ids, lower):
+        index = self.index
+        boxes = self.boxes
+        upper = lower + self.sizes
+        for i in ids.tolist():
+            index.delete(i, boxes[i])
+            box = [float(lower[i, 0]), float(lower[i, 1]), float(upper[i, 0]),
+                   float(upper[i, 1])]
+            boxes[i] = box
+            index.insert(i, box)
+        found = []
+        for i, box in enumerate(boxes):
+            for j in index.intersection(box):
+                if j > i:
+                    found.append((i, j))
+        return np.array(found, dtype=np.int64).reshape(-1, 2)
+
+
+def time_steps(peer, steps) -> list[float]:
+    times = []
+    for ids, lower in steps:
+        seconds, _ = common.time_call(lambda ids=ids, lower=lower: peer.step(ids, lower))
+        times.append(seconds)
+    return times
+
+
+def bench_moves(n: int, n_steps: int, slow_steps: int, seed: int) -> tuple[list, bool]:
+    lower, sizes = make_boxes(n, seed, WORLD * (n / 100_000) ** 0.5)
+    rows = []
+    ok = True
+    for fraction in FRACTIONS:
+        steps = make_steps(n, fraction, 1 + n_steps, lower, seed + 1)
+        peers = [Ours(lower, sizes), Pymunk(lower, sizes), Rtree(lower, sizes)]
+        # The first step (compile, first touches) doubles as the answer check.
+        ids, new_lower = steps[0]
+        answers = [pair_set(peer.step(ids, new_lower).tolist()) for peer in peers]
+        for peer, answer in zip(peers[1:], answers[1:], strict=True):
+            same = answer == answers[0]
+            ok &= same
+            print(f"  check f={fraction:g} {peer.name}: "
+                  f"{'identical' if same else 'MISMATCH'} ({len(answer):,} pairs; ours "
+                  f"{len(answers[0]):,})")
+        ours = common.median(time_steps(peers[0], steps[1:]))
+        row = [f"move {fraction:.0%} + pairs", f"{ours * 1e3:.1f}"]
+        for peer in peers[1:]:
+            count = n_steps if peer.name == "pymunk" else slow_steps
+            theirs = common.median(time_steps(peer, steps[1 : 1 + count]))
+            row += [f"{theirs * 1e3:.1f}", f"{theirs / ours:.1f}x"]
+        rows.append(row)
+    return rows, ok
+
+
+def bench_rebuild(n: int, n_steps: int, seed: int) -> list:
+    lower, sizes = make_boxes(n, seed, WORLD * (n / 100_000) ** 0.5)
+    ours = Ours(lower, sizes)
+    ids, new_lower = make_steps(n, 1.0, 1, lower, seed + 1)[0]
+    ours.hash.move_many(ids, new_lower, new_lower + sizes)  # warm-up
+    moves = [common.time_call(lambda: ours.hash.move_many(ids, lower, lower + sizes))[0]
+             for _ in range(n_steps)]
+    centers = lower + sizes / 2
+    Grid(centers[:100], CELL_SIZE)
+    builds = [common.time_call(lambda: Grid(centers, CELL_SIZE))[0] for _ in range(n_steps)]
+    return [["move_many of all boxes (no pairs)", f"{common.median(moves) * 1e3:.1f}"],
+            ["batch Grid build over the centres", f"{common.median(builds) * 1e3:.1f}"]]
+
+
+def bench_single_moves(n: int, seed: int) -> list:
+    lower, sizes = make_boxes(n, seed, WORLD * (n / 100_000) ** 0.5)
+    hash_ = DynamicHash(CELL_SIZE, n_dims=2, capacity=n)
+    hash_.insert_many(np.arange(n), lower, lower + sizes)
+    rng = np.random.default_rng(seed + 2)
+    moved = lower + rng.uniform(-0.5, 0.5, (n, 2))
+    new_lower = moved.tolist()
+    new_upper = (moved + sizes).tolist()
+    ids = rng.permutation(n).tolist()
+    move = hash_.move
+    hash_.move(0, new_lower[0], new_upper[0])
+    start = time.perf_counter()
+    for i in ids:
+        move(i, new_lower[i], new_upper[i])
+    seconds = time.perf_counter() - start
+    points = DynamicHash(CELL_SIZE, n_dims=3, capacity=n)
+    centers = np.zeros((n, 3))
+    centers[:, :2] = lower
+    points.insert_many(np.arange(n), centers)
+    targets = (centers + rng.uniform(-0.5, 0.5, (n, 3)) * [1, 1, 0]).tolist()
+    move = points.move
+    start = time.perf_counter()
+    for i in ids:
+        move(i, targets[i])
+    point_seconds = time.perf_counter() - start
+    return [["single box moves, 2-D", f"{seconds / n * 1e6:.2f}", f"{n / seconds:,.0f}"],
+            ["single point moves, 3-D", f"{point_seconds / n * 1e6:.2f}",
+             f"{n / point_seconds:,.0f}"]]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--steps", type=int, default=5, help="timed steps per workload")
+    parser.add_argument("--slow-steps", type=int, default=1,
+                        help="timed steps for rtree (seconds per step)")
+    parser.add_argument("--quick", action="store_true", help="n = 5,000")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    n = 5_000 if args.quick else args.n
+    print(f"n = {n:,} boxes, {numba.get_num_threads()} numba threads, "
+          f"{common.usable_cores()} cores ({common.cpu_model()})")
+    rows, ok = bench_moves(n, args.steps, args.slow_steps, args.seed)
+    print()
+    print(common.markdown_table(
+        ["workload (per step)", "spatialhash (ms)", "pymunk (ms)", "ratio", "rtree (ms)",
+         "ratio"], rows))
+    print()
+    print(common.markdown_table(["bulk move against a batch rebuild", "ms"],
+                                bench_rebuild(n, args.steps, args.seed)))
+    print()
+    print(common.markdown_table(["one object per call", "us per call", "calls per second"],
+                                bench_single_moves(n, args.seed)))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Input checks of the dynamic hash, in the house form of `_validation.py`.
+
+Single-object calls take a fast path for the common input (a tuple, list or 1-D array of
+Python or NumPy numbers) and fall back to the full checks, which explain what is wrong.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from ._validation import as_float_array, check_finite
+
+#: Every category bit: the default category of an object and mask of a query.
+ALL_BITS = 0xFFFFFFFF
+
+
+class UnknownIdError(KeyError):
+    """Ids that are not in the hash (a `KeyError`); ``ids`` lists them."""
+
+    def __init__(self, message: str, ids: list) -> None:
+        super().__init__(message)
+        self.message = message
+        self.ids = ids
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _show(values: list, limit: int = 10) -> str:
+    shown = ", ".join(repr(value) for value in values[:limit])
+    more = f", ... ({len(values)} in all)" if len(values) > limit else ""
+    return f"[{shown}{more}]"
+
+
+def unknown_ids(name: str, ids: list) -> UnknownIdError:
+    """The error for ids not in the hash."""
+    if name == "id":
+        return UnknownIdError(f"`id` must be in the hash; got unknown id {ids[0]!r}.", ids)
+    return UnknownIdError(f"`{name}` must all be in the hash; got unknown ids {_show(ids)}.",
+                          ids)
+
+
+def repeated_ids(name: str, ids: list) -> ValueError:
+    """The error for ids given twice in one call."""
+    return ValueError(f"`{name}` must not repeat an id; got {_show(ids)} more than once.")
+
+
+def present_ids(name: str, ids: list) -> ValueError:
+    """The error for inserting ids the hash holds already."""
+    if name == "id":
+        return ValueError(f"`id` must not be in the hash already; got {ids[0]!r}. Use move() "
+                          "to change an object's shape.")
+    return ValueError(f"`{name}` must be new and distinct; got ids already in the hash or "
+                      f"repeated: {_show(ids)}.")
+
+
+def fast_coordinates(value, n_dims: int):
+    """``value`` as a tuple of ``n_dims`` finite floats, or None when it needs full checks."""
+    kind = type(value)
+    if kind is np.ndarray:
+        if value.ndim != 1 or value.dtype.kind not in "fiu":
+            return None
+        value = value.tolist()
+    elif kind is not tuple and kind is not list:
+        return None
+    if len(value) != n_dims:
+        return None
+    for x in value:
+        kind = type(x)
+        if kind is not float and kind is not int:
+            return None
+        if not math.isfinite(x):
+            return None
+    return value
+
+
+def coordinates(value, name: str, n_dims: int) -> tuple:
+    """One position of ``n_dims`` coordinates, padded to three floats."""
+    fast = fast_coordinates(value, n_dims)
+    if fast is None:
+        array = as_float_array(value, name)
+        if array.shape != (n_dims,):
+            raise ValueError(
+                f"`{name}` must hold {n_dims} coordinates (shape ({n_dims},)); got an array "
+                f"of shape {array.shape}."
+            )
+        check_finite(array, name)
+        fast = array.tolist()
+    padded = [0.0, 0.0, 0.0]
+    for axis, x in enumerate(fast):
+        padded[axis] = float(x)
+    return tuple(padded)
+
+
+def check_order(lower: tuple, upper: tuple) -> None:
+    """Raise unless ``lower <= upper`` on every axis (single box)."""
+    for axis in range(3):
+        if lower[axis] > upper[axis]:
+            raise ValueError(
+                f"`upper` must be >= `lower` on every axis; got lower[{axis}] = "
+                f"{lower[axis]} > upper[{axis}] = {upper[axis]}."
+            )
+
+
+def radius_value(value, name: str = "radius") -> float:
+    """A finite radius >= 0."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; got {value!r}.")
+    value = float(value)
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ValueError(f"`{name}` must be finite and >= 0; got {value}.")
+    return value
+
+
+def bits_value(value, name: str) -> int:
+    """A category or mask: an integer in ``[0, 2**32)``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{name}` must be an integer; got {value!r}.")
+    if not 0 <= value <= ALL_BITS:
+        raise ValueError(f"`{name}` must be in [0, 2**32); got {value}.")
+    return int(value)
+
+
+def id_array(ids, name: str = "ids") -> np.ndarray:
+    """Bulk ids: a 1-D array of integers as int64."""
+    try:
+        array = np.asarray(ids)
+    except Exception as error:  # ragged input
+        raise TypeError(f"`{name}` must be a 1-D array of integers; got {ids!r:.80}.") from error
+    if array.ndim != 1:
+        raise ValueError(f"`{name}` must be a 1-D array of integers; got an array of shape "
+                         f"{array.shape}.")
+    if array.size == 0:
+        return np.zeros(0, np.int64)
+    if array.dtype.kind == "u" and array.dtype.itemsize == 8 and array.max() > 2**63 - 1:
+        raise ValueError(f"`{name}` must fit in int64; got {int(array.max())}.")
+    if array.dtype.kind not in "iu":
+        raise TypeError(f"`{name}` must be a 1-D array of integers; got dtype {array.dtype}.")
+    return np.ascontiguousarray(array, dtype=np.int64)
+
+
+def coordinate_rows(value, name: str, m: int, n_dims: int) -> np.ndarray:
+    """Bulk positions, shape (m, n_dims), as a new C-contiguous (m, 3) float64 array."""
+    array = as_float_array(value, name)
+    if array.shape != (m, n_dims):
+        raise ValueError(f"`{name}` must have shape ({m}, {n_dims}), one row per id; got an "
+                         f"array of shape {array.shape}.")
+    check_finite(array, name)
+    padded = np.zeros((m, 3))
+    padded[:, :n_dims] = array
+    return padded
+
+
+def check_rows_order(lower: np.ndarray, upper: np.ndarray) -> None:
+    """Raise unless ``lower <= upper`` on every row and axis."""
+    inverted = np.argwhere(lower > upper)
+    if inverted.size:
+        row, axis = inverted[0]
+        raise ValueError(
+            f"`upper` must be >= `lower` on every axis; got lower[{row}, {axis}] = "
+            f"{lower[row, axis]} > upper[{row}, {axis}] = {upper[row, axis]}."
+        )
+
+
+def radius_rows(value, m: int) -> np.ndarray:
+    """Bulk radii: a scalar or shape (m,), finite and >= 0."""
+    if np.ndim(value) == 0:
+        return np.full(m, radius_value(value.item() if isinstance(value, np.ndarray) else value))
+    array = as_float_array(value, "radius")
+    if array.shape != (m,):
+        raise ValueError(f"`radius` must be a scalar or have shape ({m},); got an array of "
+                         f"shape {array.shape}.")
+    bad = np.flatnonzero(~(np.isfinite(array) & (array >= 0)))
+    if bad.size:
+        raise ValueError(f"`radius` must be finite and >= 0; got {array[bad[0]]} at "
+                         f"radius[{bad[0]}].")
+    return array
+
+
+def bits_rows(value, name: str, m: int) -> np.ndarray:
+    """Bulk categories or masks: a scalar or shape (m,) of integers in ``[0, 2**32)``."""
+    if value is None:
+        return np.full(m, ALL_BITS, np.int64)
+    if np.ndim(value) == 0:
+        return np.full(m, bits_value(value.item() if isinstance(value, np.ndarray) else value,
+                                     name), np.int64)
+    array = np.asarray(value)
+    if array.dtype.kind not in "iu":
+        raise TypeError(f"`{name}` must hold integers; got dtype {array.dtype}.")
+    if array.shape != (m,):
+        raise ValueError(f"`{name}` must be a scalar or have shape ({m},); got an array of "
+                         f"shape {array.shape}.")
+    bad = np.flatnonzero((array < 0) | (array > ALL_BITS))
+    if bad.size:
+        raise ValueError(f"`{name}` must be in [0, 2**32); got {array[bad[0]]} at "
+                         f"{name}[{bad[0]}].")
+    return array.astype(np.int64)

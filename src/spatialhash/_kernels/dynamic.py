@@ -1,0 +1,333 @@
+"""Storage of the dynamic hash: levels, cell ranges, bucket lists, the integer-id table.
+
+Every object lives in one slot. Per slot (see `DynamicHash` for the layout):
+``bounds[s] = (x0, y0, z0, x1, y1, z1)`` its bounding box, ``spheres[s] = (cx, cy, cz, r)``
+(``r < 0`` for a box or point), ``meta[s] = (level, lo_x, lo_y, lo_z, hi_x, hi_y, hi_z,
+category, mask)`` with ``level = -1`` for a free slot.
+
+An object at level ``L`` covers the cells ``lo..hi`` (at most two per axis) of the grid of
+cell size ``base * 2**L``; its cell ``lo + (dx, dy, dz)`` is entry ``8 * s + k`` with
+``k = dx + 2 dy + 4 dz``. Entries are chained in doubly linked bucket lists
+(``links[e] = (next, prev)``, ``head[b]`` the first entry of bucket ``b``); a bucket is the
+hash of ``(level, cell)`` and may hold entries of several cells, so readers compare cells.
+
+Kernels take the storage as plain arrays (unpacked from a tuple once, at the entry point).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._config import jit
+from .cells import floor_to_int, hash_cell
+
+#: Cells an object occupies at most: two per axis.
+ENTRIES = 8
+#: Levels of the hierarchy; the last has infinite cells (inverse size 0): one cell for all.
+N_LEVELS = 64
+#: Mixes the level into the bucket hash (odd, below 2**63 so numba keeps int64 arithmetic).
+LEVEL_SALT = 0x2545F4914F6CDD1D
+#: Meta columns.
+LEVEL, LO, HI, CATEGORY, MASK = 0, 1, 4, 7, 8
+META_COLUMNS = 9
+
+
+@jit
+def bucket_of(level, cx, cy, cz, mask):
+    """Bucket of cell ``(cx, cy, cz)`` of ``level`` in a power-of-two table."""
+    return hash_cell(cx, cy, cz ^ (level * LEVEL_SALT), mask)
+
+
+@jit
+def object_cells(inv_size, x0, y0, z0, x1, y1, z1):
+    """Level and cell range ``(level, lx, ly, lz, hx, hy, hz)`` of the box ``x0..z1``.
+
+    The level is the lowest whose cells are at least as large as the box on every axis, so
+    the box covers at most two cells per axis; rounding in ``x * inv_size`` is caught by
+    checking the range itself and moving up a level where it spans three cells.
+    """
+    extent = max(x1 - x0, max(y1 - y0, z1 - z0))
+    last = inv_size.shape[0] - 1
+    level = 0
+    while level < last and not extent * inv_size[level] <= 1.0:
+        level += 1
+    while True:
+        inv = inv_size[level]
+        lx, ly, lz = floor_to_int(x0 * inv), floor_to_int(y0 * inv), floor_to_int(z0 * inv)
+        hx, hy, hz = floor_to_int(x1 * inv), floor_to_int(y1 * inv), floor_to_int(z1 * inv)
+        if level == last or (hx - lx <= 1 and hy - ly <= 1 and hz - lz <= 1):
+            return level, lx, ly, lz, hx, hy, hz
+        level += 1
+
+
+@jit
+def link_object(meta, links, head, slot):
+    """Push the entries of ``slot`` (cell range already in ``meta``) onto their buckets."""
+    mask = head.shape[0] - 1
+    level = meta[slot, LEVEL]
+    for cz in range(meta[slot, LO + 2], meta[slot, HI + 2] + 1):
+        for cy in range(meta[slot, LO + 1], meta[slot, HI + 1] + 1):
+            for cx in range(meta[slot, LO], meta[slot, HI] + 1):
+                k = ((cx - meta[slot, LO]) + 2 * (cy - meta[slot, LO + 1])
+                     + 4 * (cz - meta[slot, LO + 2]))
+                entry = ENTRIES * slot + k
+                bucket = bucket_of(level, cx, cy, cz, mask)
+                first = head[bucket]
+                links[entry, 0] = first
+                links[entry, 1] = -1
+                if first >= 0:
+                    links[first, 1] = entry
+                head[bucket] = entry
+
+
+@jit
+def unlink_object(meta, links, head, slot):
+    """Remove the entries of ``slot`` (cell range still in ``meta``) from their buckets."""
+    mask = head.shape[0] - 1
+    level = meta[slot, LEVEL]
+    for cz in range(meta[slot, LO + 2], meta[slot, HI + 2] + 1):
+        for cy in range(meta[slot, LO + 1], meta[slot, HI + 1] + 1):
+            for cx in range(meta[slot, LO], meta[slot, HI] + 1):
+                k = ((cx - meta[slot, LO]) + 2 * (cy - meta[slot, LO + 1])
+                     + 4 * (cz - meta[slot, LO + 2]))
+                entry = ENTRIES * slot + k
+                after = links[entry, 0]
+                before = links[entry, 1]
+                if before >= 0:
+                    links[before, 0] = after
+                else:
+                    head[bucket_of(level, cx, cy, cz, mask)] = after
+                if after >= 0:
+                    links[after, 1] = before
+
+
+@jit
+def place_many(storage, slots, new_bounds, new_spheres, is_new):
+    """Write the shapes of ``slots`` and keep levels and bucket lists up to date.
+
+    Row ``i`` is ``new_bounds[i] = (x0, y0, z0, x1, y1, z1)``, the bounding box, and
+    ``new_spheres[i] = (cx, cy, cz, r)``, with ``r < 0`` for a box or point (an empty
+    ``new_spheres`` makes every object a box or point). Bucket lists
+    are touched only for objects whose cells change, and only while they are current
+    (``status[0] == 1``); otherwise they are rebuilt before the next query that reads them.
+    Returns how many objects changed cells. (The loop body is written out here, not in a
+    helper: passing the eight storage arrays to a helper per object tripled the time.)
+    """
+    bounds, spheres, meta, links, head, inv_size, level_count, status, level_cells = storage
+    linked = status[0] == 1
+    boxes_only = new_spheres.shape[0] == 0
+    n_changed = 0
+    for i in range(slots.shape[0]):
+        slot = slots[i]
+        for axis in range(6):
+            bounds[slot, axis] = new_bounds[i, axis]
+        if boxes_only:
+            spheres[slot, 3] = -1.0
+        else:
+            for axis in range(4):
+                spheres[slot, axis] = new_spheres[i, axis]
+        level, lx, ly, lz, hx, hy, hz = object_cells(
+            inv_size, new_bounds[i, 0], new_bounds[i, 1], new_bounds[i, 2], new_bounds[i, 3],
+            new_bounds[i, 4], new_bounds[i, 5])
+        if not is_new and (
+                meta[slot, LEVEL] == level and meta[slot, LO] == lx and meta[slot, LO + 1] == ly
+                and meta[slot, LO + 2] == lz and meta[slot, HI] == hx
+                and meta[slot, HI + 1] == hy and meta[slot, HI + 2] == hz):
+            continue
+        n_changed += 1
+        if not is_new:
+            if linked:
+                unlink_object(meta, links, head, slot)
+            level_count[meta[slot, LEVEL]] -= 1
+        meta[slot, LEVEL] = level
+        meta[slot, LO] = lx
+        meta[slot, LO + 1] = ly
+        meta[slot, LO + 2] = lz
+        meta[slot, HI] = hx
+        meta[slot, HI + 1] = hy
+        meta[slot, HI + 2] = hz
+        level_count[level] += 1
+        grow_level_cells(level_cells, level, lx, ly, lz, hx, hy, hz)
+        if linked:
+            link_object(meta, links, head, slot)
+    return n_changed
+
+
+@jit
+def place_one(storage, slot, x0, y0, z0, x1, y1, z1, cx, cy, cz, radius):
+    """`place_many` of one existing object, from scalars (the single-object move)."""
+    slots = np.empty(1, np.int64)
+    slots[0] = slot
+    new_bounds = np.empty((1, 6))
+    new_bounds[0, 0] = x0
+    new_bounds[0, 1] = y0
+    new_bounds[0, 2] = z0
+    new_bounds[0, 3] = x1
+    new_bounds[0, 4] = y1
+    new_bounds[0, 5] = z1
+    new_spheres = np.empty((1, 4))
+    new_spheres[0, 0] = cx
+    new_spheres[0, 1] = cy
+    new_spheres[0, 2] = cz
+    new_spheres[0, 3] = radius
+    return place_many(storage, slots, new_bounds, new_spheres, False)
+
+
+@jit
+def release_many(storage, slots):
+    """Take the objects in ``slots`` out of their cells and mark the slots free."""
+    _, _, meta, links, head, _, level_count, status, _ = storage
+    for i in range(slots.shape[0]):
+        slot = slots[i]
+        if status[0] == 1:
+            unlink_object(meta, links, head, slot)
+        level_count[meta[slot, LEVEL]] -= 1
+        meta[slot, LEVEL] = -1
+
+
+@jit
+def grow_level_cells(level_cells, level, lx, ly, lz, hx, hy, hz):
+    """Widen the box of cells of ``level`` (``(lo_x, lo_y, lo_z, hi_x, hi_y, hi_z)``) to
+    hold the range ``lx..hz``. The box only grows between rebuilds (`relink_all`), so it
+    may be larger than the cells in use: rays then cross some empty cells."""
+    level_cells[level, 0] = min(level_cells[level, 0], lx)
+    level_cells[level, 1] = min(level_cells[level, 1], ly)
+    level_cells[level, 2] = min(level_cells[level, 2], lz)
+    level_cells[level, 3] = max(level_cells[level, 3], hx)
+    level_cells[level, 4] = max(level_cells[level, 4], hy)
+    level_cells[level, 5] = max(level_cells[level, 5], hz)
+
+
+@jit
+def reset_level_cells(level_cells):
+    """Empty boxes of cells (lower above upper)."""
+    level_cells[:, :3] = np.iinfo(np.int64).max
+    level_cells[:, 3:] = np.iinfo(np.int64).min
+
+
+@jit
+def relink_all(meta, links, head, level_cells):
+    """Rebuild every bucket list, and the boxes of cells exactly, from ``meta``."""
+    head[:] = -1
+    reset_level_cells(level_cells)
+    for slot in range(meta.shape[0]):
+        level = meta[slot, LEVEL]
+        if level >= 0:
+            link_object(meta, links, head, slot)
+            grow_level_cells(level_cells, level, meta[slot, LO], meta[slot, LO + 1],
+                             meta[slot, LO + 2], meta[slot, HI], meta[slot, HI + 1],
+                             meta[slot, HI + 2])
+
+
+# ---------------------------------------------------------------------- integer ids
+@jit
+def _id_slot(value, mask):
+    h = np.uint64(value) * np.uint64(0x9E3779B97F4A7C15)
+    h ^= h >> np.uint64(29)
+    return np.int64(h & np.uint64(mask))
+
+
+@jit
+def ids_lookup(keys, values, ids, n_slots):
+    """Slots of integer ``ids`` in the table (``keys``, ``values``: -1 marks empty).
+
+    Returns ``(slots, missing, repeated)``: ``slots[i] = -1`` for an id not in the table;
+    ``missing`` and ``repeated`` are the positions in ``ids`` of unknown ids and of ids met
+    before in ``ids``.
+    """
+    mask = keys.shape[0] - 1
+    m = ids.shape[0]
+    slots = np.empty(m, np.int64)
+    seen = np.zeros(n_slots, np.bool_)
+    missing = np.empty(m, np.int64)
+    repeated = np.empty(m, np.int64)
+    n_missing = 0
+    n_repeated = 0
+    for i in range(m):
+        value = ids[i]
+        position = _id_slot(value, mask)
+        slot = -1
+        while values[position] >= 0:
+            if keys[position] == value:
+                slot = values[position]
+                break
+            position = (position + 1) & mask
+        slots[i] = slot
+        if slot < 0:
+            missing[n_missing] = i
+            n_missing += 1
+        elif seen[slot]:
+            repeated[n_repeated] = i
+            n_repeated += 1
+        else:
+            seen[slot] = True
+    return slots, missing[:n_missing].copy(), repeated[:n_repeated].copy()
+
+
+@jit
+def ids_repeated(keys, values, ids):
+    """Positions in ``ids`` of ids already in the table or repeated within ``ids``."""
+    m = ids.shape[0]
+    capacity = 16
+    while capacity < 2 * m:
+        capacity *= 2
+    local_mask = capacity - 1
+    local_keys = np.empty(capacity, np.int64)
+    local_used = np.zeros(capacity, np.bool_)
+    mask = keys.shape[0] - 1
+    bad = np.empty(m, np.int64)
+    n_bad = 0
+    for i in range(m):
+        value = ids[i]
+        position = _id_slot(value, mask)
+        present = False
+        while values[position] >= 0:
+            if keys[position] == value:
+                present = True
+                break
+            position = (position + 1) & mask
+        position = _id_slot(value, local_mask)
+        while local_used[position] and local_keys[position] != value:
+            position = (position + 1) & local_mask
+        if local_used[position]:
+            present = True
+        else:
+            local_used[position] = True
+            local_keys[position] = value
+        if present:
+            bad[n_bad] = i
+            n_bad += 1
+    return bad[:n_bad].copy()
+
+
+@jit
+def ids_insert(keys, values, ids, slots):
+    """Enter ``ids[i] -> slots[i]``; the ids must be absent (the table is never full)."""
+    mask = keys.shape[0] - 1
+    for i in range(ids.shape[0]):
+        position = _id_slot(ids[i], mask)
+        while values[position] >= 0:
+            position = (position + 1) & mask
+        keys[position] = ids[i]
+        values[position] = slots[i]
+
+
+@jit
+def ids_delete(keys, values, ids):
+    """Remove ``ids`` (present) with backward-shift deletion (no tombstones)."""
+    mask = keys.shape[0] - 1
+    for i in range(ids.shape[0]):
+        position = _id_slot(ids[i], mask)
+        while keys[position] != ids[i] or values[position] < 0:
+            position = (position + 1) & mask
+        hole = position
+        position = (hole + 1) & mask
+        while values[position] >= 0:
+            home = _id_slot(keys[position], mask)
+            # The entry may move into the hole when its home is not in (hole, position].
+            if (position - home) & mask >= (position - hole) & mask:
+                keys[hole] = keys[position]
+                values[hole] = values[position]
+                hole = position
+            position = (position + 1) & mask
+        values[hole] = -1

@@ -1,0 +1,161 @@
+"""Ray and segment casts through the dynamic hash, cell by cell on every level.
+
+Each non-empty level is traversed with the shared DDA (`dda.py`, Amanatides & Woo) from
+where the ray enters the level's box of cells to where it leaves it or reaches
+``max_distance``. In each visited cell, with parameter interval ``[t_enter, t_exit]``, the
+objects of the cells holding the ray's points of that interval are tested, the range
+widened by the rounding tolerance of `cells.cell_tolerance` so that a ray along a cell face
+or through a corner meets the objects on both sides. A stamp per slot tests each object
+once per ray.
+
+Tests, with the arithmetic of `tests/dynamic_oracles.py`: the slab test against the
+closed bounding box over ``[0, max_distance]`` gives the entry parameter (0 when the ray
+starts inside); a sphere is then intersected exactly (entry at 0 when the origin is inside
+or on the ball). The direction is a unit vector (normalized by the caller), so parameters
+are distances. For the first hit, a level's traversal stops once the best hit lies before
+the current cell's exit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._config import jit
+from .cells import cell_tolerance, floor_to_int
+from .dda import clip_to_cells, dda_exit, dda_start, dda_step, ray_to_cells
+from .dynamic import CATEGORY, ENTRIES, LEVEL, LO, bucket_of
+
+
+@jit
+def ray_object(bounds, spheres, slot, origin, direction, max_distance):
+    """Entry parameter of the ray in object ``slot``, or -1 when it misses."""
+    t_lo = 0.0
+    t_hi = max_distance
+    for axis in range(3):
+        o = origin[axis]
+        d = direction[axis]
+        if d == 0.0:
+            if o < bounds[slot, axis] or o > bounds[slot, axis + 3]:
+                return -1.0
+            continue
+        t_a = (bounds[slot, axis] - o) / d
+        t_b = (bounds[slot, axis + 3] - o) / d
+        if t_a > t_b:
+            t_a, t_b = t_b, t_a
+        t_lo = max(t_lo, t_a)
+        t_hi = min(t_hi, t_b)
+    if t_lo > t_hi:
+        return -1.0
+    radius = spheres[slot, 3]
+    if radius < 0.0:
+        return t_lo
+    ox = origin[0] - spheres[slot, 0]
+    oy = origin[1] - spheres[slot, 1]
+    oz = origin[2] - spheres[slot, 2]
+    a = direction[0] * direction[0] + direction[1] * direction[1] + direction[2] * direction[2]
+    b = ox * direction[0] + oy * direction[1] + oz * direction[2]
+    c = ox * ox + oy * oy + oz * oz - radius * radius
+    if c <= 0.0:
+        return 0.0
+    disc = b * b - a * c
+    if disc < 0.0 or b >= 0.0:
+        return -1.0
+    t = (-b - math.sqrt(disc)) / a
+    return t if t <= max_distance else -1.0
+
+
+@jit
+def ray_hits(bounds, spheres, meta, links, head, inv_size, level_count, level_cells, keys,
+             stamp, stamp_value, origin, direction, max_distance, query_mask, first_only,
+             out_slots, out_t):
+    """Objects hit by the ray ``origin + t * direction``, ``0 <= t <= max_distance``.
+
+    Writes each hit's slot and entry parameter to ``out_slots``/``out_t`` (room for every
+    object) and returns how many; with ``first_only``, only the first hit (smallest ``t``,
+    ties by the smaller ``keys[slot]``), so 0 or 1. ``stamp`` holds per slot the last ray
+    that tested it; ``stamp_value`` is new for this ray.
+    """
+    mask = head.shape[0] - 1
+    n_out = 0
+    best_t = np.inf
+    best_key = 0
+    u_start = np.empty(3)
+    u_rate = np.empty(3)
+    cell = np.empty(3, np.int64)
+    step = np.empty(3, np.int64)
+    t_next = np.empty(3)
+    lower_u = np.empty(3)
+    upper_u = np.empty(3)
+    first = np.empty(3, np.int64)
+    last = np.empty(3, np.int64)
+    zero = np.zeros(3)
+    for level in range(level_count.shape[0]):
+        if level_count[level] == 0:
+            continue
+        inv = inv_size[level]
+        inv3 = np.full(3, inv)
+        ray_to_cells(origin, direction, zero, inv3, u_start, u_rate)
+        for axis in range(3):
+            # Widened for rounding, like the cells visited below.
+            lower_u[axis] = float(level_cells[level, axis])
+            upper_u[axis] = float(level_cells[level, axis + 3] + 1)
+            lower_u[axis] -= cell_tolerance(abs(lower_u[axis]))
+            upper_u[axis] += cell_tolerance(abs(upper_u[axis]))
+        if inv == 0.0:
+            t_lo, t_hi = 0.0, 0.0  # one infinite cell: visit it once
+        else:
+            t_lo, t_hi = clip_to_cells(u_start, u_rate, lower_u, upper_u, 0.0, max_distance)
+            if t_lo > t_hi:
+                continue
+        dda_start(u_start, u_rate, t_lo, cell, step, t_next)
+        t_enter = t_lo
+        while True:
+            t_exit = min(dda_exit(t_next, t_enter), t_hi)
+            # The cells holding the ray's points of [t_enter, t_exit], widened for rounding.
+            for axis in range(3):
+                u_a = u_start[axis] + t_enter * u_rate[axis]
+                u_b = u_start[axis] + t_exit * u_rate[axis]
+                low = min(u_a, u_b)
+                high = max(u_a, u_b)
+                tolerance = cell_tolerance(max(abs(low), abs(high)))
+                first[axis] = max(min(floor_to_int(low - tolerance), cell[axis]),
+                                  level_cells[level, axis])
+                last[axis] = min(max(floor_to_int(high + tolerance), cell[axis]),
+                                 level_cells[level, axis + 3])
+            for cz in range(first[2], last[2] + 1):
+                for cy in range(first[1], last[1] + 1):
+                    for cx in range(first[0], last[0] + 1):
+                        entry = head[bucket_of(level, cx, cy, cz, mask)]
+                        while entry >= 0:
+                            slot = entry // ENTRIES
+                            k = entry % ENTRIES
+                            entry = links[entry, 0]
+                            if (meta[slot, LEVEL] != level or meta[slot, LO] + (k & 1) != cx
+                                    or meta[slot, LO + 1] + ((k >> 1) & 1) != cy
+                                    or meta[slot, LO + 2] + (k >> 2) != cz
+                                    or stamp[slot] == stamp_value):
+                                continue
+                            stamp[slot] = stamp_value
+                            if (meta[slot, CATEGORY] & query_mask) == 0:
+                                continue
+                            t = ray_object(bounds, spheres, slot, origin, direction,
+                                           max_distance)
+                            if t < 0.0:
+                                continue
+                            if first_only:
+                                if t < best_t or (t == best_t and keys[slot] < best_key):
+                                    best_t = t
+                                    best_key = keys[slot]
+                                    out_slots[0] = slot
+                                    out_t[0] = t
+                                    n_out = 1
+                            else:
+                                out_slots[n_out] = slot
+                                out_t[n_out] = t
+                                n_out += 1
+            if t_exit >= t_hi or (first_only and best_t < t_exit):
+                break
+            _, t_enter = dda_step(u_start, u_rate, cell, step, t_next)
+    return n_out

@@ -1,0 +1,259 @@
+"""DynamicHash: named edge cases, bulk paths, ids of any type, rays against brute force."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import dynamic_oracles as oracle
+from spatialhash import DynamicHash, Hits
+
+
+def model_of(hash_: DynamicHash, shapes: dict) -> dict:
+    return {id: oracle.make_shape(*args, n_dims=hash_.n_dims) for id, args in shapes.items()}
+
+
+def filled(cell_size, n_dims, shapes: dict) -> DynamicHash:
+    hash_ = DynamicHash(cell_size, n_dims=n_dims)
+    for id, (lower, upper, radius) in shapes.items():
+        hash_.insert(id, lower, upper, radius=radius)
+    return hash_
+
+
+# ---------------------------------------------------------------------- basics
+def test_container_protocol_and_any_hashable_id():
+    world = DynamicHash(1.0, n_dims=2)
+    world.insert("player", [0.5, 0.5])
+    world.insert(("wall", 3), [2.0, 0.0], [2.5, 10.0])
+    world.insert(7, [1.0, 1.0], radius=0.5)
+    assert len(world) == 3
+    assert "player" in world and ("wall", 3) in world and 7 in world and "ghost" not in world
+    assert list(world) == ["player", ("wall", 3), 7]
+    world.move("player", [1.2, 1.1])
+    assert sorted(map(str, world.query_radius([1.0, 1.0], 0.3))) == ["7", "player"]
+    pairs = world.query_pairs()
+    assert pairs.shape == (1, 2) and set(pairs[0]) == {"player", 7}
+    world.remove(("wall", 3))
+    assert len(world) == 2 and ("wall", 3) not in world
+    world.clear()
+    assert len(world) == 0 and list(world) == [] and len(world.query_pairs()) == 0
+
+
+def test_integer_results_are_sorted_int64():
+    hash_ = DynamicHash(1.0)
+    hash_.insert_many([5, 3, 9], np.zeros((3, 3)))
+    found = hash_.query_box([-1, -1, -1], [1, 1, 1])
+    assert found.dtype == np.int64 and found.tolist() == [3, 5, 9]
+    pairs = hash_.query_pairs()
+    assert pairs.dtype == np.int64
+    assert sorted(map(tuple, pairs.tolist())) == [(3, 5), (3, 9), (5, 9)]
+
+
+def test_numpy_and_python_integer_ids_are_the_same_id():
+    hash_ = DynamicHash(1.0)
+    hash_.insert(np.int64(4), [0.0, 0.0, 0.0])
+    assert 4 in hash_
+    hash_.move_many([4], [[1.0, 1.0, 1.0]])
+    assert hash_.bounds(4)[0].tolist() == [1.0, 1.0, 1.0]
+    hash_.remove(4)
+    assert len(hash_) == 0
+
+
+def test_ids_equal_to_integers_are_found_by_bulk_calls():
+    """Dict semantics: 1.0 and True are the ids 1 and 1 (as keys of a dict)."""
+    hash_ = DynamicHash(1.0)
+    hash_.insert(2.0, [0.0, 0.0, 0.0])
+    hash_.move_many([2], [[3.0, 0.0, 0.0]])
+    assert hash_.bounds(2.0)[0].tolist() == [3.0, 0.0, 0.0]
+    hash_.remove_many([2])
+    assert len(hash_) == 0
+
+
+def test_slots_are_reused_and_capacity_grows():
+    hash_ = DynamicHash(1.0, capacity=1)
+    rng = np.random.default_rng(0)
+    points = rng.random((300, 3)) * 10
+    hash_.insert_many(np.arange(300), points)
+    hash_.remove_many(np.arange(0, 300, 2))
+    hash_.insert_many(np.arange(1000, 1150), points[::2])
+    shapes = {i: (points[i], None, None) for i in range(1, 300, 2)}
+    shapes.update({1000 + j: (points[2 * j], None, None) for j in range(150)})
+    model = model_of(hash_, shapes)
+    assert set(hash_) == set(model)
+    q = (5.0, 5.0, 5.0)
+    assert set(hash_.query_radius(q, 2.0).tolist()) == oracle.query_radius(model, q, 2.0)
+
+
+# ---------------------------------------------------------------------- named edge cases
+def test_objects_on_cell_borders_are_found_once():
+    # Touching boxes on the faces x = 1 and x = 2, points on corners of cells.
+    shapes = {0: ([0.0, 0.0], [1.0, 1.0], None), 1: ([1.0, 0.0], [2.0, 1.0], None),
+              2: ([2.0, 1.0], None, None), 3: ([1.0, 1.0], None, None),
+              4: ([-1.0, -1.0], [0.0, 0.0], None)}
+    hash_ = filled(1.0, 2, shapes)
+    model = model_of(hash_, shapes)
+    pairs = {tuple(row) for row in hash_.query_pairs().tolist()}
+    assert pairs == oracle.query_pairs(model) == {(0, 1), (0, 3), (1, 2), (1, 3), (0, 4)}
+    found = hash_.query_box([1.0, 1.0], [1.0, 1.0])
+    assert found.tolist() == [0, 1, 3]
+
+
+def test_box_larger_than_the_whole_world():
+    shapes = {i: ([float(i), float(-i)], None, None) for i in range(20)}
+    shapes[99] = ([-1e300, -1e300], [1e300, 1e300], None)
+    shapes[98] = ([-5.0, -5.0], [50.0, 50.0], None)
+    hash_ = filled(0.5, 2, shapes)
+    model = model_of(hash_, shapes)
+    pairs = {tuple(row) for row in hash_.query_pairs().tolist()}
+    assert pairs == oracle.query_pairs(model)
+    assert set(hash_.query_box([3.0, -3.0], [3.0, -3.0]).tolist()) == {3, 98, 99}
+    far = (1e6, 1e6, 0.0)
+    assert hash_.query_knn(far[:2], 3).ids.tolist() == [
+        id for _, id in oracle.query_knn(model, far, 3)] == [99, 98, 0]
+    assert hash_.level_counts[-1] == 1  # the huge box sits on the infinite level
+
+
+def test_negative_coordinates_and_far_clusters():
+    rng = np.random.default_rng(1)
+    lower = np.concatenate([rng.integers(-40, 0, (40, 3)), rng.integers(0, 40, (40, 3)) + 1e9])
+    lower = lower / 4.0
+    upper = lower + rng.integers(0, 8, (80, 3)) / 4.0
+    hash_ = DynamicHash(0.5)
+    hash_.insert_many(np.arange(80), lower, upper)
+    model = {i: oracle.make_shape(lower[i], upper[i]) for i in range(80)}
+    assert {tuple(r) for r in hash_.query_pairs().tolist()} == oracle.query_pairs(model)
+    q = tuple(lower[3])
+    assert set(hash_.query_radius(q, 3.0).tolist()) == oracle.query_radius(model, q, 3.0)
+    expected = oracle.query_knn(model, q, 5)
+    hits = hash_.query_knn(q, 5)
+    assert hits.ids.tolist() == [id for _, id in expected]
+    assert hits.distances.tolist() == [d for d, _ in expected]
+
+
+def test_knn_with_fewer_objects_than_k_and_far_query():
+    hash_ = DynamicHash(1.0)
+    hash_.insert_many([1, 2], [[0.0, 0.0, 0.0], [3.0, 4.0, 0.0]])
+    hits = hash_.query_knn([1e7, 0.0, 0.0], 5)
+    assert isinstance(hits, Hits) and hits.ids.tolist() == [2, 1]
+    assert len(DynamicHash(1.0).query_knn([0.0, 0.0, 0.0], 3)) == 0
+
+
+def test_category_and_mask_filters():
+    hash_ = DynamicHash(1.0, n_dims=2)
+    hash_.insert("a", [0.0, 0.0], category=0b01, mask=0b10)
+    hash_.insert("b", [0.0, 0.0], category=0b10, mask=0b01)
+    hash_.insert("c", [0.0, 0.0], category=0b01, mask=0b11)
+    pairs = {frozenset(row) for row in hash_.query_pairs().tolist()}
+    assert pairs == {frozenset({"a", "b"}), frozenset({"b", "c"})}
+    assert sorted(hash_.query_radius([0.0, 0.0], 1.0, mask=0b10)) == ["b"]
+
+
+def test_single_moves_that_stay_in_cells_and_that_leave_them():
+    hash_ = DynamicHash(1.0)
+    hash_.insert_many(np.arange(3), [[0.1, 0.1, 0.1], [5.1, 5.1, 5.1], [9.0, 9.0, 9.0]])
+    hash_.move(0, [0.2, 0.2, 0.2])          # same cell
+    hash_.move(1, (0.3, 0.3, 0.3))          # another cell
+    hash_.move(2, np.array([0.25, 0.25]).tolist() + [0.25], [0.5, 0.5, 0.5])  # now a box
+    assert hash_.query_box([0, 0, 0], [1, 1, 1]).tolist() == [0, 1, 2]
+    assert hash_.query_box([5, 5, 5], [6, 6, 6]).tolist() == []
+
+
+def test_bulk_move_of_everything_then_local_queries():
+    """Large bulk moves drop the bucket lists; the next local query rebuilds them."""
+    rng = np.random.default_rng(2)
+    hash_ = DynamicHash(1.0)
+    points = rng.integers(-20, 20, (200, 3)) / 4.0
+    hash_.insert_many(np.arange(200), points)
+    points = points[::-1].copy()
+    hash_.move_many(np.arange(200), points)
+    model = {i: oracle.make_shape(points[i]) for i in range(200)}
+    q = (0.0, 0.0, 0.0)
+    assert set(hash_.query_radius(q, 2.0).tolist()) == oracle.query_radius(model, q, 2.0)
+    assert {tuple(r) for r in hash_.query_pairs().tolist()} == oracle.query_pairs(model)
+
+
+def test_inputs_are_not_modified():
+    lower = np.array([[0.0, 1.0], [2.0, 3.0]])
+    upper = lower + 1.0
+    keep = (lower.copy(), upper.copy())
+    hash_ = DynamicHash(1.0, n_dims=2)
+    hash_.insert_many(np.array([1, 2]), lower, upper)
+    hash_.move_many(np.array([1, 2]), lower, upper)
+    assert np.array_equal(lower, keep[0]) and np.array_equal(upper, keep[1])
+
+
+def test_one_dimension():
+    hash_ = DynamicHash(1.0, n_dims=1)
+    hash_.insert_many(np.arange(5), np.array([[0.0], [0.5], [2.0], [2.25], [-3.0]]))
+    assert hash_.query_radius([2.0], 0.25).tolist() == [2, 3]
+    assert hash_.query_knn([0.4], 2).ids.tolist() == [1, 0]
+
+
+# ---------------------------------------------------------------------- rays
+def ray_case(shapes, n_dims, origin, direction, max_distance=math.inf, cell_size=1.0):
+    hash_ = filled(cell_size, n_dims, shapes)
+    model = model_of(hash_, shapes)
+    hits = hash_.query_ray(origin, direction, max_distance=max_distance, all_hits=True)
+    expected = oracle.query_ray(model, oracle.pad(origin, n_dims),
+                                oracle.unit(oracle.pad(direction, n_dims)), max_distance)
+    assert hits.ids.tolist() == [id for _, id in expected]
+    assert hits.distances.tolist() == [t for t, _ in expected]
+    first = hash_.query_ray(origin, direction, max_distance=max_distance)
+    assert first.ids.tolist() == [id for _, id in expected[:1]]
+    return hits
+
+
+def test_ray_along_a_cell_face_meets_objects_on_both_sides():
+    shapes = {0: ([2.0, 0.0], [3.0, 1.0], None), 1: ([4.0, 1.0], [5.0, 2.0], None),
+              2: ([6.0, 1.5], [7.0, 2.0], None)}
+    hits = ray_case(shapes, 2, [0.0, 1.0], [1.0, 0.0])
+    assert hits.ids.tolist() == [0, 1] and hits.distances.tolist() == [2.0, 4.0]
+
+
+def test_ray_through_cell_corners():
+    shapes = {0: ([1.0, 1.0], None, None), 1: ([2.0, 2.0], [2.5, 2.5], None),
+              2: ([3.0, 2.0], [4.0, 2.9], None), 3: ([5.0, 5.0], None, 0.0)}
+    hits = ray_case(shapes, 2, [0.0, 0.0], [1.0, 1.0])
+    assert hits.ids.tolist() == [0, 1, 3]
+
+
+def test_ray_starting_inside_objects_hits_at_zero():
+    shapes = {0: ([-1.0, -1.0, -1.0], [1.0, 1.0, 1.0], None), 1: ([0.5, 0.0, 0.0], None, 2.0),
+              2: ([3.0, 0.0, 0.0], None, 0.5)}
+    hits = ray_case(shapes, 3, [0.0, 0.0, 0.0], [1.0, 0.0, 0.0])
+    assert hits.distances.tolist() == [0.0, 0.0, 2.5]
+    assert hits.ids.tolist() == [0, 1, 2]  # ties at t = 0 by the smaller id
+
+
+def test_segment_stops_at_max_distance_and_negative_directions():
+    shapes = {i: ([float(-i), 0.0, 0.0], None, 0.25) for i in range(1, 10)}
+    hits = ray_case(shapes, 3, [0.0, 0.0, 0.0], [-2.0, 0.0, 0.0], max_distance=4.75)
+    assert hits.ids.tolist() == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_rays_against_brute_force_on_random_scenes(seed):
+    rng = np.random.default_rng(seed)
+    n_dims = 2 + seed % 2
+    hash_ = DynamicHash(1.0, n_dims=n_dims)
+    lower = rng.integers(-40, 40, (150, n_dims)) / 4.0
+    sizes = rng.choice([0.0, 0.5, 1.0, 3.0, 12.0], (150, 1))
+    hash_.insert_many(np.arange(100), lower[:100], lower[:100] + sizes[:100])
+    radii = sizes[100:, 0] / 2
+    hash_.insert_many(np.arange(100, 150), lower[100:], radius=radii)
+    model = {i: oracle.make_shape(lower[i], lower[i] + sizes[i], None, n_dims)
+             for i in range(100)}
+    model.update({i: oracle.make_shape(lower[i], None, radii[i - 100], n_dims)
+                  for i in range(100, 150)})
+    for _ in range(40):
+        origin = rng.integers(-48, 48, n_dims) / 4.0
+        direction = rng.integers(-4, 5, n_dims) / 2.0
+        if not direction.any():
+            direction[0] = 1.0
+        expected = oracle.query_ray(model, oracle.pad(origin, n_dims),
+                                    oracle.unit(oracle.pad(direction, n_dims)))
+        hits = hash_.query_ray(origin, direction, all_hits=True)
+        assert hits.ids.tolist() == [id for _, id in expected]
+        assert hits.distances.tolist() == [t for t, _ in expected]
