@@ -274,6 +274,25 @@ def test_r_larger_than_the_whole_cloud():
     np.testing.assert_array_equal(neighbors.indices, np.tile(np.arange(50), 2))
 
 
+@pytest.mark.parametrize("box", [None, 2.0])
+def test_rows_longer_than_the_rank_sort_are_sorted_too(box):
+    # Rows of radius and box queries up to RANK_SORT_MAX entries are sorted by counting
+    # ranks, longer ones by argsort: both must give the oracle's rows.
+    rng = np.random.default_rng(21)
+    points = rng.integers(0, 16, size=(600, 3)) * 0.0625  # duplicates: equal distances
+    queries = rng.integers(0, 16, size=(40, 3)) * 0.0625
+    grid = Grid(points, 0.25, box=box, algorithm="grid")
+    box3 = None if box is None else oracles.periods(box, None, 3)
+    for r in (0.25, 0.5):  # rows of tens of points, then of hundreds
+        assert_radius_matches_oracle(grid, points, queries, r, box3)
+    lengths = np.diff(grid.query_radius(queries, 0.5).indptr)
+    assert lengths.min() < 128 < lengths.max()
+    boxes = grid.query_box(queries - 0.5, queries + 0.5)
+    assert np.diff(boxes.indptr).max() > 128
+    for row in np.split(boxes.indices, boxes.indptr[1:-1]):
+        assert np.all(np.diff(row) > 0)
+
+
 def test_queries_far_outside_the_data():
     rng = np.random.default_rng(7)
     points = rng.integers(0, 16, size=(100, 3)) * 0.25

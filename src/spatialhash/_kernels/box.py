@@ -19,6 +19,7 @@ from .cells import (
     axis_range,
     cell_tolerance,
     gather_runs,
+    row_sort_buffers,
     run_buffers,
     runs_capacity,
     sort_row,
@@ -64,6 +65,7 @@ def box_scan_boxes(state, lower, upper, width, visit_order, t_lo, t_hi, position
     first = np.empty(3, np.int64)
     last = np.empty(3, np.int64)
     run_bounds, run_shifts = run_buffers(32)
+    sort_keys, sort_values = row_sort_buffers()
     for t in range(t_lo, t_hi):
         q = visit_order[t]
         box_cell_range(origin, inv_cell_size, n_cells, box, lower[q], upper[q], width[q],
@@ -96,7 +98,7 @@ def box_scan_boxes(state, lower, upper, width, visit_order, t_lo, t_hi, position
         if not write:
             positions[q] = position
         elif sort_rows:
-            sort_row(out_indices, no_distances, start, position)
+            sort_row(out_indices, no_distances, start, position, sort_keys, sort_values)
 
 
 @jit_parallel

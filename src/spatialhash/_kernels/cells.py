@@ -379,23 +379,48 @@ def query_cell_range(origin, inv_cell_size, n_cells, box, query, reach, first, l
         )
 
 
-@jit
-def sort_row(indices, distances, start, end):
-    """Insertion sort of ``indices[start:end]`` ascending, moving ``distances`` alongside.
+#: Rows up to this length are sorted by counting ranks; longer ones with ``np.argsort``.
+RANK_SORT_MAX = 128
 
-    Rows are short (tens of neighbours), where insertion sort beats everything else.
+
+@jit
+def row_sort_buffers():
+    """Scratch for `sort_row`: keys and distances of one row of up to `RANK_SORT_MAX`."""
+    return np.empty(RANK_SORT_MAX, np.int64), np.empty(RANK_SORT_MAX, np.float64)
+
+
+@jit
+def sort_row(indices, distances, start, end, keys, values):
+    """Sort ``indices[start:end]`` ascending, moving ``distances`` alongside.
+
+    The indices of a row are distinct (a point is met once per query), so each one's
+    place is the number of smaller ones: for the short rows of radius and box queries
+    (tens of entries) that count is a branch-free loop LLVM vectorizes, several times
+    faster than insertion sort. ``keys`` and ``values`` are scratch of `row_sort_buffers`;
     ``distances`` may be empty.
     """
+    n = end - start
+    if n < 2:
+        return
     with_distances = distances.shape[0] > 0
-    for i in range(start + 1, end):
-        index = indices[i]
-        distance = distances[i] if with_distances else 0.0
-        j = i - 1
-        while j >= start and indices[j] > index:
-            indices[j + 1] = indices[j]
-            if with_distances:
-                distances[j + 1] = distances[j]
-            j -= 1
-        indices[j + 1] = index
+    if n > keys.shape[0]:
+        by_index = np.argsort(indices[start:end], kind="mergesort")
+        sorted_indices = indices[start:end][by_index]
+        indices[start:end] = sorted_indices
         if with_distances:
-            distances[j + 1] = distance
+            sorted_distances = distances[start:end][by_index]
+            distances[start:end] = sorted_distances
+        return
+    for t in range(n):
+        keys[t] = indices[start + t]
+        if with_distances:
+            values[t] = distances[start + t]
+    for a in range(n):
+        key = keys[a]
+        rank = 0
+        # Unsigned bounds: see the module docstring.
+        for b in range(np.uint64(0), np.uint64(n)):
+            rank += 1 if keys[b] < key else 0
+        indices[start + rank] = key
+        if with_distances:
+            distances[start + rank] = values[a]

@@ -18,6 +18,7 @@ from .cells import (
     gather_runs,
     min_image,
     query_cell_range,
+    row_sort_buffers,
     run_buffers,
     runs_capacity,
     sort_row,
@@ -47,6 +48,7 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
     last = np.empty(3, np.int64)
     half = np.empty(3, np.float64)
     run_bounds, run_shifts = run_buffers(32)
+    sort_keys, sort_values = row_sort_buffers()
     for t in range(t_lo, t_hi):
         q = visit_order[t]
         qx, qy, qz = queries[q, 0], queries[q, 1], queries[q, 2]
@@ -92,7 +94,7 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
         if not write:
             positions[q] = position
         elif sort_rows:
-            sort_row(out_indices, out_distances, start, position)
+            sort_row(out_indices, out_distances, start, position, sort_keys, sort_values)
 
 
 @jit_parallel
