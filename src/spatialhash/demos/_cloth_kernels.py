@@ -1,0 +1,249 @@
+"""Numba kernels of the cloth demo: one XPBD substep in pieces, and the contact bookkeeping.
+
+Arrays and scalars in, arrays out; no validation. Positions are C-contiguous (n, 3) float64,
+particle indices int64 (pairs as the grid returns them). Hot loops read indices as unsigned:
+with a signed index numba must allow Python's negative wrap-around on every access, which
+cost about a quarter of the constraint pass here (see also ``spatialhash._kernels.cells``).
+Every solver loop is sequential Gauss-Seidel, as in Mueller's demo.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._config import jit
+
+
+@jit
+def predict(positions, previous, velocities, inverse_mass, gravity, dt, max_speed, ground,
+            ground_friction):
+    """Explicit step under gravity (-z) with speeds clamped to ``max_speed``, then the ground.
+
+    ``previous`` receives the positions before the step; pinned particles (inverse mass 0)
+    stay where they are. A particle that ends below height ``ground`` is put back on it and
+    loses ``ground_friction`` (0..1) of its sideways motion in this substep: with 1 it
+    sticks, which lets the cloth pile up instead of sliding away.
+    """
+    max_speed2 = max_speed * max_speed
+    for i in range(positions.shape[0]):
+        for axis in range(3):
+            previous[i, axis] = positions[i, axis]
+        if inverse_mass[i] == 0.0:
+            continue
+        velocities[i, 2] -= gravity * dt
+        speed2 = velocities[i, 0] ** 2 + velocities[i, 1] ** 2 + velocities[i, 2] ** 2
+        if speed2 > max_speed2:
+            scale = max_speed / math.sqrt(speed2)
+            for axis in range(3):
+                velocities[i, axis] *= scale
+        for axis in range(3):
+            positions[i, axis] += velocities[i, axis] * dt
+        if positions[i, 2] < ground:
+            for axis in range(2):
+                positions[i, axis] -= ground_friction * (positions[i, axis] - previous[i, axis])
+            positions[i, 2] = ground
+
+
+@jit
+def solve_distances(positions, inverse_mass, constraints, rest_lengths, compliances, dt):
+    """One XPBD pass over distance constraints, in order (Gauss-Seidel).
+
+    With one iteration per substep the multiplier starts from zero every time, so the
+    update is ``-C / (w1 + w2 + compliance / dt**2)`` ("small steps", Macklin et al. 2019).
+    The caller orders the constraints so that neighbours in the list share no particle:
+    the processor then overlaps their square roots and divisions instead of waiting on
+    the previous constraint's result.
+    """
+    inverse_dt2 = 1.0 / (dt * dt)
+    for k in range(constraints.shape[0]):
+        a = np.uint64(constraints[k, 0])
+        b = np.uint64(constraints[k, 1])
+        weight = inverse_mass[a] + inverse_mass[b]
+        if weight == 0.0:
+            continue
+        dx = positions[a, 0] - positions[b, 0]
+        dy = positions[a, 1] - positions[b, 1]
+        dz = positions[a, 2] - positions[b, 2]
+        length = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if length == 0.0:
+            continue
+        step = (rest_lengths[k] - length) / (
+            (weight + compliances[k] * inverse_dt2) * length
+        )
+        wa = step * inverse_mass[a]
+        wb = step * inverse_mass[b]
+        positions[a, 0] += wa * dx
+        positions[a, 1] += wa * dy
+        positions[a, 2] += wa * dz
+        positions[b, 0] -= wb * dx
+        positions[b, 1] -= wb * dy
+        positions[b, 2] -= wb * dz
+
+
+@jit
+def solve_contacts(positions, previous, inverse_mass, pairs, thickness, friction, touching):
+    """Push every listed pair closer than ``thickness`` apart, to exactly ``thickness``.
+
+    Two passes: the first finds the listed pairs that touch, without branches (most of
+    the list does not touch, and skipping pair by pair cost more in mispredicted branches
+    than the arithmetic; ``touching`` is a buffer as long as ``pairs``); the second
+    separates them in order (Gauss-Seidel), each with its distance at that moment. A pair
+    pushed into contact by the second pass waits for the next substep.
+
+    ``friction`` (0..1) moves both particles' motion in this substep towards their common
+    (mass-weighted) motion, which conserves momentum. Pairs at distance zero have no
+    direction to push along and are skipped, as in Mueller's demo; jittered initial
+    positions make them vanishingly rare.
+    """
+    thickness2 = thickness * thickness
+    n_touching = 0
+    for k in range(pairs.shape[0]):
+        a = np.uint64(pairs[k, 0])
+        b = np.uint64(pairs[k, 1])
+        dx = positions[b, 0] - positions[a, 0]
+        dy = positions[b, 1] - positions[a, 1]
+        dz = positions[b, 2] - positions[a, 2]
+        touching[n_touching] = k
+        n_touching += dx * dx + dy * dy + dz * dz < thickness2
+    for index in range(n_touching):
+        k = touching[index]
+        a = np.uint64(pairs[k, 0])
+        b = np.uint64(pairs[k, 1])
+        dx = positions[b, 0] - positions[a, 0]
+        dy = positions[b, 1] - positions[a, 1]
+        dz = positions[b, 2] - positions[a, 2]
+        distance2 = dx * dx + dy * dy + dz * dz
+        if distance2 >= thickness2 or distance2 == 0.0:
+            continue
+        wa = inverse_mass[a]
+        wb = inverse_mass[b]
+        weight = wa + wb
+        if weight == 0.0:
+            continue
+        distance = math.sqrt(distance2)
+        scale = (thickness - distance) / (distance * weight)
+        positions[a, 0] -= scale * wa * dx
+        positions[a, 1] -= scale * wa * dy
+        positions[a, 2] -= scale * wa * dz
+        positions[b, 0] += scale * wb * dx
+        positions[b, 1] += scale * wb * dy
+        positions[b, 2] += scale * wb * dz
+        if friction == 0.0:
+            continue
+        share_a = friction * wa / weight
+        share_b = friction * wb / weight
+        for axis in range(3):
+            # Each particle moves towards the common motion by its share of the weight.
+            relative = (positions[b, axis] - previous[b, axis]) - (
+                positions[a, axis] - previous[a, axis]
+            )
+            positions[a, axis] += share_a * relative
+            positions[b, axis] -= share_b * relative
+
+
+@jit
+def update_velocities(positions, previous, velocities, dt):
+    """Velocities from the substep's displacement (the PBD velocity update)."""
+    inverse_dt = 1.0 / dt
+    for i in range(positions.shape[0]):
+        for axis in range(3):
+            velocities[i, axis] = (positions[i, axis] - previous[i, axis]) * inverse_dt
+
+
+@jit
+def spread_of_displacements(positions, reference):
+    """Largest distance of a particle's displacement from the centre of all displacements.
+
+    With ``d_i`` the displacement since ``reference`` and ``c`` the centre of their bounding
+    box, ``|d_i - d_j| <= 2 * spread`` for every pair: a rigid drift of the whole cloth
+    (falling) does not count, only motion of particles relative to each other does.
+    """
+    n = positions.shape[0]
+    if n == 0:
+        return 0.0
+    low_x = low_y = low_z = np.inf
+    high_x = high_y = high_z = -np.inf
+    for i in range(n):
+        dx = positions[i, 0] - reference[i, 0]
+        dy = positions[i, 1] - reference[i, 1]
+        dz = positions[i, 2] - reference[i, 2]
+        low_x, high_x = min(low_x, dx), max(high_x, dx)
+        low_y, high_y = min(low_y, dy), max(high_y, dy)
+        low_z, high_z = min(low_z, dz), max(high_z, dz)
+    centre_x = 0.5 * (low_x + high_x)
+    centre_y = 0.5 * (low_y + high_y)
+    centre_z = 0.5 * (low_z + high_z)
+    largest2 = 0.0
+    for i in range(n):
+        dx = positions[i, 0] - reference[i, 0] - centre_x
+        dy = positions[i, 1] - reference[i, 1] - centre_y
+        dz = positions[i, 2] - reference[i, 2] - centre_z
+        largest2 = max(largest2, dx * dx + dy * dy + dz * dz)
+    return math.sqrt(largest2)
+
+
+@jit
+def far_in_rest(pairs, rows, columns, spacing, rest_distance, kept):
+    """Copy the pairs farther apart than ``rest_distance`` in the flat rest cloth to the
+    front of ``kept`` (as long as ``pairs``); returns how many there are."""
+    limit2 = rest_distance * rest_distance
+    spacing2 = spacing * spacing
+    n_kept = 0
+    for k in range(pairs.shape[0]):
+        a = np.uint64(pairs[k, 0])
+        b = np.uint64(pairs[k, 1])
+        di = float(rows[a] - rows[b])
+        dj = float(columns[a] - columns[b])
+        kept[n_kept, 0] = pairs[k, 0]
+        kept[n_kept, 1] = pairs[k, 1]
+        n_kept += (di * di + dj * dj) * spacing2 > limit2
+    return n_kept
+
+
+@jit
+def _orient(ax, ay, az, bx, by, bz, cx, cy, cz, dx, dy, dz):
+    """Six times the signed volume of the tetrahedron abcd."""
+    ux, uy, uz = bx - ax, by - ay, bz - az
+    vx, vy, vz = cx - ax, cy - ay, cz - az
+    wx, wy, wz = dx - ax, dy - ay, dz - az
+    return ux * (vy * wz - vz * wy) - uy * (vx * wz - vz * wx) + uz * (vx * wy - vy * wx)
+
+
+@jit
+def count_crossings(positions, edges, triangles, candidates):
+    """How many (edge, triangle) candidates cross: the segment pierces the triangle.
+
+    Pairs sharing a particle are skipped. The test is strict (signed volumes of opposite
+    signs for the edge's ends, of one sign around the triangle's sides), so an edge that
+    only touches the triangle, or lies in its plane, does not count.
+    """
+    count = 0
+    for k in range(candidates.shape[0]):
+        e = candidates[k, 0]
+        t = candidates[k, 1]
+        p = edges[e, 0]
+        q = edges[e, 1]
+        a = triangles[t, 0]
+        b = triangles[t, 1]
+        c = triangles[t, 2]
+        if p == a or p == b or p == c or q == a or q == b or q == c:
+            continue
+        px, py, pz = positions[p, 0], positions[p, 1], positions[p, 2]
+        qx, qy, qz = positions[q, 0], positions[q, 1], positions[q, 2]
+        ax, ay, az = positions[a, 0], positions[a, 1], positions[a, 2]
+        bx, by, bz = positions[b, 0], positions[b, 1], positions[b, 2]
+        cx, cy, cz = positions[c, 0], positions[c, 1], positions[c, 2]
+        side_p = _orient(ax, ay, az, bx, by, bz, cx, cy, cz, px, py, pz)
+        side_q = _orient(ax, ay, az, bx, by, bz, cx, cy, cz, qx, qy, qz)
+        if not ((side_p > 0.0 and side_q < 0.0) or (side_p < 0.0 and side_q > 0.0)):
+            continue
+        around_ab = _orient(px, py, pz, qx, qy, qz, ax, ay, az, bx, by, bz)
+        around_bc = _orient(px, py, pz, qx, qy, qz, bx, by, bz, cx, cy, cz)
+        around_ca = _orient(px, py, pz, qx, qy, qz, cx, cy, cz, ax, ay, az)
+        if (around_ab > 0.0 and around_bc > 0.0 and around_ca > 0.0) or (
+            around_ab < 0.0 and around_bc < 0.0 and around_ca < 0.0
+        ):
+            count += 1
+    return count

@@ -1,0 +1,480 @@
+"""A cloth that falls, folds and piles onto itself without passing through itself (XPBD).
+
+Design
+------
+The cloth is a square grid of particles joined by distance constraints: stretch (grid
+neighbours), shear (diagonals) and bending (two apart), each with an XPBD compliance. Each
+frame is split into substeps ("small steps", Macklin et al. 2019), and every substep predicts
+the positions under gravity, pushes particles out of the ground, runs one Gauss-Seidel pass
+over the constraints, separates touching particles and takes the velocities from the
+displacement. This is the scheme of Mueller's "Ten Minute Physics" self-collision demo.
+
+Self-collision is particle against particle: two particles of the cloth must stay
+``thickness`` apart, unless they are closer than that in the flat rest cloth (grid
+neighbours, which the constraints look after). The thickness is a little more than the
+spacing, so the particles tile the sheet densely enough that no particle slips between
+others even where the cloth is stretched.
+
+The contact list comes from the library: ``Grid(positions, cell_size=r).query_pairs(r)``
+with ``r = thickness + margin``, built on the first substep and reused for as long as it
+provably holds, like a Verlet neighbour list. With ``d_i`` the displacement of particle ``i``
+since the list was built and ``c`` the centre of all displacements, a pair missing from the
+list was farther apart than ``thickness + margin`` and has closed in by at most
+``|d_i - d_j| <= 2 max_i |d_i - c|``; so while that bound stays within ``margin``, no
+missing pair can touch. It is checked before every substep's contact pass (one O(n) loop)
+and the list is rebuilt when it fails. A rigid drift (the whole cloth falling) never
+triggers a rebuild; speeds are clamped to ``0.2 * thickness`` per substep, as in Mueller's
+demo, so that particles cannot tunnel through a layer between two contact passes. The
+relative motion that forces rebuilds is local (where the falling cloth folds onto the part
+already down), so a per-region version of the bound rebuilt as often; it was dropped.
+
+Measuring "passing through". `Cloth.count_crossings` meshes the grid into triangles and
+counts edges that pierce a triangle (candidates from the spatial hash); a surface that has
+gone through itself intersects itself along curves. `Cloth.count_interpenetrations` counts
+pairs of particles from distant parts of the cloth closer than half the thickness. Without
+self-collision the demo's cloth shows thousands of both; with it, none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import Grid
+from .._validation import as_count, as_positive_scalar
+from . import _cloth_kernels as kernels
+from ._cloth_view import Renderer
+
+#: Gravity along -z, m/s^2.
+GRAVITY = 9.81
+#: Share of a particle's sideways motion the ground takes away (1: it sticks).
+GROUND_FRICTION = 1.0
+#: Default margin of the contact list, in thicknesses. At 100 x 100 (2 s of simulation) a
+#: margin of 0.5 rebuilt the list about 4.3 times a frame, 0.75: 3.7, 1: 2.0, 1.5: 1.7,
+#: 2: 1.1 (with 2.7 times the pairs of 1 to check every substep); 1 took the least time.
+MARGIN = 1.0
+#: Largest distance a particle may move in one substep, as a fraction of the thickness.
+MAX_STEP_FRACTION = 0.2
+#: A pair is interpenetrating when closer than this fraction of the thickness...
+INTERPENETRATION_FRACTION = 0.5
+#: ...and farther apart than this many thicknesses (or spacings) in the rest cloth.
+INTERPENETRATION_REST_DISTANCE = 2.0
+
+
+@dataclass
+class FrameTimes:
+    """Wall seconds spent so far, by phase."""
+
+    search: float = 0.0
+    solve: float = 0.0
+    n_builds: int = 0
+
+
+class Cloth:
+    """A square cloth of ``size`` x ``size`` particles dropped edge-first onto the ground.
+
+    Parameters
+    ----------
+    size : int, default 100
+        Particles per side, >= 2.
+    spacing : float, default 0.01
+        Distance between grid neighbours at rest, in metres.
+    thickness : float, default 0.012
+        Closest two particles of the cloth may come (unless neighbours at rest). Keep it at
+        least the spacing, or particles slip through the gaps between others; a little more
+        covers the gaps of a stretched cloth (at 0.01, as much as the spacing, the surface
+        of a 100 x 100 cloth crossed itself in a few dozen places in two of four seeds).
+    substeps : int, default 10
+        XPBD substeps per frame.
+    fps : float, default 60
+        Frames per simulated second; a frame advances ``1 / fps`` seconds.
+    self_collision : bool, default True
+        Separate touching particles. Without it the cloth passes through itself.
+    margin : float, optional
+        Extra reach of the contact list beyond the thickness (default: the thickness).
+        Larger margins rebuild the list less often but list more pairs.
+    friction : float, default 0.1
+        Share (0..1) of the relative sideways motion that a contact removes per substep.
+    seed : int, default 0
+        Seed of the small random jitter of the initial positions (it breaks the symmetry
+        that decides which way the cloth folds).
+    tilt : float, default 5
+        Lean of the hanging cloth from the vertical, in degrees.
+    drop_height : float, default 0.05
+        Height of the cloth's lower edge above the ground at the start, in metres.
+    stretch_compliance, shear_compliance, bend_compliance : float
+        XPBD compliances (inverse stiffness) of the three kinds of constraint, with the
+        particle masses set by an areal density of 1 kg/m^2. Defaults 0, 1e-6 and 1e-3.
+
+    Attributes
+    ----------
+    positions, velocities : ndarray of float64, shape (size * size, 3)
+        Particle ``row * size + column``; z is up and the ground is the plane z = 0.
+    pairs : ndarray of int, shape (n_pairs, 2)
+        The current contact list: every pair within ``thickness + margin`` when it was
+        built, less those that touch at rest (empty without self-collision).
+    frame : int
+        Frames simulated so far.
+    times : FrameTimes
+        Wall time spent in the neighbour search and in the solver.
+    """
+
+    def __init__(
+        self,
+        size: int = 100,
+        *,
+        spacing: float = 0.01,
+        thickness: float = 0.012,
+        substeps: int = 10,
+        fps: float = 60.0,
+        self_collision: bool = True,
+        margin: float | None = None,
+        friction: float = 0.1,
+        seed: int = 0,
+        tilt: float = 5.0,
+        drop_height: float = 0.05,
+        stretch_compliance: float = 0.0,
+        shear_compliance: float = 1e-6,
+        bend_compliance: float = 1e-3,
+    ) -> None:
+        self.size = as_count(size, "size")
+        if self.size < 2:
+            raise ValueError(f"`size` must be >= 2; got {size}.")
+        self.spacing = as_positive_scalar(spacing, "spacing")
+        self.thickness = as_positive_scalar(thickness, "thickness")
+        self.substeps = as_count(substeps, "substeps")
+        self.fps = as_positive_scalar(fps, "fps")
+        self.margin = (MARGIN * self.thickness if margin is None
+                       else as_positive_scalar(margin, "margin"))
+        self.friction = _as_fraction(friction, "friction")
+        self.self_collision = bool(self_collision)
+        self.dt = 1.0 / (self.fps * self.substeps)
+        self.max_speed = MAX_STEP_FRACTION * self.thickness / self.dt
+        tilt = _as_real(tilt, "tilt")
+        drop_height = as_positive_scalar(drop_height, "drop_height", allow_zero=True)
+        compliances = [
+            as_positive_scalar(value, name, allow_zero=True)
+            for value, name in [
+                (stretch_compliance, "stretch_compliance"),
+                (shear_compliance, "shear_compliance"),
+                (bend_compliance, "bend_compliance"),
+            ]
+        ]
+
+        n = self.size
+        rows, columns = np.divmod(np.arange(n * n, dtype=np.int64), n)
+        self.rows, self.columns = rows, columns
+        self.positions = _hanging_positions(
+            rows, columns, self.spacing, math.radians(tilt),
+            drop_height + 0.5 * self.thickness, np.random.default_rng(seed),
+        )
+        self.velocities = np.zeros_like(self.positions)
+        self._previous = self.positions.copy()
+        self.inverse_mass = np.full(n * n, 1.0 / (self.spacing * self.spacing))
+        self.constraints, self.rest_lengths, self.compliances = _grid_constraints(
+            n, self.spacing, *compliances
+        )
+        self.pairs = np.empty((0, 2), dtype=np.int32)
+        self._touching = np.empty(0, dtype=np.int64)  # the contact pass's buffer
+        self._reference = None  # positions when the contact list was built
+        self.frame = 0
+        self.times = FrameTimes()
+        self._mesh_cache = None
+
+    # ------------------------------------------------------------------ simulation
+    def step_frame(self) -> None:
+        """Advance the cloth by one frame, ``1 / fps`` seconds, in ``substeps`` substeps."""
+        positions, previous, velocities = self.positions, self._previous, self.velocities
+        clock = time.perf_counter
+        ground = 0.5 * self.thickness
+        for _ in range(self.substeps):
+            start = clock()
+            kernels.predict(positions, previous, velocities, self.inverse_mass, GRAVITY,
+                            self.dt, self.max_speed, ground, GROUND_FRICTION)
+            kernels.solve_distances(positions, self.inverse_mass, self.constraints,
+                                    self.rest_lengths, self.compliances, self.dt)
+            self.times.solve += clock() - start
+            if self.self_collision:
+                if self._contact_list_stale():
+                    start = clock()
+                    self._build_contact_list()
+                    self.times.search += clock() - start
+                start = clock()
+                kernels.solve_contacts(positions, previous, self.inverse_mass, self.pairs,
+                                       self.thickness, self.friction, self._touching)
+                self.times.solve += clock() - start
+            start = clock()
+            kernels.update_velocities(positions, previous, velocities, self.dt)
+            self.times.solve += clock() - start
+        self.frame += 1
+
+    def _contact_list_stale(self) -> bool:
+        if self._reference is None:
+            return True
+        spread = kernels.spread_of_displacements(self.positions, self._reference)
+        return 2.0 * spread > self.margin
+
+    def _build_contact_list(self) -> None:
+        reach = self.thickness + self.margin
+        found = Grid(self.positions, cell_size=reach).query_pairs(reach).indices
+        # Pairs that touch at rest (grid neighbours) are the constraints' business.
+        kept = np.empty_like(found)
+        n_kept = kernels.far_in_rest(found, self.rows, self.columns, self.spacing,
+                                     self.thickness, kept)
+        self.pairs = kept[:n_kept]
+        self._touching = np.empty(len(self.pairs), dtype=np.int64)
+        self._reference = self.positions.copy()
+        self.times.n_builds += 1
+
+    # ------------------------------------------------------------------ measurements
+    @property
+    def time(self) -> float:
+        """Simulated seconds so far."""
+        return self.frame / self.fps
+
+    def energy(self) -> float:
+        """Kinetic plus gravitational energy in joules (ground level zero)."""
+        mass = 1.0 / self.inverse_mass
+        kinetic = 0.5 * np.sum(mass * np.einsum("ij,ij->i", self.velocities, self.velocities))
+        return float(kinetic + GRAVITY * np.sum(mass * self.positions[:, 2]))
+
+    def count_interpenetrations(self) -> int:
+        """Pairs of particles far apart in the cloth but nearly on top of each other now.
+
+        Counts the pairs closer than half the thickness whose distance in the flat rest
+        cloth exceeds twice the thickness (and twice the spacing): two layers of cloth that
+        have passed into each other. With self-collision such pairs are pushed a full
+        thickness apart; without it, layers that fall onto each other produce many.
+        """
+        close = INTERPENETRATION_FRACTION * self.thickness
+        found = Grid(self.positions, cell_size=close).query_pairs(close)
+        far = INTERPENETRATION_REST_DISTANCE * max(self.thickness, self.spacing)
+        return int(kernels.far_in_rest(found.indices, self.rows, self.columns, self.spacing,
+                                       far, np.empty_like(found.indices)))
+
+    def count_crossings(self) -> int:
+        """Places where the cloth's surface passes through itself now.
+
+        The cloth is meshed into two triangles per grid square; this counts the pairs of a
+        mesh edge and a triangle that share no particle where the edge pierces the
+        triangle. Candidates come from the spatial hash: every edge midpoint within reach of
+        a triangle centroid. A surface that has passed through itself intersects itself
+        along curves, which cross many edges; layers pressed flat into one plane (on the
+        ground) do not count, as their edges lie in the triangles' plane.
+        """
+        edges, triangles = self.mesh()
+        positions = self.positions
+        midpoints = 0.5 * (positions[edges[:, 0]] + positions[edges[:, 1]])
+        centroids = positions[triangles].mean(axis=1)
+        longest = float(np.linalg.norm(positions[edges[:, 0]] - positions[edges[:, 1]],
+                                       axis=1).max())
+        # An edge lies within half its length of its midpoint and a triangle within its
+        # longest edge of its centroid, so crossing pairs are this close.
+        reach = max(1.5 * longest, self.spacing)
+        candidates = Grid(centroids, cell_size=reach).query_pairs(reach, queries=midpoints)
+        return int(kernels.count_crossings(positions, edges, triangles, candidates.indices))
+
+    def mesh(self) -> tuple[np.ndarray, np.ndarray]:
+        """The cloth as a triangle mesh over the particles, two triangles per grid square.
+
+        Returns
+        -------
+        edges : ndarray of int64, shape (n_edges, 2)
+            Grid links along rows and columns, and one diagonal per square.
+        triangles : ndarray of int64, shape (n_triangles, 3)
+            Particle indices of each triangle, all wound the same way.
+        """
+        if self._mesh_cache is None:
+            ids = np.arange(self.size * self.size, dtype=np.int64).reshape(self.size, -1)
+            a, b, c, d = ids[:-1, :-1], ids[1:, :-1], ids[1:, 1:], ids[:-1, 1:]
+            edges = np.concatenate([
+                np.stack([ids[:, :-1].ravel(), ids[:, 1:].ravel()], axis=1),
+                np.stack([ids[:-1, :].ravel(), ids[1:, :].ravel()], axis=1),
+                np.stack([a.ravel(), c.ravel()], axis=1),
+            ])
+            triangles = np.concatenate([np.stack([a, b, c], axis=-1).reshape(-1, 3),
+                                        np.stack([a, c, d], axis=-1).reshape(-1, 3)])
+            self._mesh_cache = (edges, triangles)
+        return self._mesh_cache
+
+
+def _as_real(value, name: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise TypeError(f"`{name}` must be a real number; got {value!r}.")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"`{name}` must be finite; got {value}.")
+    return value
+
+
+def _as_fraction(value, name: str) -> float:
+    value = _as_real(value, name)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"`{name}` must be between 0 and 1; got {value}.")
+    return value
+
+
+def _hanging_positions(rows, columns, spacing, tilt, bottom, rng) -> np.ndarray:
+    """The cloth hanging in the x-z plane, leaning by ``tilt`` towards +y, lower edge at
+    height ``bottom``, jittered by a thousandth of the spacing."""
+    half = 0.5 * (columns.max() * spacing)
+    along = rows * spacing
+    positions = np.stack(
+        [columns * spacing - half, along * math.sin(tilt), bottom + along * math.cos(tilt)],
+        axis=1,
+    )
+    positions += rng.uniform(-1e-3 * spacing, 1e-3 * spacing, positions.shape)
+    return np.ascontiguousarray(positions)
+
+
+def _grid_constraints(n, spacing, stretch, shear, bend):
+    """Stretch, shear and bending distance constraints of an n x n grid.
+
+    Within each family the constraints are ordered so that consecutive ones share no
+    particle (along a row, the even links before the odd ones), which lets the solver's
+    loop overlap them; Gauss-Seidel converges the same in any order.
+    """
+    ids = np.arange(n * n, dtype=np.int64).reshape(n, n)
+
+    def links(step, length, compliance):
+        found = []
+        for phase in range(2 * step):
+            # Links along rows from columns phase, phase + 2 step, ...: pairwise disjoint.
+            start = list(range(phase, n - step, 2 * step))
+            found.append((ids[:, start], ids[:, [c + step for c in start]], length,
+                          compliance))
+        # Links along columns, in row-major order: consecutive ones are disjoint.
+        found.append((ids[:-step, :], ids[step:, :], length, compliance))
+        return found
+
+    diagonal = spacing * math.sqrt(2.0)
+    groups = [
+        *links(1, spacing, stretch),
+        (ids[:-1, :-1], ids[1:, 1:], diagonal, shear),
+        (ids[:-1, 1:], ids[1:, :-1], diagonal, shear),
+        *links(2, 2.0 * spacing, bend),
+    ]
+    groups = [group for group in groups if group[0].size]
+    constraints = np.concatenate(
+        [np.stack([a.ravel(), b.ravel()], axis=1) for a, b, _, _ in groups]
+    )
+    rest = np.concatenate([np.full(a.size, length) for a, _, length, _ in groups])
+    compliance = np.concatenate([np.full(a.size, value) for a, _, _, value in groups])
+    return np.ascontiguousarray(constraints), rest, compliance
+
+
+# ---------------------------------------------------------------------- command line
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the cloth demo's options to ``parser`` (``spatialhash demo cloth``)."""
+    parser.add_argument("--size", type=int, default=100,
+                        help="particles per side of the square cloth (default 100)")
+    parser.add_argument("--frames", type=int, default=120,
+                        help="frames to simulate, at 60 per simulated second (default 120)")
+    parser.add_argument("--substeps", type=int, default=10,
+                        help="XPBD substeps per frame (default 10)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the initial jitter, which decides how it folds")
+    parser.add_argument("--output", default="cloth.gif",
+                        help="animation file to write (default cloth.gif; 'none' for none)")
+    parser.add_argument("--no-self-collision", action="store_true",
+                        help="let the cloth pass through itself, for comparison")
+    parser.add_argument("--render-every", type=int, default=2,
+                        help="draw every Nth frame into the animation (default 2)")
+    parser.add_argument("--headless", action="store_true",
+                        help="accepted for symmetry with the particle demo; the cloth demo "
+                             "opens no window")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the cloth demo from parsed options, print its timing; returns the exit status."""
+    for name in ("size", "frames", "substeps", "render_every"):
+        lowest = 2 if name == "size" else 1
+        if getattr(args, name) < lowest:
+            print(f"error: --{name.replace('_', '-')} must be at least {lowest}; got "
+                  f"{getattr(args, name)}.", file=sys.stderr)
+            return 2
+    write = str(args.output).lower() != "none"
+    if write and not Path(args.output).resolve().parent.is_dir():
+        print(f"error: --output must be in an existing folder; got {args.output}.",
+              file=sys.stderr)
+        return 2
+
+    start = time.perf_counter()
+    _warm_up(write)
+    warm_up = time.perf_counter() - start
+    cloth = Cloth(args.size, substeps=args.substeps, seed=args.seed,
+                  self_collision=not args.no_self_collision)
+    renderer = Renderer(cloth) if write else None
+    print(f"cloth of {cloth.size} x {cloth.size} particles, {args.frames} frames at "
+          f"{cloth.fps:g} fps, {cloth.substeps} substeps, self-collision "
+          f"{'on' if cloth.self_collision else 'off'}; kernels compiled or loaded from the "
+          f"cache in {warm_up:.2f} s")
+    energy_start = cloth.energy()
+    frames, render_seconds, simulate_seconds, cpu_seconds = _simulate(cloth, renderer, args)
+
+    n = args.frames
+    per_frame = simulate_seconds / n
+    print(f"per frame: neighbour search {1e3 * cloth.times.search / n:.2f} ms "
+          f"({cloth.times.n_builds / n:.2f} contact-list builds), solve "
+          f"{1e3 * cloth.times.solve / n:.2f} ms, total {1e3 * per_frame:.2f} ms "
+          f"(real time: {1e3 / cloth.fps:.2f} ms)")
+    print(f"simulated {cloth.time:.2f} s in {simulate_seconds:.2f} s of wall time: "
+          f"{cloth.time / simulate_seconds:.2f}x real time (CPU time of the simulation "
+          f"{cpu_seconds:.2f} s: {cloth.time / cpu_seconds:.2f}x; they differ when other "
+          f"programs share the cores)")
+    if frames:
+        print(f"render: {1e3 * render_seconds / len(frames):.1f} ms per drawn frame "
+              f"({len(frames)} frames, not part of the figures above)")
+    print(f"energy {energy_start:.3g} J -> {cloth.energy():.3g} J; at the end, pairs "
+          f"interpenetrating: {cloth.count_interpenetrations()}, surface crossings: "
+          f"{cloth.count_crossings()}")
+    if write:
+        from ._animation import write_gif
+
+        try:
+            write_gif(frames, args.output, cloth.fps / args.render_every)
+        except OSError as error:
+            print(f"error: could not write {args.output}: {error}", file=sys.stderr)
+            return 1
+        size = os.path.getsize(args.output) / 1e6
+        print(f"wrote {args.output} ({len(frames)} frames, {size:.1f} MB)")
+    return 0
+
+
+def _warm_up(render: bool) -> None:
+    """Compile (or load from the disk cache) every kernel on a tiny cloth."""
+    cloth = Cloth(4, substeps=2)
+    cloth.step_frame()
+    cloth.count_interpenetrations()
+    cloth.count_crossings()
+    if render:
+        Renderer(cloth, 16, 12).render()
+
+
+def _simulate(cloth: Cloth, renderer: Renderer | None, args: argparse.Namespace):
+    """Step ``args.frames`` frames.
+
+    Returns the drawn frames and the seconds spent rendering, simulating (wall) and
+    simulating (CPU time of this thread).
+    """
+    from tqdm import tqdm
+
+    frames = []
+    render_seconds = simulate_seconds = cpu_seconds = 0.0
+    for index in tqdm(range(args.frames), desc="simulating", unit="frame", disable=None):
+        start, cpu_start = time.perf_counter(), time.thread_time()
+        cloth.step_frame()
+        simulate_seconds += time.perf_counter() - start
+        cpu_seconds += time.thread_time() - cpu_start
+        if renderer is not None and index % args.render_every == 0:
+            start = time.perf_counter()
+            frames.append(renderer.render())
+            render_seconds += time.perf_counter() - start
+    return frames, render_seconds, simulate_seconds, cpu_seconds

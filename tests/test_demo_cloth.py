@@ -1,0 +1,317 @@
+"""The cloth demo: its physics (no passing through itself, bounded energy), its contact list
+(complete, rebuilt only when it must be), its parts against NumPy, and its command line."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PIL")
+
+from PIL import Image  # noqa: E402
+
+from spatialhash import Grid  # noqa: E402
+from spatialhash.demos import _cloth_kernels as kernels  # noqa: E402
+from spatialhash.demos import _cloth_view as view  # noqa: E402
+from spatialhash.demos import cloth as cloth_demo  # noqa: E402
+from spatialhash.demos._cloth_view import Renderer  # noqa: E402
+from spatialhash.demos.cloth import Cloth  # noqa: E402
+
+#: A small cloth (0.29 m) falls, crumples and piles up within these frames.
+SIZE = 30
+FRAMES = 60
+
+
+def _run(self_collision: bool, seed: int) -> tuple[list[int], list[int]]:
+    """Interpenetrating pairs after every frame, surface crossings after every other."""
+    cloth = Cloth(SIZE, self_collision=self_collision, seed=seed)
+    pairs, crossings = [], []
+    for frame in range(FRAMES):
+        cloth.step_frame()
+        pairs.append(cloth.count_interpenetrations())
+        if frame % 2:
+            crossings.append(cloth.count_crossings())
+    return pairs, crossings
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_self_collision_keeps_the_cloth_from_passing_through_itself(seed):
+    # Without self-collision the falling cloth sinks through the part already on the
+    # ground: its surface crosses itself in hundreds of places, and many pairs from
+    # distant parts of the cloth end up nearly on top of each other. With it, the bound
+    # is zero for both, in every frame.
+    free_pairs, free_crossings = _run(False, seed)
+    held_pairs, held_crossings = _run(True, seed)
+    assert sum(free_crossings) >= 2500 and max(free_crossings) >= 200
+    assert sum(free_pairs) >= 1000 and max(free_pairs) >= 50
+    assert max(held_crossings) == 0
+    assert max(held_pairs) == 0
+
+
+@pytest.mark.slow
+def test_the_demo_cloth_does_not_pass_through_itself():
+    # The demo's own cloth, 100 x 100: checked every tenth frame through the collapse.
+    cloth = Cloth()
+    for frame in range(90):
+        cloth.step_frame()
+        if frame % 10 == 9:
+            assert cloth.count_crossings() == 0
+            assert cloth.count_interpenetrations() == 0
+    assert cloth.positions[:, 2].max() < 0.2  # it did fall and fold
+
+
+def _orient(a, b, c, d):
+    """Six times the signed volume of abcd, in the kernel's order of operations."""
+    u, v, w = b - a, c - a, d - a
+    return (u[..., 0] * (v[..., 1] * w[..., 2] - v[..., 2] * w[..., 1])
+            - u[..., 1] * (v[..., 0] * w[..., 2] - v[..., 2] * w[..., 0])
+            + u[..., 2] * (v[..., 0] * w[..., 1] - v[..., 1] * w[..., 0]))
+
+
+def _brute_force_crossings(cloth: Cloth) -> int:
+    """Every edge against every triangle, in NumPy."""
+    edges, triangles = cloth.mesh()
+    positions = cloth.positions
+    p, q = (positions[edges[:, k]][:, None, :] for k in range(2))
+    a, b, c = (positions[triangles[:, k]][None, :, :] for k in range(3))
+    side_p, side_q = _orient(a, b, c, p), _orient(a, b, c, q)
+    around = np.stack([_orient(p, q, a, b), _orient(p, q, b, c), _orient(p, q, c, a)])
+    pierce = ((side_p > 0) & (side_q < 0)) | ((side_p < 0) & (side_q > 0))
+    inside = (around > 0).all(axis=0) | (around < 0).all(axis=0)
+    shared = (edges[:, None, :, None] == triangles[None, :, None, :]).any(axis=(2, 3))
+    return int((pierce & inside & ~shared).sum())
+
+
+def test_crossing_count_matches_brute_force():
+    cloth = Cloth(12, self_collision=False, seed=4, drop_height=0.0)
+    seen = []
+    for _ in range(30):
+        cloth.step_frame()
+        expected = _brute_force_crossings(cloth)
+        assert cloth.count_crossings() == expected
+        seen.append(expected)
+    assert max(seen) > 0  # the comparison covered non-empty answers
+
+
+def _brute_force_interpenetrations(cloth: Cloth) -> int:
+    positions = cloth.positions
+    d2 = ((positions[:, None, :] - positions[None, :, :]) ** 2).sum(axis=2)
+    rest2 = ((cloth.rows[:, None] - cloth.rows[None, :]) ** 2
+             + (cloth.columns[:, None] - cloth.columns[None, :]) ** 2) * cloth.spacing**2
+    close = cloth_demo.INTERPENETRATION_FRACTION * cloth.thickness
+    far = cloth_demo.INTERPENETRATION_REST_DISTANCE * max(cloth.thickness, cloth.spacing)
+    hit = (d2 <= close * close) & (rest2 > far * far)
+    return int(np.triu(hit, 1).sum())
+
+
+def test_interpenetration_count_matches_brute_force():
+    cloth = Cloth(SIZE, self_collision=False, seed=0)
+    seen = []
+    for frame in range(40):
+        cloth.step_frame()
+        if frame % 4:
+            continue
+        expected = _brute_force_interpenetrations(cloth)
+        assert cloth.count_interpenetrations() == expected
+        seen.append(expected)
+    assert max(seen) > 0  # the comparison covered non-empty answers
+
+
+@pytest.mark.parametrize("self_collision", [True, False])
+def test_energy_never_grows_and_speeds_stay_bounded(self_collision):
+    cloth = Cloth(SIZE, self_collision=self_collision, seed=3)
+    start = cloth.energy()
+    for _ in range(FRAMES):
+        cloth.step_frame()
+        assert np.isfinite(cloth.positions).all()
+        # Dropped from rest, the cloth can only turn height into motion and lose it.
+        assert cloth.energy() <= start
+        speeds = np.linalg.norm(cloth.velocities, axis=1)
+        # The clamp applies before the constraints; their corrections add a little.
+        assert speeds.max() <= 2.0 * cloth.max_speed
+    assert cloth.energy() < 0.2 * start  # it fell and came (nearly) to rest
+    # The ground is enforced before the constraints, which may pull a particle a little
+    # below its resting height (half the thickness), never through the ground.
+    assert cloth.positions[:, 2].min() >= 0.25 * cloth.thickness
+
+
+def _contact_keys(cloth: Cloth) -> np.ndarray:
+    """Pairs closer than the thickness that are not neighbours at rest, as ``i * n + j``
+    with ``i < j``, found afresh from the current positions."""
+    found = Grid(cloth.positions, cell_size=cloth.thickness).query_pairs(cloth.thickness)
+    i, j = found.indices.astype(np.int64).T
+    distance2 = ((cloth.positions[i] - cloth.positions[j]) ** 2).sum(axis=1)
+    rest2 = ((cloth.rows[i] - cloth.rows[j]) ** 2
+             + (cloth.columns[i] - cloth.columns[j]) ** 2) * cloth.spacing**2
+    touching = (distance2 < cloth.thickness**2) & (rest2 > cloth.thickness**2)
+    return i[touching] * len(cloth.positions) + j[touching]
+
+
+def test_contact_list_holds_every_contact():
+    # The list is built from the positions of some earlier substep; every pair that
+    # touches now must be in it, or the solver would let that pair pass through each
+    # other. One substep per frame at ten times the frame rate is the same simulation
+    # (same substep length, same speed limit) with a check after every substep.
+    cloth = Cloth(SIZE, seed=1, substeps=1, fps=600.0)
+    n_contacts = 0
+    for _ in range(400):
+        cloth.step_frame()
+        listed = np.sort(cloth.pairs.astype(np.int64), axis=1)
+        listed_keys = listed[:, 0] * len(cloth.positions) + listed[:, 1]
+        contacts = _contact_keys(cloth)
+        assert np.isin(contacts, listed_keys).all()
+        n_contacts += len(contacts)
+    assert n_contacts > 1000
+    # ...and the list is rebuilt now and then, not every substep.
+    assert 10 < cloth.times.n_builds < 200
+
+
+def test_contact_list_is_not_rebuilt_while_the_cloth_falls_rigidly():
+    # High above the ground, with no tilt, the cloth falls as one piece: nothing moves
+    # relative to anything else, so the first list stays valid.
+    cloth = Cloth(10, tilt=0.0, drop_height=5.0)
+    for _ in range(20):
+        cloth.step_frame()
+    assert cloth.velocities[:, 2].max() < -1.0
+    assert cloth.times.n_builds == 1
+
+
+def test_spread_of_displacements_matches_numpy(rng):
+    positions = rng.normal(size=(50, 3))
+    reference = positions + rng.normal(size=(50, 3)) * 0.1 + np.array([3.0, -1.0, 0.5])
+    displacement = positions - reference
+    centre = 0.5 * (displacement.min(axis=0) + displacement.max(axis=0))
+    expected = np.sqrt(((displacement - centre) ** 2).sum(axis=1).max())
+    assert kernels.spread_of_displacements(positions, reference) == pytest.approx(expected)
+    # The bound it is used for: no two displacements differ by more than twice it.
+    differences = displacement[:, None, :] - displacement[None, :, :]
+    assert np.sqrt((differences**2).sum(axis=2)).max() <= 2 * expected + 1e-12
+
+
+def test_constraints_link_each_neighbour_once_with_disjoint_neighbours():
+    n = 7
+    cloth = Cloth(n)
+    ids = np.arange(n * n).reshape(n, n)
+    expected = set()
+    for di, dj, length in [(0, 1, 1.0), (1, 0, 1.0), (1, 1, math.sqrt(2)), (1, -1, math.sqrt(2)),
+                           (0, 2, 2.0), (2, 0, 2.0)]:
+        for i in range(n):
+            for j in range(n):
+                if 0 <= i + di < n and 0 <= j + dj < n:
+                    pair = tuple(sorted((ids[i, j], ids[i + di, j + dj])))
+                    expected.add((*pair, round(length * cloth.spacing, 12)))
+    found = [(*sorted(pair), round(rest, 12))
+             for pair, rest in zip(cloth.constraints.tolist(), cloth.rest_lengths, strict=True)]
+    assert len(found) == len(set(found)) == len(expected)
+    assert set(found) == expected
+    # Consecutive constraints share no particle except where one family ends and the next
+    # begins (the solver overlaps neighbours in the list).
+    shared = [k for k in range(len(found) - 1)
+              if set(cloth.constraints[k]) & set(cloth.constraints[k + 1])]
+    assert len(shared) <= 12
+
+
+def test_cloth_starts_at_rest_with_its_rest_lengths():
+    cloth = Cloth(12, seed=5)
+    a, b = cloth.constraints.T
+    lengths = np.linalg.norm(cloth.positions[a] - cloth.positions[b], axis=1)
+    np.testing.assert_allclose(lengths, cloth.rest_lengths, atol=4e-3 * cloth.spacing)
+    assert (cloth.velocities == 0).all()
+    assert cloth.positions[:, 2].min() == pytest.approx(0.05 + 0.5 * cloth.thickness,
+                                                       abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"size": 1}, ValueError, "`size` must be >= 2; got 1."),
+        ({"size": 2.5}, TypeError, "`size` must be an integer; got 2.5."),
+        ({"thickness": 0.0}, ValueError, "`thickness` must be > 0; got 0.0."),
+        ({"spacing": -1.0}, ValueError, "`spacing` must be > 0; got -1.0."),
+        ({"substeps": 0}, ValueError, "`substeps` must be >= 1; got 0."),
+        ({"fps": math.inf}, ValueError, "`fps` must be finite; got inf."),
+        ({"margin": 0.0}, ValueError, "`margin` must be > 0; got 0.0."),
+        ({"friction": 2}, ValueError, "`friction` must be between 0 and 1; got 2.0."),
+        ({"friction": "a"}, TypeError, "`friction` must be a real number; got 'a'."),
+        ({"tilt": math.nan}, ValueError, "`tilt` must be finite; got nan."),
+        ({"drop_height": -1}, ValueError, "`drop_height` must be >= 0; got -1.0."),
+        ({"bend_compliance": -1e-3}, ValueError, "`bend_compliance` must be >= 0; got -0.001."),
+    ],
+)
+def test_bad_parameters_are_named(kwargs, error, message):
+    with pytest.raises(error) as caught:
+        Cloth(**kwargs)
+    assert str(caught.value) == message
+
+
+def test_renderer_draws_both_sides_of_the_cloth():
+    cloth = Cloth(20, seed=0)
+    renderer = Renderer(cloth, 160, 120)
+    for _ in range(30):
+        cloth.step_frame()
+    image = renderer.render()
+    assert image.size == (160, 120)
+    counts = np.bincount(np.asarray(image).ravel(), minlength=256)
+    front = counts[view._FRONT:view._FRONT + view._N_SHADES].sum()
+    back = counts[view._BACK:view._BACK + view._N_SHADES].sum()
+    # Folded on the ground, the cloth shows both its sides.
+    assert front > 0 and back > 0
+
+
+# ---------------------------------------------------------------------- command line
+def _args(**overrides) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    cloth_demo.add_arguments(parser)
+    args = parser.parse_args([])
+    for name, value in overrides.items():
+        setattr(args, name, value)
+    return args
+
+
+def test_run_writes_the_animation_and_prints_the_timing(tmp_path, capsys):
+    output = tmp_path / "cloth.gif"
+    status = cloth_demo.run(_args(size=12, frames=6, render_every=2, output=str(output)))
+    assert status == 0
+    with Image.open(output) as gif:
+        assert gif.n_frames == 3
+        assert gif.size == (480, 360)
+    printed = capsys.readouterr().out
+    for words in ("neighbour search", "solve", "x real time", "render:", "wrote"):
+        assert words in printed
+    assert [path.name for path in tmp_path.iterdir()] == ["cloth.gif"]
+
+
+def test_run_without_self_collision_and_without_output(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    status = cloth_demo.run(_args(size=8, frames=3, output="none", no_self_collision=True))
+    assert status == 0
+    assert "self-collision off" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"size": 1}, "error: --size must be at least 2; got 1."),
+        ({"frames": 0}, "error: --frames must be at least 1; got 0."),
+        ({"substeps": 0}, "error: --substeps must be at least 1; got 0."),
+        ({"render_every": 0}, "error: --render-every must be at least 1; got 0."),
+    ],
+)
+def test_run_rejects_bad_options(tmp_path, capsys, overrides, message):
+    output = tmp_path / "cloth.gif"
+    assert cloth_demo.run(_args(output=str(output), **overrides)) == 2
+    assert capsys.readouterr().err.strip() == message
+    assert not output.exists()
+
+
+def test_run_rejects_an_output_in_a_missing_folder(tmp_path, capsys):
+    output = tmp_path / "missing" / "cloth.gif"
+    assert cloth_demo.run(_args(size=4, frames=1, output=str(output))) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: --output must be in an existing folder; got {output}."
+    )
+    assert not output.parent.exists()
