@@ -425,10 +425,16 @@ def test_one_dimensional_points():
 
 
 # ---------------------------------------------------------------------- threads, pickling
-#: (threads, parallel thresholds, first guess of pair rows per point): the one-pass
-#: sequential path, the same with outputs that must grow many times, and the parallel
-#: count and fill passes.
-PATHS = [(1, None, None), (1, None, 0), (2, 0, None)]
+#: (threads, settings of `spatialhash.grid`) for every path a query can take: one pass on
+#: one thread, with outputs that must grow many times, one pass on every thread, with
+#: every region overflowing its rows, and the count and fill passes on every thread.
+PATHS = [
+    (1, {}),
+    (1, {"PAIRS_PER_POINT_GUESS": 0}),
+    (2, {"PARALLEL_MIN_POINTS_ONE_PASS": 0}),
+    (2, {"PARALLEL_MIN_POINTS_ONE_PASS": 0, "PAIRS_PER_POINT_CAPACITY": 0}),
+    (2, {"ONE_PASS_MAX_POINTS": 0, "PARALLEL_MIN_POINTS": 0, "PARALLEL_MIN_QUERIES": 0}),
+]
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
@@ -439,13 +445,10 @@ def test_outputs_identical_on_every_path_and_thread_count(box, monkeypatch):
     queries = rng.random((700, 3))
     radii = rng.random(3000) * 0.03
     outputs = []
-    for n_threads, threshold, guess in PATHS:
+    for n_threads, settings in PATHS:
         with monkeypatch.context() as patch:
-            if threshold is not None:
-                patch.setattr(spatialhash.grid, "PARALLEL_MIN_POINTS", threshold)
-                patch.setattr(spatialhash.grid, "PARALLEL_MIN_QUERIES", threshold)
-            if guess is not None:
-                patch.setattr(spatialhash.grid, "PAIRS_PER_POINT_GUESS", guess)
+            for name, value in settings.items():
+                patch.setattr(spatialhash.grid, name, value)
             outputs.append(_every_query(points, queries, radii, box, n_threads))
     assert len(outputs[0][2]) > 1000  # enough work to be split over threads
     # One pass gives the rows of the count and fill passes (iter_pairs), in their order.

@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
+import numba
 import numpy as np
 
 from . import _config
@@ -72,6 +73,17 @@ PARALLEL_MIN_QUERIES = 2_000
 #: Rows first allocated per point by the one-pass pair search of small inputs (it grows
 #: by doubling when a dense cloud holds more).
 PAIRS_PER_POINT_GUESS = 16
+#: Pair searches run in one pass (no count pass) below this many points, on one thread
+#: below `PARALLEL_MIN_POINTS_ONE_PASS`. Above it the count and fill passes run instead:
+#: they need no buffer beyond the result, where one pass holds the rows written and their
+#: copy into the result.
+ONE_PASS_MAX_POINTS = 200_000
+PARALLEL_MIN_POINTS_ONE_PASS = 4_000
+#: Rows reserved per point by the parallel one-pass search: pages never written cost no
+#: memory, and a region that needs more is redone alone.
+PAIRS_PER_POINT_CAPACITY = 64
+#: Regions of cells per thread in the parallel one-pass search (load balance).
+PAIR_REGIONS_PER_THREAD = 4
 #: Average points per cell aimed at when no cell size is given.
 DEFAULT_POINTS_PER_CELL = 4.0
 ALGORITHMS = ("auto", "grid", "brute")
@@ -267,12 +279,56 @@ class Grid:
             return self.query_radius(queries, r, return_distances=return_distances,
                                      sort=False).to_pairs()
         r2, radii_sorted, reach = self._pair_search(r, radii)
-        if not self._parallel(self.n_points, PARALLEL_MIN_POINTS):
+        if not self._parallel(self.n_points, PARALLEL_MIN_POINTS_ONE_PASS):
             return self._append_pairs(r2, radii_sorted, reach, return_distances)
+        if self.n_points < ONE_PASS_MAX_POINTS:
+            with _config.threads(self._n_threads):
+                return self._append_pairs_parallel(r2, radii_sorted, reach, return_distances)
         with _config.threads(self._n_threads):
             reach_cells, counts = self._count_pairs(r2, radii_sorted, reach)
             return self._fill_pairs(r2, radii_sorted, reach_cells, counts, 0, counts.shape[0],
                                     return_distances)
+
+    def _append_pairs_parallel(self, r2, radii_sorted, reach, return_distances) -> Pairs:
+        """All pairs in one pass on every thread (mid-size inputs): the cells are cut into
+        regions of about equal point counts, each appending to rows of its own; a region
+        whose rows overflow is redone alone. The same rows in the same order as the count
+        and fill passes; memory: the rows written, then their copy into the result."""
+        n = self.n_points
+        reach_cells = pairs.reach_in_cells(self.state, reach)
+        n_regions = PAIR_REGIONS_PER_THREAD * numba.get_num_threads()
+        cell_start = self.state.cell_start
+        region_cells = np.searchsorted(cell_start, np.linspace(0, n, n_regions + 1))
+        region_cells[0], region_cells[-1] = 0, self.n_occupied_cells
+        region_cells = np.unique(region_cells)
+        region_points = np.diff(cell_start[region_cells])
+        region_rows = np.zeros(region_cells.shape[0], dtype=np.int64)
+        np.cumsum(PAIRS_PER_POINT_CAPACITY * region_points + 64, out=region_rows[1:])
+        capacity = int(region_rows[-1])
+        indices = np.empty((capacity, 2), dtype=self._index_dtype)
+        distances = np.empty(capacity if return_distances else 0, dtype=np.float64)
+        n_written = np.empty(region_cells.shape[0] - 1, dtype=np.int64)
+        pairs.pairs_append_regions(self.state, r2, radii_sorted, reach_cells, region_cells,
+                                   region_rows, indices, distances, n_written)
+        index_pieces, distance_pieces = [], []
+        for k, written in enumerate(n_written.tolist()):
+            if written >= 0:
+                rows = slice(region_rows[k], region_rows[k] + written)
+                index_pieces.append(indices[rows])
+                distance_pieces.append(distances[rows] if return_distances else distances)
+                continue
+            index_piece, distance_piece, written = pairs.pairs_scan_cells(
+                self.state, r2, radii_sorted, reach_cells, region_cells[k],
+                region_cells[k + 1], region_cells[k], np.empty(0, np.int64),
+                indices[region_rows[k]:region_rows[k + 1]],
+                distances[region_rows[k]:region_rows[k + 1]] if return_distances
+                else distances, True,
+            )
+            index_pieces.append(index_piece[:written])
+            distance_pieces.append(distance_piece[:written])
+        indices = np.concatenate(index_pieces)
+        distances = np.concatenate(distance_pieces) if return_distances else None
+        return Pairs(indices, distances, (n, n))
 
     def _append_pairs(self, r2, radii_sorted, reach, return_distances) -> Pairs:
         """All pairs in one sequential pass into growing outputs (small inputs): the same
@@ -561,7 +617,8 @@ class Grid:
         limit = np.full(m, np.inf) if max_distance is None else as_radii(
             max_distance, "max_distance", m, allow_inf=True)
         rays = (np.ascontiguousarray(radii[self.state.order]),
-                float(radii.max()) if radii.size else 0.0, origins3, units3, limit)
+                float(radii.max()) if radii.size else 0.0,
+                ray_kernels.WALK_COST_PER_POINT * self.n_points, origins3, units3, limit)
         with _config.threads(self._n_threads):
             visit_order = build.query_order(self.state, origins3)
             if not all_hits:
@@ -582,7 +639,7 @@ class Grid:
 
     def _cast_rays(self, rays, visit_order, mode, positions, indices, distances):
         """One pass of the ray kernel; ``rays`` is ``(radii in sorted order, max radius,
-        origins3, units3, max_distance)``."""
+        walk limit, origins3, units3, max_distance)``."""
         m = visit_order.shape[0]
         if self._parallel(m, PARALLEL_MIN_QUERIES):
             ray_kernels.cast_rays_parallel(self.state, *rays, visit_order, mode, positions,

@@ -249,3 +249,28 @@ def pairs_scan(state, r2, radii, reach_cells, cell_begin, n_cells, positions, ou
         cell_hi = min(cell_begin + n_cells, cell_lo + CELLS_PER_CHUNK)
         pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin, positions,
                          out_indices, out_distances, write)
+
+
+@jit_parallel
+def pairs_append_regions(state, r2, radii, reach_cells, region_cells, region_rows, out_indices,
+                         out_distances, n_written):
+    """All pairs in one pass on every thread: region ``k`` (cells ``region_cells[k]`` to
+    ``region_cells[k + 1] - 1``) appends its pairs to rows ``region_rows[k]`` to
+    ``region_rows[k + 1] - 1`` of the outputs.
+
+    ``n_written[k]`` receives the number of rows region ``k`` wrote, or -1 when they did not
+    fit in its rows (the caller redoes that region). The regions' rows, taken in order,
+    are the rows of the count and fill passes in their order. ``out_distances`` is empty
+    when distances are not wanted; every region must have at least one row.
+    """
+    want_distances = out_distances.shape[0] > 0
+    no_positions = np.empty(0, np.int64)
+    for k in prange(region_cells.shape[0] - 1):
+        lo, hi = region_rows[k], region_rows[k + 1]
+        indices = out_indices[lo:hi]
+        distances = out_distances[lo:hi] if want_distances else out_distances[0:0]
+        written, _, n = pairs_scan_cells(state, r2, radii, reach_cells, region_cells[k],
+                                         region_cells[k + 1], region_cells[k], no_positions,
+                                         indices, distances, True)
+        # Outputs that had to grow are copies: what they hold is lost, the region is redone.
+        n_written[k] = n if written.shape[0] == indices.shape[0] else -1
