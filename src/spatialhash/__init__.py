@@ -10,12 +10,16 @@ from __future__ import annotations
 import math
 import numbers
 
-from ._results import KNearest, Neighbors, Pairs
+from ._results import Hits, KNearest, Neighbors, Pairs, RayHits
+from .dynamic import DynamicHash, UnknownIdError
 from .grid import Grid
 
 __version__ = "0.1.0"
 
-__all__ = ["Grid", "KNearest", "Neighbors", "Pairs", "query_pairs", "__version__"]
+__all__ = [
+    "DynamicHash", "Grid", "Hits", "KNearest", "Neighbors", "Pairs", "RayHits", "UnknownIdError",
+    "query_pairs", "__version__",
+]
 
 
 def query_pairs(points, r=None, *, radii=None, box=None, periodic=None,

@@ -160,3 +160,56 @@ class KNearest:
             f"KNearest(n_queries={len(self)}, k={self.indices.shape[1]}, "
             f"queries_with_fewer_than_k={short})"
         )
+
+
+@dataclass(frozen=True, repr=False)
+class RayHits:
+    """The first sphere each ray hits, nearest along the ray.
+
+    Attributes
+    ----------
+    indices : ndarray of int32 or int64, shape (m,)
+        Index of the first point (sphere) each ray hits; ties in distance are broken by
+        the smaller index; -1 where the ray hits nothing.
+    distances : ndarray of float64, shape (m,)
+        Distance along the ray to the hit (0 for a ray starting inside its sphere);
+        ``inf`` where the ray hits nothing.
+    """
+
+    indices: np.ndarray
+    distances: np.ndarray
+
+    def __len__(self) -> int:
+        return self.indices.shape[0]
+
+    @property
+    def hit(self) -> np.ndarray:
+        """Which rays hit something, shape (m,), bool."""
+        return self.indices >= 0
+
+    def __repr__(self) -> str:
+        return f"RayHits(n_rays={len(self)}, n_hit={int(np.count_nonzero(self.hit))})"
+
+
+@dataclass(frozen=True, repr=False)
+class Hits:
+    """Objects of a dynamic hash found by a query, in order, with a distance each.
+
+    Attributes
+    ----------
+    ids : ndarray, shape (n,)
+        Ids of the objects: int64 when every id in the hash is an integer, else objects.
+    distances : ndarray of float64, shape (n,)
+        For `DynamicHash.query_knn`, the distance from the query point, ascending; for
+        `DynamicHash.query_ray`, the distance along the ray to where it enters each
+        object (0 when the ray starts inside), ascending.
+    """
+
+    ids: np.ndarray
+    distances: np.ndarray
+
+    def __len__(self) -> int:
+        return self.ids.shape[0]
+
+    def __repr__(self) -> str:
+        return f"Hits(n={len(self)}, ids={_shape(self.ids)}, distances={_shape(self.distances)})"

@@ -211,3 +211,38 @@ def as_bounds(lower, upper, n_dims: int) -> tuple[np.ndarray, np.ndarray]:
             f"{lower[row, axis]} > upper[{row}, {axis}] = {upper[row, axis]}."
         )
     return lower, upper
+
+
+def as_rays(origins, directions, n_dims: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rays as (m, 3) origins and unit directions, padded with zeros (a single ray may be 1-D).
+
+    Each direction is divided by its largest component, then by its norm, so directions
+    of any magnitude, subnormal or near the float64 maximum, give a unit vector.
+    """
+    arrays = []
+    for value, name in ((origins, "origins"), (directions, "directions")):
+        array = as_float_array(value, name)
+        if array.ndim == 1:
+            array = array[np.newaxis, :]
+        arrays.append(as_points(array, name, n_dims=n_dims))
+    origins, directions = arrays
+    if origins.shape != directions.shape:
+        raise ValueError(
+            f"`directions` must have the same shape as `origins`; got {directions.shape} and "
+            f"{origins.shape}."
+        )
+    scale = np.abs(directions).max(axis=1, initial=0.0)
+    zero = np.flatnonzero(scale == 0.0)
+    if zero.size:
+        raise ValueError(
+            f"`directions` must be non-zero vectors; got {directions[zero[0]].tolist()} at "
+            f"directions[{zero[0]}]."
+        )
+    return pad_to_3d(origins), unit_vectors(pad_to_3d(directions) / scale[:, np.newaxis])
+
+
+def unit_vectors(vectors3: np.ndarray) -> np.ndarray:
+    """(m, 3) vectors divided by their norms ``sqrt(x*x + y*y + z*z)``."""
+    x, y, z = vectors3[:, 0], vectors3[:, 1], vectors3[:, 2]
+    norm = np.sqrt(x * x + y * y + z * z)
+    return np.ascontiguousarray(vectors3 / norm[:, np.newaxis])

@@ -1,0 +1,276 @@
+"""Ray casts against the grid's points taken as spheres (circles in 2-D): first hit or all.
+
+A ray ``origin + t * unit`` (unit direction, so ``t`` is a length) walks the cells with the
+DDA of `dda.py`. A sphere centred in one cell can be hit while the ray is in another, so at
+each cell the spheres centred within ``k`` cells of it are tested, with
+``k = ceil(max_radius / cell_size + tolerance)`` (the tolerance covers rounding near faces,
+see `dda.py`). Consecutive cells differ by one step on one axis, so only the new slab of that
+neighbourhood is scanned at each step: the cells of the ray's path are monotone per axis, so
+a cell enters the neighbourhood once and leaves it once, and every sphere is tested exactly
+once per ray.
+
+The ray is first clipped to the cells that can hold a hit point (the occupied box of cells
+widened by ``k``) and stops once it has left it. A ray whose walk would look up more cells
+than there are points (a long ray through a sparse, hashed grid) or whose reach spans the
+whole grid tests every sphere instead, in one run: same answers, bounded cost.
+
+Ray-sphere arithmetic (the oracle's, `tests/ray_oracles.py`): ``m = origin - center``,
+``c = |m|^2 - r^2``; ``c <= 0`` (origin in the closed ball) is a hit at ``t = 0``; otherwise
+``b = m . unit`` and the ray hits when ``b < 0`` and ``disc = r^2 - |m - b unit|^2 >= 0``
+(tangent rays hit), at ``t = c / (sqrt(disc) - b)``: the near root written without
+cancellation. ``m - b unit`` runs from the centre to the nearest point of the line; taking
+``disc`` from it rather than as ``b^2 - c`` keeps a sphere far along the ray from being hit
+by rounding (Haines et al., "Precision improvements for ray/sphere intersection", Ray
+Tracing Gems, 2019). A hit counts when ``t <= max_distance``.
+
+First hit: the best ``(t, index)`` so far is final once ``t <= t_exit`` of the current cell:
+every hit point before it lies in a cell already visited (up to the tolerance), whose
+spheres have been tested. All hits: every sphere met along the clipped ray, each once; rows
+are sorted by ``t``, then by index.
+
+Kernels take the grid state and unpack it once; one range kernel serves the first-hit, count
+and fill passes (``mode``), so each compiles once. Rays are split into fixed chunks and each
+writes only its own outputs, so results are the same for any thread count.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from .._config import jit, jit_parallel
+from .cells import cell_tolerance, sparse_row_slice
+from .dda import clip_to_cells, dda_start, leave_parameter, next_axis, ray_to_cells
+
+#: Rays handed to a thread at a time.
+RAYS_PER_CHUNK = 64
+#: What `cast_rays` computes.
+MODE_FIRST = 0
+MODE_COUNT = 1
+MODE_FILL = 2
+#: Rows longer than this are sorted with a merge sort rather than an insertion sort.
+INSERTION_SORT_MAX = 64
+#: A ray walks the cells while its walk would look up at most this many cells per point
+#: (steps times cells per step); beyond, testing every sphere costs less. The public layer
+#: passes ``WALK_COST_PER_POINT * n_points`` as ``walk_limit``; tests set it to 0 or ``inf``
+#: to check both paths.
+WALK_COST_PER_POINT = 1.0
+
+
+@jit
+def reach_cells(max_radius, inv_cell_size, u_start, n_cells):
+    """``(reach, k)``: the reach in cell units of a ray starting at ``u_start`` (the
+    largest radius plus a rounding tolerance), and the neighbourhood half-width
+    ``k = ceil(reach) >= 1`` in whole cells, capped at one more than the grid is wide (no
+    walk then: every sphere is a candidate)."""
+    inv = max(inv_cell_size[0], max(inv_cell_size[1], inv_cell_size[2]))
+    reach = max_radius * inv
+    largest = max(n_cells[0], max(n_cells[1], n_cells[2]))
+    magnitude = max(abs(u_start[0]), max(abs(u_start[1]), abs(u_start[2])))
+    reach += cell_tolerance(magnitude + largest + reach + 2.0)
+    if reach >= largest + 1.0:
+        return reach, largest + 1
+    return reach, max(np.int64(math.ceil(reach)), 1)
+
+
+@jit
+def sort_hits(indices, distances, start, end):
+    """Sort ``[start, end)`` of a row by distance, then by index (``indices`` alongside)."""
+    if end - start <= INSERTION_SORT_MAX:
+        for i in range(start + 1, end):
+            index = indices[i]
+            distance = distances[i]
+            j = i - 1
+            while j >= start and (distances[j] > distance
+                                  or (distances[j] == distance and indices[j] > index)):
+                indices[j + 1] = indices[j]
+                distances[j + 1] = distances[j]
+                j -= 1
+            indices[j + 1] = index
+            distances[j + 1] = distance
+        return
+    # Stable sorts: by index, then by distance.
+    by_index = np.argsort(indices[start:end], kind="mergesort")
+    row_distances = distances[start:end][by_index]
+    by_distance = by_index[np.argsort(row_distances, kind="mergesort")]
+    indices[start:end] = indices[start:end][by_distance]
+    distances[start:end] = distances[start:end][by_distance]
+
+
+@jit
+def cast_rays(state, radii, max_radius, walk_limit, origins, units, max_distance, visit_order,
+              r_lo, r_hi, mode, positions, out_indices, out_distances):
+    """Cast rays ``visit_order[r_lo:r_hi]`` on the calling thread.
+
+    ``radii`` follow the sorted points; see `WALK_COST_PER_POINT` for ``walk_limit``.
+    ``mode`` `MODE_FIRST` writes ``out_indices[q]`` and ``out_distances[q]`` (-1 and ``inf``
+    for a miss); `MODE_COUNT` writes the number of hits to ``positions[q]``; `MODE_FILL`
+    writes the hits of ray ``q`` from ``positions[q]`` on, sorted by distance, then index.
+    """
+    points, order, cell_start = state.points, state.order, state.cell_start
+    n_cells, dense_start = state.n_cells, state.dense_start
+    hash_keys, hash_ids = state.hash_keys, state.hash_ids
+    grid_origin, inv_cell_size = state.origin, state.inv_cell_size
+    n_x, n_y, n_z = n_cells[0], n_cells[1], n_cells[2]
+    dense = dense_start.shape[0] > 0
+    n_points = order.shape[0]
+    first_only = mode == MODE_FIRST
+    write = mode == MODE_FILL
+    u_start = np.empty(3)
+    u_rate = np.empty(3)
+    cell = np.empty(3, np.int64)
+    step = np.empty(3, np.int64)
+    t_next = np.empty(3)
+    box_lower = np.empty(3)
+    box_upper = np.empty(3)
+    for t in range(r_lo, r_hi):
+        q = visit_order[t]
+        ox, oy, oz = origins[q, 0], origins[q, 1], origins[q, 2]
+        dx, dy, dz = units[q, 0], units[q, 1], units[q, 2]
+        t_end = max_distance[q]
+        best_t = np.inf
+        best_index = -1
+        row_start = positions[q] if write else 0
+        position = row_start
+        ray_to_cells(origins[q], units[q], grid_origin, inv_cell_size, u_start, u_rate)
+        reach, k = reach_cells(max_radius, inv_cell_size, u_start, n_cells)
+        for axis in range(3):
+            box_lower[axis] = -reach
+            box_upper[axis] = n_cells[axis] + reach
+        t_lo, t_hi = clip_to_cells(u_start, u_rate, box_lower, box_upper, 0.0, t_end)
+        missed = t_lo > t_hi or n_points == 0
+        # Steps the walk would take, times the cells each step looks up: past `walk_limit`
+        # (a long ray through a sparse grid), testing every sphere is cheaper.
+        n_steps = 1.0
+        if not missed and t_hi < np.inf:
+            for axis in range(3):
+                n_steps += abs(u_rate[axis]) * (t_hi - t_lo) + 1.0
+        # A reach past the whole grid (huge spheres, or an origin so far away that rounding
+        # blurs its cell): every sphere is a candidate from every cell, so no walk.
+        walk = (not missed and k <= max(n_x, max(n_y, n_z))
+                and n_steps * (2 * k + 1) * (2 * k + 1) <= walk_limit)
+        # The walk is kept in scalars (cell, step, t_next per axis): helper calls passing
+        # the arrays cost reference-count updates on every step (46 against 31 us a ray
+        # for the count pass, 1e6 spheres, on the development machine).
+        cx = cy = cz = sx = sy = sz = np.int64(0)
+        tnx = tny = tnz = 0.0
+        x_first = x_last = y_first = y_last = z_first = z_last = np.int64(0)
+        if walk:
+            dda_start(u_start, u_rate, t_lo, cell, step, t_next)
+            cx, cy, cz = cell[0], cell[1], cell[2]
+            sx, sy, sz = step[0], step[1], step[2]
+            tnx, tny, tnz = t_next[0], t_next[1], t_next[2]
+            x_first, x_last = cx - k, cx + k
+            y_first, y_last = cy - k, cy + k
+            z_first, z_last = cz - k, cz + k
+        ux, uy, uz = u_start[0], u_start[1], u_start[2]
+        rx, ry, rz = u_rate[0], u_rate[1], u_rate[2]
+        t_enter = t_lo
+        while not missed:
+            # Spheres centred in the cells first..last (clipped to the grid), or all of
+            # them, as one run, when not walking.
+            x_lo, x_hi = max(x_first, 0), min(x_last, n_x - 1)
+            y_lo, y_hi = max(y_first, 0), min(y_last, n_y - 1)
+            z_lo, z_hi = max(z_first, 0), min(z_last, n_z - 1)
+            if not walk:
+                x_lo = x_hi = y_lo = y_hi = z_lo = z_hi = 0
+            if x_lo <= x_hi:
+                for row_z in range(z_lo, z_hi + 1):
+                    for row_y in range(y_lo, y_hi + 1):
+                        if not walk:
+                            start, end = 0, n_points
+                        elif dense:
+                            base = (row_z * n_y + row_y) * n_x
+                            start, end = dense_start[base + x_lo], dense_start[base + x_hi + 1]
+                        else:
+                            start, end = sparse_row_slice(n_cells, hash_keys, hash_ids,
+                                                          cell_start, x_lo, x_hi, row_y, row_z)
+                        # Unsigned bounds: see `cells` (no wrap-around checks on loads).
+                        for j in range(np.uint64(start), np.uint64(end)):
+                            mx = ox - points[0, j]
+                            my = oy - points[1, j]
+                            mz = oz - points[2, j]
+                            radius = radii[j]
+                            c = (mx * mx + my * my + mz * mz) - radius * radius
+                            if c <= 0.0:
+                                hit_t = 0.0
+                            else:
+                                # Negated tests: NaN (overflowed squares) misses.
+                                b = mx * dx + my * dy + mz * dz
+                                if not b < 0.0:
+                                    continue
+                                # Centre to the nearest point of the line.
+                                qx = mx - b * dx
+                                qy = my - b * dy
+                                qz = mz - b * dz
+                                disc = radius * radius - (qx * qx + qy * qy + qz * qz)
+                                if not disc >= 0.0:
+                                    continue
+                                hit_t = c / (math.sqrt(disc) - b)
+                            if not hit_t <= t_end:
+                                continue
+                            if first_only:
+                                index = order[j]
+                                if hit_t < best_t or (hit_t == best_t and index < best_index):
+                                    best_t = hit_t
+                                    best_index = index
+                            else:
+                                if write:
+                                    out_indices[position] = order[j]
+                                    out_distances[position] = hit_t
+                                position += 1
+            if not walk:
+                break
+            t_exit = min(max(min(tnx, min(tny, tnz)), t_enter), t_hi)  # `dda.dda_exit`
+            if t_exit >= t_hi or (first_only and best_t <= t_exit):
+                break
+            # `dda.dda_step`, then the new slab of the neighbourhood: one layer of cells on
+            # the axis stepped. Past the grid (plus the reach) along that axis: nothing more.
+            t_enter = t_exit
+            axis = next_axis(tnx, tny, tnz)
+            if axis == 0:
+                cx += sx
+                tnx = leave_parameter(ux, rx, cx, sx, t_exit)
+                if (cx - k >= n_x) if sx > 0 else (cx + k < 0):
+                    break
+                x_first = x_last = cx + sx * k
+                y_first, y_last = cy - k, cy + k
+                z_first, z_last = cz - k, cz + k
+            elif axis == 1:
+                cy += sy
+                tny = leave_parameter(uy, ry, cy, sy, t_exit)
+                if (cy - k >= n_y) if sy > 0 else (cy + k < 0):
+                    break
+                y_first = y_last = cy + sy * k
+                x_first, x_last = cx - k, cx + k
+                z_first, z_last = cz - k, cz + k
+            else:
+                cz += sz
+                tnz = leave_parameter(uz, rz, cz, sz, t_exit)
+                if (cz - k >= n_z) if sz > 0 else (cz + k < 0):
+                    break
+                z_first = z_last = cz + sz * k
+                x_first, x_last = cx - k, cx + k
+                y_first, y_last = cy - k, cy + k
+        if first_only:
+            out_indices[q] = best_index
+            out_distances[q] = best_t
+        elif write:
+            sort_hits(out_indices, out_distances, row_start, position)
+        else:
+            positions[q] = position
+
+
+@jit_parallel
+def cast_rays_parallel(state, radii, max_radius, walk_limit, origins, units, max_distance,
+                       visit_order, mode, positions, out_indices, out_distances):
+    """`cast_rays` over all rays, in chunks of `RAYS_PER_CHUNK` spread over the threads."""
+    m = origins.shape[0]
+    n_chunks = (m + RAYS_PER_CHUNK - 1) // RAYS_PER_CHUNK
+    for chunk in prange(n_chunks):
+        r_lo = chunk * RAYS_PER_CHUNK
+        cast_rays(state, radii, max_radius, walk_limit, origins, units, max_distance,
+                  visit_order, r_lo, min(m, r_lo + RAYS_PER_CHUNK), mode, positions,
+                  out_indices, out_distances)
