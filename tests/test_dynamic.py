@@ -174,6 +174,59 @@ def test_bulk_move_of_everything_then_local_queries():
     assert {tuple(r) for r in hash_.query_pairs().tolist()} == oracle.query_pairs(model)
 
 
+def mixed_scene(seed: int, n: int) -> tuple[DynamicHash, dict]:
+    """``n`` points, boxes and spheres of sizes from 0 to 12 cells on a quarter lattice,
+    with category bits, in 3-D; returns the hash and its model for the oracles."""
+    rng = np.random.default_rng(seed)
+    hash_ = DynamicHash(1.0)
+    model = {}
+    for i in range(n):
+        lower = (rng.integers(-40, 40, 3) / 4.0).tolist()
+        size = float(rng.choice([0.0, 0.25, 0.75, 1.5, 3.0, 12.0], p=[.3, .3, .2, .1, .07, .03]))
+        upper = [x + size for x in lower] if i % 3 == 0 else None
+        radius = size / 2 if i % 3 == 1 else None
+        category, mask = (1, 3) if i % 7 else (2, 2)
+        hash_.insert(i, lower, upper, radius=radius, category=category, mask=mask)
+        model[i] = oracle.make_shape(lower, upper, radius, category=category, mask=mask)
+    return hash_, model
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pairs_parallel_and_sequential_sweeps_give_identical_rows(monkeypatch, seed):
+    import spatialhash.dynamic as dynamic_module
+
+    hash_, model = mixed_scene(seed, 600)
+    monkeypatch.setattr(dynamic_module, "PARALLEL_MIN_ENTRIES", 0)
+    parallel = hash_.query_pairs()
+    monkeypatch.setattr(dynamic_module, "PARALLEL_MIN_ENTRIES", 2**62)
+    sequential = hash_.query_pairs()
+    assert len(parallel) > 100
+    assert np.array_equal(parallel, sequential)  # same rows in the same order
+    assert {tuple(row) for row in parallel.tolist()} == oracle.query_pairs(model)
+
+
+def test_pairs_with_grown_buffers_and_after_a_bulk_move():
+    """120 boxes piled on one spot overflow the first output buffers (the retry with
+    larger ones runs); then every object moves and the sort is redone."""
+    hash_, model = mixed_scene(7, 400)
+    for i in range(120):
+        upper = [1.0 + i / 64, 1.0, 1.0]
+        hash_.insert(1000 + i, [0.0, 0.0, 0.0], upper)
+        model[1000 + i] = oracle.make_shape([0.0, 0.0, 0.0], upper)
+    assert len(np.flatnonzero(hash_.level_counts)) >= 3
+    found = {tuple(row) for row in hash_.query_pairs().tolist()}
+    assert len(found) > 120 * 119 // 2
+    assert found == oracle.query_pairs(model)
+    rng = np.random.default_rng(8)
+    ids = np.arange(400)
+    centers = rng.integers(-40, 40, (400, 3)) / 4.0
+    hash_.move_many(ids, centers)
+    for i in ids.tolist():
+        model[i] = oracle.make_shape(centers[i], category=model[i].category,
+                                     mask=model[i].mask)
+    assert {tuple(row) for row in hash_.query_pairs().tolist()} == oracle.query_pairs(model)
+
+
 def test_inputs_are_not_modified():
     lower = np.array([[0.0, 1.0], [2.0, 3.0]])
     upper = lower + 1.0

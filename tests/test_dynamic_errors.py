@@ -101,6 +101,11 @@ def test_repeated_ids_on_bulk_moves_and_removes(world):
          r"`lower` must have shape \(2, 2\), one row per id; got an array of shape \(3, 2\)\."),
         (lambda h: h.move_many([0, 1], [[0.0, 0.0], [np.nan, 0.0]]), ValueError,
          r"`lower` must be finite; got nan at lower\[1, 0\]\."),
+        # float64 arrays take the one-pass compiled check first; its errors are the same.
+        (lambda h: h.move_many([0, 1], np.array([[0.0, 0.0], [0.0, np.inf]])), ValueError,
+         r"`lower` must be finite; got inf at lower\[1, 1\]\."),
+        (lambda h: h.insert_many([7, 8], np.zeros((2, 2)), np.array([[1.0, np.nan], [1, 1]])),
+         ValueError, r"`upper` must be finite; got nan at upper\[0, 1\]\."),
         (lambda h: h.move_many([0, 1], np.zeros((2, 2)), -np.ones((2, 2))), ValueError,
          r"`upper` must be >= `lower` on every axis; got lower\[0, 0\] = 0\.0 > "
          r"upper\[0, 0\] = -1\.0\."),

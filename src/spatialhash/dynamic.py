@@ -29,7 +29,18 @@ coordinates and nothing else. Bulk moves of more than `RELINK_FRACTION` of the o
 drop the bucket lists instead of updating them entry by entry (an update touches scattered
 memory: 35 ms for 100,000 objects, against 14 ms for a rebuild); they are rebuilt by the
 next query that reads them. `query_pairs` never reads them: it sorts all entries by bucket
-with a counting sort, like the batch grid's build, and sweeps the buckets.
+with a counting sort, like the batch grid's build, copies each bucket run's boxes next to
+it and sweeps the runs in 16 fixed chunks, on all threads from `PARALLEL_MIN_ENTRIES`
+entries (same rows in the same order for any thread count; `_kernels/dynamic_pairs.py`).
+On the benchmark's 100,000 boxes that took the pairs from 78 to 50 ms on one core of the
+loaded development machine (same run, CPU time, medians); the sort itself (10-12 ms) stays
+sequential, and the cross-level box tests (about 20 ms) are most of what is left.
+
+Single moves. `move` checks the common inputs (lists, tuples, 1-D float64 arrays) in a few
+lines of Python and calls one compiled kernel. Deciding in Python whether the object stays
+in its cells and writing its row with `struct` was measured and dropped: 1.4 us for that
+check and write against about 2.2 us for the compiled call in a hot loop, but no faster on
+100,000 random objects (cache misses dominate) and wasted whenever the cells change.
 
 No duplicates, no hash set. An object in several cells is reported from one cell only: a
 query reports it from the lowest cell it shares with the query's range of cells; a pair on
@@ -66,11 +77,14 @@ LEVEL_RATIO = 4.0
 #: Bulk moves of more than this fraction of the objects rebuild the bucket lists lazily
 #: rather than updating them in place.
 RELINK_FRACTION = 0.25
+#: `query_pairs` runs its sweep on all threads from this many (object, cell) entries on
+#: (below, a parallel region's start costs more than it saves).
+PARALLEL_MIN_ENTRIES = 20_000
 #: Smallest capacity (slots) allocated.
 MIN_CAPACITY = 64
 _NO_SPHERES = np.empty((0, 4))
-_MISSING = object()
 _SEQUENCES = (list, tuple)
+_MISSING = object()
 
 
 def _power_of_two(n: float, minimum: int = 1024) -> int:
@@ -249,6 +263,7 @@ class DynamicHash:
         self._id_values = np.full(1024, -1, np.int64)
         self._n_int_ids = 0
         self._pair_scratch = None
+        self._rows = np.empty((0, 6))
         self._ray_count = 0
         self._stamp[:] = 0
 
@@ -372,7 +387,21 @@ class DynamicHash:
         return (*low, *high, 0.0, 0.0, 0.0, -1.0)
 
     def _shape_rows(self, m: int, lower, upper, radius) -> tuple[np.ndarray, np.ndarray]:
-        """Bulk shapes: ``(bounds (m, 6), spheres (m, 4) or (0, 4) for boxes)``."""
+        """Bulk shapes: ``(bounds (m, 6), spheres (m, 4) or (0, 4) for boxes)``.
+
+        The rows may be a buffer reused by the next call: the kernels copy them."""
+        high = lower if upper is None else upper
+        if (radius is None and type(lower) is np.ndarray and type(high) is np.ndarray
+                and lower.dtype == np.float64 and high.dtype == np.float64
+                and lower.shape == (m, self._n_dims) and high.shape == (m, self._n_dims)
+                and lower.flags.c_contiguous and high.flags.c_contiguous):
+            # The common bulk input checked and packed in one compiled pass; any error is
+            # reported by the full checks below.
+            if self._rows.shape[0] < m:
+                self._rows = np.empty((m, 6))
+            rows = self._rows[:m]
+            if storage_kernels.box_rows(lower, high, rows):
+                return rows, _NO_SPHERES
         low = check.coordinate_rows(lower, "lower", m, self._n_dims)
         rows = np.empty((m, 6))
         if radius is not None:
@@ -453,27 +482,35 @@ class DynamicHash:
             raise TypeError(f"`id` must be hashable; got {id!r:.80}.") from error
         if slot is _MISSING:
             raise check.unknown_ids("id", [id])
-        if radius is None and type(lower) in _SEQUENCES and len(lower) == self._n_dims and (
-                upper is None or type(upper) in _SEQUENCES and len(upper) == self._n_dims):
-            # The common case kept short (the budget is 5 us a call): a point or box given
-            # as a list or tuple of floats. Anything else takes the full checks of `_shape`.
+        # The common case kept short (the budget is 5 us a call): a point or box given as
+        # lists, tuples or 1-D float64 arrays of floats. Anything else (integers too) takes
+        # the full checks of `_shape`. Checking in Python whether the object stays in its
+        # cells and writing the row with `struct` was tried: no faster than the compiled
+        # call on random objects (cache misses dominate), and wasted when cells change.
+        if radius is None:
+            if type(lower) is np.ndarray and lower.dtype == np.float64:
+                lower = lower.tolist()
+            if type(upper) is np.ndarray and upper.dtype == np.float64:
+                upper = upper.tolist()
             n_dims = self._n_dims
             high = lower if upper is None else upper
-            if n_dims == 3:
-                x0, y0, z0 = lower
-                x1, y1, z1 = high
-            elif n_dims == 2:
-                (x0, y0), (x1, y1), z0, z1 = lower, high, 0.0, 0.0
-            else:
-                x0, x1, y0, y1, z0, z1 = lower[0], high[0], 0.0, 0.0, 0.0, 0.0
-            if (type(x0) is float and type(y0) is float and type(z0) is float
-                    and type(x1) is float and type(y1) is float and type(z1) is float
-                    # NaN or an infinity makes the sum NaN.
-                    and x0 - x0 + y0 - y0 + z0 - z0 + x1 - x1 + y1 - y1 + z1 - z1 == 0.0
-                    and x0 <= x1 and y0 <= y1 and z0 <= z1):
-                storage_kernels.place_one(self._storage, slot, x0, y0, z0, x1, y1, z1, 0.0,
-                                          0.0, 0.0, -1.0)
-                return
+            if (type(lower) in _SEQUENCES and type(high) in _SEQUENCES
+                    and len(lower) == n_dims and len(high) == n_dims):
+                if n_dims == 3:
+                    x0, y0, z0 = lower
+                    x1, y1, z1 = high
+                elif n_dims == 2:
+                    (x0, y0), (x1, y1), z0, z1 = lower, high, 0.0, 0.0
+                else:
+                    x0, x1, y0, y1, z0, z1 = lower[0], high[0], 0.0, 0.0, 0.0, 0.0
+                if (type(x0) is float and type(y0) is float and type(z0) is float
+                        and type(x1) is float and type(y1) is float and type(z1) is float
+                        # NaN or an infinity makes the sum NaN.
+                        and x0 - x0 + y0 - y0 + z0 - z0 + x1 - x1 + y1 - y1 + z1 - z1 == 0.0
+                        and x0 <= x1 and y0 <= y1 and z0 <= z1):
+                    storage_kernels.place_one(self._storage, slot, x0, y0, z0, x1, y1, z1,
+                                              0.0, 0.0, 0.0, -1.0)
+                    return
         storage_kernels.place_one(self._storage, slot, *self._shape(lower, upper, radius))
 
     def remove(self, id) -> None:
@@ -666,41 +703,62 @@ class DynamicHash:
         """Every pair of overlapping objects, once: ids of shape (n_pairs, 2).
 
         Pairs pass the category filters both ways. With integer ids, each row holds the
-        smaller id first; the order of the rows is unspecified.
+        smaller id first; the order of the rows is unspecified (but the same for any
+        thread count).
         """
         scratch = self._pair_scratch
         if scratch is None:
-            n_buckets = _power_of_two(4 * max(len(self), 1))
-            scratch = [np.empty(n_buckets + 1, np.int64), np.empty(0, np.int64),
-                       np.empty(1025, np.int64), np.empty(0, np.int64),
-                       np.empty((max(len(self), 16), 2), np.int64)]
+            n = max(len(self), 1)
+            scratch = {"bucket_start": np.empty(_power_of_two(n) + 1, np.int64),
+                       "codes": np.empty(0, np.int64), "records": np.empty((0, 6)),
+                       "coarse_start": np.empty(1025, np.int64),
+                       "coarse_codes": np.empty(0, np.int64),
+                       "coarse_records": np.empty((0, 6)),
+                       "pairs": np.empty((dynamic_pairs.N_CHUNKS * max(n // 8, 16), 2),
+                                         np.int64),
+                       "counts": np.zeros(dynamic_pairs.N_CHUNKS, np.int64)}
+            self._pair_scratch = scratch
         while True:
-            n_entries, n_coarse, n_pairs = dynamic_pairs.overlap_pairs(
-                self._bounds, self._spheres, self._meta, self._inv_size, self._level_count,
-                tuple(scratch[:4]), scratch[4])
-            retry = False
-            if n_entries > scratch[1].shape[0]:
-                scratch[1] = np.empty(int(1.25 * n_entries) + 16, np.int64)
-                if 2 * n_entries > scratch[0].shape[0]:
-                    scratch[0] = np.empty(_power_of_two(2 * n_entries) + 1, np.int64)
-                retry = True
-            if n_coarse > scratch[3].shape[0]:
-                scratch[3] = np.empty(int(1.25 * n_coarse) + 16, np.int64)
-                scratch[2] = np.empty(_power_of_two(2 * n_coarse) + 1, np.int64)
-                retry = True
-            if not retry and n_pairs > scratch[4].shape[0]:
-                scratch[4] = np.empty((int(1.25 * n_pairs) + 16, 2), np.int64)
-                retry = True
-            if not retry:
+            n_entries, n_coarse = dynamic_pairs.sort_entries(
+                self._bounds, self._spheres, self._meta, self._level_count,
+                scratch["bucket_start"], scratch["codes"], scratch["coarse_start"],
+                scratch["coarse_codes"], scratch["coarse_records"])
+            if n_entries <= scratch["codes"].shape[0] and (
+                    n_coarse <= scratch["coarse_codes"].shape[0]):
                 break
-        self._pair_scratch = scratch
-        slots = scratch[4][:n_pairs]
+            # Room for a quarter more, and about one entry per bucket.
+            if n_entries > scratch["codes"].shape[0]:
+                scratch["codes"] = np.empty(int(1.25 * n_entries) + 16, np.int64)
+                scratch["records"] = np.empty((scratch["codes"].shape[0], 6))
+                scratch["bucket_start"] = np.empty(_power_of_two(n_entries) + 1, np.int64)
+            if n_coarse > scratch["coarse_codes"].shape[0]:
+                scratch["coarse_codes"] = np.empty(int(1.25 * n_coarse) + 16, np.int64)
+                scratch["coarse_records"] = np.empty((scratch["coarse_codes"].shape[0], 6))
+                scratch["coarse_start"] = np.empty(_power_of_two(n_coarse) + 1, np.int64)
+        used_levels = np.flatnonzero(self._level_count)
+        chunks = (dynamic_pairs.pairs_chunks_parallel if n_entries >= PARALLEL_MIN_ENTRIES
+                  else dynamic_pairs.pairs_chunks)
+        counts = scratch["counts"]
+        while True:
+            pairs = scratch["pairs"]
+            chunks(self._bounds, self._spheres, self._meta, self._inv_size, used_levels,
+                   scratch["bucket_start"], scratch["codes"], scratch["records"],
+                   scratch["coarse_start"], scratch["coarse_codes"][:n_coarse],
+                   scratch["coarse_records"], pairs, counts)
+            per_chunk = pairs.shape[0] // dynamic_pairs.N_CHUNKS
+            most = int(counts.max())
+            if most <= per_chunk:
+                break
+            scratch["pairs"] = np.empty((dynamic_pairs.N_CHUNKS * (int(1.25 * most) + 16), 2),
+                                        np.int64)
+        slots = np.concatenate([pairs[c * per_chunk : c * per_chunk + counts[c]]
+                                for c in range(dynamic_pairs.N_CHUNKS)])
         if self._n_other_ids == 0:
             ids = self._slot_key[slots]
             swap = ids[:, 0] > ids[:, 1]
             ids[swap] = ids[swap][:, ::-1]
             return ids
-        out = np.empty((n_pairs, 2), dtype=object)
+        out = np.empty((len(slots), 2), dtype=object)
         id_of = self._id_of
         for i, (a, b) in enumerate(slots.tolist()):
             out[i, 0] = id_of[a]

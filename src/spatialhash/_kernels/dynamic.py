@@ -174,6 +174,28 @@ def place_one(storage, slot, x0, y0, z0, x1, y1, z1, cx, cy, cz, radius):
 
 
 @jit
+def box_rows(lower, upper, rows):
+    """``rows[i] = (lower[i], upper[i])``, padded with zeros to three axes, for the bulk
+    calls. Returns False (rows partly written) as soon as a value is not finite or
+    ``lower > upper``: the caller then raises with the full checks. One pass and a reused
+    ``rows``: the NumPy checks and fresh arrays took 12 ms for 100,000 boxes."""
+    n_dims = lower.shape[1]
+    for i in range(lower.shape[0]):
+        for axis in range(3):
+            low = 0.0
+            high = 0.0
+            if axis < n_dims:
+                low = lower[i, axis]
+                high = upper[i, axis]
+                # NaN or an infinity makes the difference NaN.
+                if not (low - low == 0.0 and high - high == 0.0 and low <= high):
+                    return False
+            rows[i, axis] = low
+            rows[i, axis + 3] = high
+    return True
+
+
+@jit
 def release_many(storage, slots):
     """Take the objects in ``slots`` out of their cells and mark the slots free."""
     _, _, meta, links, head, _, level_count, status, _ = storage
