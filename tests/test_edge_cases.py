@@ -425,15 +425,18 @@ def test_one_dimensional_points():
 
 
 # ---------------------------------------------------------------------- threads, pickling
-#: (threads, settings of `spatialhash.grid`) for every path a query can take: one pass on
-#: one thread, with outputs that must grow many times, one pass on every thread, with
-#: every region overflowing its rows, and the count and fill passes on every thread.
+#: (threads, settings of `spatialhash.grid`) for every path a query can take: pairs by
+#: regions of cells on one thread and on two, with every region overflowing its rows
+#: (redone alone), in one pass into outputs that grow (from one row: many times), and the
+#: count and fill passes on two threads (`iter_pairs`, radius, box, and pairs when there
+#: are many per point).
 PATHS = [
     (1, {}),
-    (1, {"PAIRS_PER_POINT_GUESS": 0}),
-    (2, {"PARALLEL_MIN_POINTS_ONE_PASS": 0}),
-    (2, {"PARALLEL_MIN_POINTS_ONE_PASS": 0, "PAIRS_PER_POINT_CAPACITY": 0}),
-    (2, {"ONE_PASS_MAX_POINTS": 0, "PARALLEL_MIN_POINTS": 0, "PARALLEL_MIN_QUERIES": 0}),
+    (2, {}),
+    (2, {"PAIR_ROWS_MARGIN": 0.0, "PAIR_ROWS_SLACK": 1}),
+    (1, {"PARALLEL_MIN_POINTS_ONE_PASS": 10**9, "PAIRS_PER_POINT_GUESS": 0}),
+    (2, {"PARALLEL_MIN_POINTS": 0, "PARALLEL_MIN_QUERIES": 0}),
+    (2, {"PARALLEL_MIN_POINTS": 0, "ONE_PASS_MAX_PAIRS_PER_POINT": 0}),
 ]
 
 

@@ -23,14 +23,15 @@ size is enlarged internally by a relative 2**-20 so that ``r == cell_size`` stil
 only one ring of cells despite rounding. On a periodic axis the cells tile the box
 exactly, so the cell size there is ``box / floor(box / cell_size)``.
 
-Queries. Radius, box and large pair queries have a count pass that sizes the output
-exactly and a fill pass that writes it, both parallel over cells or queries. Work is split
-into fixed chunks and each row (or cell) writes to an offset fixed by the count pass, so
-the output is identical for any thread count. Pair queries below `ONE_PASS_MAX_POINTS`
-skip the count pass: the cells are cut into regions, each appending its pairs to rows of
-its own, and the regions' rows are joined in order: the same rows in the same order,
-for the price of holding them twice for a moment. Coordinates are float64 throughout;
-float32 input is converted once.
+Queries. Radius and box queries (and `iter_pairs`) have a count pass that sizes the
+output exactly and a fill pass that writes it, both parallel over cells or queries. Work
+is split into fixed chunks and each row (or cell) writes to an offset fixed by the count
+pass, so the output is identical for any thread count. `query_pairs` skips the count
+pass: the cells are cut into regions, each appending its pairs to rows of its own, sized
+from a count over a sixteenth of its cells (rows reserved but never written cost no
+memory); the regions' rows are then moved down into one block, in order. Same rows, same
+order, about a third less time. Coordinates are float64 throughout; float32 input is
+converted once.
 
 Brute force. ``algorithm="brute"`` puts every point into a single cell, so every query
 compares every candidate pair: the same arithmetic with no spatial pruning, which is the
@@ -77,18 +78,21 @@ PARALLEL_MIN_QUERIES = 2_000
 #: Rows first allocated per point by the one-pass pair search of small inputs (it grows
 #: by doubling when a dense cloud holds more).
 PAIRS_PER_POINT_GUESS = 16
-#: Pair searches run in one pass (no count pass) below this many points, on one thread
-#: below `PARALLEL_MIN_POINTS_ONE_PASS`. Above it the count and fill passes run instead:
-#: they need no buffer beyond the result, where one pass holds the rows written and their
-#: copy into the result (one pass was 1.5x faster at a million points, 3-D, 30
-#: neighbours, but peaked at twice the output's memory). Measured on the 2-core
-#: development machine: on two threads one pass beat one thread from 1,000 points on
-#: (0.24 against 0.33 ms), and the count and fill passes at every size.
-ONE_PASS_MAX_POINTS = 500_000
+#: Pair searches on one thread below this many points: a single pass into outputs that
+#: grow. From there on, regions of cells on every thread (measured on the 2-core
+#: development machine: two threads beat one from 1,000 points on, 0.24 against 0.33 ms).
 PARALLEL_MIN_POINTS_ONE_PASS = 2_000
-#: Rows reserved per point by the parallel one-pass search: pages never written cost no
-#: memory, and a region that needs more is redone alone.
-PAIRS_PER_POINT_CAPACITY = 64
+#: Above this many pairs per point (estimated), moving the regions' rows together costs
+#: more than a count pass, and the count and fill passes run instead (1,000 Gaussian
+#: clusters, 216 pairs per point: 2.1 s against 2.2-2.6 s; uniform, 15 per point: one
+#: pass 0.45 s against 0.58 s).
+ONE_PASS_MAX_PAIRS_PER_POINT = 64
+#: Every this many cells of a region are counted to size its rows.
+PAIR_SAMPLE_STRIDE = 16
+#: Rows reserved per region: this multiple of its estimate, plus `PAIR_ROWS_SLACK`. Rows
+#: never written cost no memory; a region that needs more is redone alone.
+PAIR_ROWS_MARGIN = 1.2
+PAIR_ROWS_SLACK = 4096
 #: Regions of cells per thread in the parallel one-pass search (load balance).
 PAIR_REGIONS_PER_THREAD = 4
 #: Average points per cell aimed at when no cell size is given.
@@ -286,21 +290,22 @@ class Grid:
             return self.query_radius(queries, r, return_distances=return_distances,
                                      sort=False).to_pairs()
         r2, radii_sorted, reach = self._pair_search(r, radii)
-        if not self._parallel(self.n_points, PARALLEL_MIN_POINTS_ONE_PASS):
+        if self.n_points < PARALLEL_MIN_POINTS_ONE_PASS:
             return self._append_pairs(r2, radii_sorted, reach, return_distances)
-        if self.n_points < ONE_PASS_MAX_POINTS:
-            with _config.threads(self._n_threads):
-                return self._append_pairs_parallel(r2, radii_sorted, reach, return_distances)
         with _config.threads(self._n_threads):
-            reach_cells, counts = self._count_pairs(r2, radii_sorted, reach)
-            return self._fill_pairs(r2, radii_sorted, reach_cells, counts, 0, counts.shape[0],
-                                    return_distances)
+            return self._append_pairs_parallel(r2, radii_sorted, reach, return_distances)
 
     def _append_pairs_parallel(self, r2, radii_sorted, reach, return_distances) -> Pairs:
-        """All pairs in one pass on every thread (mid-size inputs): the cells are cut into
-        regions of about equal point counts, each appending to rows of its own; a region
-        whose rows overflow is redone alone. The same rows in the same order as the count
-        and fill passes; memory: the rows written, then their copy into the result."""
+        """All pairs in one pass on every thread: the cells are cut into regions of about
+        equal point counts, each appending its pairs to rows of its own, sized from a
+        sample of its cells; the regions' rows are then moved down into one block. The
+        same rows in the same order as the count and fill passes.
+
+        Memory: rows reserved but never written cost nothing (untouched pages), so the
+        result, a view of the first rows of the buffer, holds about as much memory as
+        its rows. A region whose rows overflow is redone alone, and the rows are then
+        copied out instead.
+        """
         n = self.n_points
         reach_cells = pairs.reach_in_cells(self.state, reach)
         n_regions = PAIR_REGIONS_PER_THREAD * numba.get_num_threads()
@@ -308,29 +313,48 @@ class Grid:
         region_cells = np.searchsorted(cell_start, np.linspace(0, n, n_regions + 1))
         region_cells[0], region_cells[-1] = 0, self.n_occupied_cells
         region_cells = np.unique(region_cells)
-        region_points = np.diff(cell_start[region_cells])
+        estimates = np.empty(region_cells.shape[0] - 1, dtype=np.float64)
+        pairs.pairs_estimate_regions(self.state, r2, radii_sorted, reach_cells, region_cells,
+                                     PAIR_SAMPLE_STRIDE, estimates)
+        if estimates.sum() > ONE_PASS_MAX_PAIRS_PER_POINT * n:
+            # So many pairs per point that moving the rows together would cost more than a
+            # count pass: count, then fill in place.
+            reach_cells, counts = self._count_pairs(r2, radii_sorted, reach)
+            return self._fill_pairs(r2, radii_sorted, reach_cells, counts, 0, counts.shape[0],
+                                    return_distances)
         region_rows = np.zeros(region_cells.shape[0], dtype=np.int64)
-        np.cumsum(PAIRS_PER_POINT_CAPACITY * region_points + 64, out=region_rows[1:])
+        np.cumsum(np.ceil(PAIR_ROWS_MARGIN * estimates).astype(np.int64) + PAIR_ROWS_SLACK,
+                  out=region_rows[1:])
         capacity = int(region_rows[-1])
         indices = np.empty((capacity, 2), dtype=self._index_dtype)
         distances = np.empty(capacity if return_distances else 0, dtype=np.float64)
         n_written = np.empty(region_cells.shape[0] - 1, dtype=np.int64)
         pairs.pairs_append_regions(self.state, r2, radii_sorted, reach_cells, region_cells,
                                    region_rows, indices, distances, n_written)
+        if (n_written >= 0).all():
+            # Move each region's rows down after the previous one's, in order (a move to
+            # lower rows never overwrites rows not yet moved).
+            total = 0
+            for k, written in enumerate(n_written.tolist()):
+                source = int(region_rows[k])
+                if source != total:
+                    indices[total:total + written] = indices[source:source + written]
+                    if return_distances:
+                        distances[total:total + written] = distances[source:source + written]
+                total += written
+            return Pairs(indices[:total], distances[:total] if return_distances else None,
+                         (n, n))
         index_pieces, distance_pieces = [], []
         for k, written in enumerate(n_written.tolist()):
-            if written >= 0:
-                rows = slice(region_rows[k], region_rows[k] + written)
-                index_pieces.append(indices[rows])
-                distance_pieces.append(distances[rows] if return_distances else distances)
-                continue
-            index_piece, distance_piece, written = pairs.pairs_scan_cells(
-                self.state, r2, radii_sorted, reach_cells, region_cells[k],
-                region_cells[k + 1], region_cells[k], np.empty(0, np.int64),
-                indices[region_rows[k]:region_rows[k + 1]],
-                distances[region_rows[k]:region_rows[k + 1]] if return_distances
-                else distances, True,
-            )
+            rows = slice(region_rows[k], region_rows[k + 1])
+            if written < 0:
+                index_piece, distance_piece, written = pairs.pairs_scan_cells(
+                    self.state, r2, radii_sorted, reach_cells, region_cells[k],
+                    region_cells[k + 1], region_cells[k], np.empty(0, np.int64),
+                    indices[rows], distances[rows] if return_distances else distances, True,
+                )
+            else:
+                index_piece, distance_piece = indices[rows], distances[rows]
             index_pieces.append(index_piece[:written])
             distance_pieces.append(distance_piece[:written])
         indices = np.concatenate(index_pieces)
