@@ -87,6 +87,11 @@ PARALLEL_MIN_POINTS_ONE_PASS = 2_000
 #: clusters, 216 pairs per point: 2.1 s against 2.2-2.6 s; uniform, 15 per point: one
 #: pass 0.45 s against 0.58 s).
 ONE_PASS_MAX_PAIRS_PER_POINT = 64
+#: Below this many points the regions' rows are not estimated but reserved,
+#: `PAIRS_PER_POINT_RESERVED` per point: the estimate is a parallel region of its own,
+#: whose start (tens of microseconds after idle) matters at a few thousand points.
+PAIR_ESTIMATE_MIN_POINTS = 50_000
+PAIRS_PER_POINT_RESERVED = 64
 #: Every this many cells of a region are counted to size its rows.
 PAIR_SAMPLE_STRIDE = 16
 #: Rows reserved per region: this multiple of its estimate, plus `PAIR_ROWS_SLACK`. Rows
@@ -314,9 +319,13 @@ class Grid:
         region_cells[0], region_cells[-1] = 0, self.n_occupied_cells
         region_cells = np.unique(region_cells)
         estimates = np.empty(region_cells.shape[0] - 1, dtype=np.float64)
-        pairs.pairs_estimate_regions(self.state, r2, radii_sorted, reach_cells, region_cells,
-                                     PAIR_SAMPLE_STRIDE, estimates)
-        if estimates.sum() > ONE_PASS_MAX_PAIRS_PER_POINT * n:
+        if n < PAIR_ESTIMATE_MIN_POINTS:
+            # Small: reserve generously rather than pay a second parallel region.
+            estimates[:] = PAIRS_PER_POINT_RESERVED * np.diff(cell_start[region_cells])
+        else:
+            pairs.pairs_estimate_regions(self.state, r2, radii_sorted, reach_cells,
+                                         region_cells, PAIR_SAMPLE_STRIDE, estimates)
+        if estimates.sum() > ONE_PASS_MAX_PAIRS_PER_POINT * n and n >= PAIR_ESTIMATE_MIN_POINTS:
             # So many pairs per point that moving the rows together would cost more than a
             # count pass: count, then fill in place.
             reach_cells, counts = self._count_pairs(r2, radii_sorted, reach)
