@@ -228,18 +228,26 @@ def same_level_pairs(bounds, spheres, meta, bucket_start, codes, records, b_begi
                         or meta[a, LO + 1] + ((code_a >> 1) & 1)
                         != meta[b, LO + 1] + ((code_b >> 1) & 1)
                         or meta[a, LO + 2] + ((code_a >> 2) & 1)
-                        != meta[b, LO + 2] + ((code_b >> 2) & 1)
-                        or (meta[a, CATEGORY] & meta[b, MASK]) == 0
-                        or (meta[b, CATEGORY] & meta[a, MASK]) == 0):
+                        != meta[b, LO + 2] + ((code_b >> 2) & 1)):
                     continue
-                if ((code_a | code_b) & SPHERE_BIT
-                        and not shapes_overlap(bounds, spheres, a, b)):
-                    continue
-                if n_pairs < capacity:
-                    pairs[n_pairs, 0] = a
-                    pairs[n_pairs, 1] = b
-                n_pairs += 1
+                n_pairs = kept_pair(bounds, spheres, meta, a, b, (code_a | code_b) & SPHERE_BIT,
+                                    pairs, n_pairs, capacity)
     return n_pairs
+
+
+@jit
+def kept_pair(bounds, spheres, meta, a, b, any_sphere, pairs, n_pairs, capacity):
+    """The last tests of a candidate pair whose boxes overlap in the cell that reports it:
+    each one's category meets the other's mask, and with a sphere among them the shapes
+    overlap. A kept pair is written while there is room; returns the new ``n_pairs``."""
+    if (meta[a, CATEGORY] & meta[b, MASK]) == 0 or (meta[b, CATEGORY] & meta[a, MASK]) == 0:
+        return n_pairs
+    if any_sphere and not shapes_overlap(bounds, spheres, a, b):
+        return n_pairs
+    if n_pairs < capacity:
+        pairs[n_pairs, 0] = a
+        pairs[n_pairs, 1] = b
+    return n_pairs + 1
 
 
 @jit
@@ -285,17 +293,11 @@ def cross_level_pairs(bounds, spheres, meta, inv_size, used_levels, codes, recor
                             b = code_b >> SLOT_SHIFT
                             if (meta[b, LO] + (code_b & 1) != cx
                                     or meta[b, LO + 1] + ((code_b >> 1) & 1) != cy
-                                    or meta[b, LO + 2] + ((code_b >> 2) & 1) != cz
-                                    or (meta[a, CATEGORY] & meta[b, MASK]) == 0
-                                    or (meta[b, CATEGORY] & meta[a, MASK]) == 0):
+                                    or meta[b, LO + 2] + ((code_b >> 2) & 1) != cz):
                                 continue
-                            if ((bits_a | code_b) & SPHERE_BIT
-                                    and not shapes_overlap(bounds, spheres, a, b)):
-                                continue
-                            if n_pairs < capacity:
-                                pairs[n_pairs, 0] = a
-                                pairs[n_pairs, 1] = b
-                            n_pairs += 1
+                            n_pairs = kept_pair(bounds, spheres, meta, a, b,
+                                                (bits_a | code_b) & SPHERE_BIT, pairs, n_pairs,
+                                                capacity)
     return n_pairs
 
 

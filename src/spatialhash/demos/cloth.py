@@ -43,7 +43,6 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -51,6 +50,7 @@ from .. import Grid
 from .._validation import as_count, as_positive_scalar
 from . import _cloth_kernels as kernels
 from ._cloth_view import Renderer
+from ._options import option_problem
 
 #: Gravity along -z, m/s^2.
 GRAVITY = 9.81
@@ -394,17 +394,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the cloth demo from parsed options, print its timing; returns the exit status."""
-    for name in ("size", "frames", "substeps", "render_every"):
-        lowest = 2 if name == "size" else 1
-        if getattr(args, name) < lowest:
-            print(f"error: --{name.replace('_', '-')} must be at least {lowest}; got "
-                  f"{getattr(args, name)}.", file=sys.stderr)
-            return 2
-    write = str(args.output).lower() != "none"
-    if write and not Path(args.output).resolve().parent.is_dir():
-        print(f"error: --output must be in an existing folder; got {args.output}.",
-              file=sys.stderr)
+    problem = option_problem(args, {"size": 2, "frames": 1, "substeps": 1, "render_every": 1})
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
+    write = str(args.output).lower() != "none"
 
     start = time.perf_counter()
     _warm_up(write)

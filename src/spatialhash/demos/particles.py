@@ -35,13 +35,13 @@ import math
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 import spatialhash
 
 from . import _particle_kernels as kernels
+from ._options import option_problem
 
 #: The contact searches, fastest first.
 SEARCHES = ("hash", "sorted", "brute")
@@ -404,19 +404,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the particle demo from parsed options; returns the exit status."""
-    for name in ("count", "steps", "timing_steps", "frame_every", "size"):
-        if getattr(args, name) < 1:
-            print(f"error: --{name.replace('_', '-')} must be at least 1; got "
-                  f"{getattr(args, name)}.", file=sys.stderr)
-            return 2
-    if args.frames is not None and args.frames < 1:
-        print(f"error: --frames must be at least 1; got {args.frames}.", file=sys.stderr)
+    problem = option_problem(args, dict.fromkeys(
+        ("count", "steps", "timing_steps", "frame_every", "size", "frames"), 1))
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     write = str(args.output).lower() != "none"
-    if write and not Path(args.output).resolve().parent.is_dir():
-        print(f"error: --output must be in an existing folder; got {args.output}.",
-              file=sys.stderr)
-        return 2
     from . import _particle_view as view
 
     if args.interactive:
