@@ -154,15 +154,6 @@ def coordinate_rows(value, name: str, m: int, n_dims: int) -> np.ndarray:
     return padded
 
 
-def check_rows_order(lower: np.ndarray, upper: np.ndarray) -> None:
-    """Raise unless ``lower <= upper`` on every row and axis."""
-    inverted = np.argwhere(lower > upper)
-    if inverted.size:
-        row, axis = inverted[0]
-        raise ValueError(
-            f"`upper` must be >= `lower` on every axis; got lower[{row}, {axis}] = "
-            f"{lower[row, axis]} > upper[{row}, {axis}] = {upper[row, axis]}."
-        )
 
 
 def radius_rows(value, m: int) -> np.ndarray:

@@ -203,13 +203,7 @@ def as_bounds(lower, upper, n_dims: int) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(
             f"`lower` and `upper` must have the same shape; got {lower.shape} and {upper.shape}."
         )
-    inverted = np.argwhere(lower > upper)
-    if inverted.size:
-        row, axis = inverted[0]
-        raise ValueError(
-            f"`upper` must be >= `lower` on every axis; got lower[{row}, {axis}] = "
-            f"{lower[row, axis]} > upper[{row}, {axis}] = {upper[row, axis]}."
-        )
+    check_rows_order(lower, upper)
     return lower, upper
 
 
@@ -246,3 +240,14 @@ def unit_vectors(vectors3: np.ndarray) -> np.ndarray:
     x, y, z = vectors3[:, 0], vectors3[:, 1], vectors3[:, 2]
     norm = np.sqrt(x * x + y * y + z * z)
     return np.ascontiguousarray(vectors3 / norm[:, np.newaxis])
+
+
+def check_rows_order(lower: np.ndarray, upper: np.ndarray) -> None:
+    """Raise unless ``lower <= upper`` on every row and axis of two (m, d) arrays."""
+    inverted = np.argwhere(lower > upper)
+    if inverted.size:
+        row, axis = inverted[0]
+        raise ValueError(
+            f"`upper` must be >= `lower` on every axis; got lower[{row}, {axis}] = "
+            f"{lower[row, axis]} > upper[{row}, {axis}] = {upper[row, axis]}."
+        )

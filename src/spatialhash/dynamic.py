@@ -68,7 +68,7 @@ from ._kernels import dynamic as storage_kernels
 from ._kernels import dynamic_pairs, dynamic_query, dynamic_ray
 from ._kernels.dynamic import CATEGORY, ENTRIES, LEVEL, MASK, META_COLUMNS, N_LEVELS
 from ._results import Hits
-from ._validation import as_count, as_positive_scalar
+from ._validation import as_count, as_positive_scalar, check_rows_order
 
 __all__ = ["DynamicHash", "UnknownIdError"]
 
@@ -426,7 +426,7 @@ class DynamicHash:
             rows[:, 3:] = low
         else:
             high = check.coordinate_rows(upper, "upper", m, self._n_dims)
-            check.check_rows_order(low, high)
+            check_rows_order(low, high)
             rows[:, 3:] = high
         return rows, _NO_SPHERES
 
