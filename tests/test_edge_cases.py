@@ -430,14 +430,15 @@ def test_one_dimensional_points():
 #: every region overflowing its rows
 #: (redone alone), in one pass into outputs that grow (from one row: many times), and the
 #: count and fill passes on two threads (`iter_pairs`, radius, box, and pairs when there
-#: are many per point).
+#: are many per point), with the grid built on two threads.
 PATHS = [
     (1, {}),
     (2, {}),
     (2, {"PAIR_ESTIMATE_MIN_POINTS": 0}),
     (2, {"PAIRS_PER_POINT_RESERVED": 0, "PAIR_ROWS_MARGIN": 0.0, "PAIR_ROWS_SLACK": 1}),
     (1, {"PARALLEL_MIN_POINTS_ONE_PASS": 10**9, "PAIRS_PER_POINT_GUESS": 0}),
-    (2, {"PARALLEL_MIN_POINTS": 0, "PARALLEL_MIN_QUERIES": 0}),
+    (2, {"PARALLEL_MIN_POINTS": 0, "PARALLEL_MIN_QUERIES": 0,
+         "PARALLEL_BUILD_MAX_COUNTS_PER_POINT": 100}),
     (2, {"PARALLEL_MIN_POINTS": 0, "PAIR_ESTIMATE_MIN_POINTS": 0,
          "ONE_PASS_MAX_PAIRS_PER_POINT": 0}),
 ]

@@ -48,8 +48,9 @@ import numpy as np
 
 from . import _config
 from ._kernels import box as box_kernels
-from ._kernels import build, knn, pairs, radius
+from ._kernels import build, build_parallel, knn, pairs, radius
 from ._kernels import ray as ray_kernels
+from ._kernels.cells import floor_to_int
 from ._kernels.state import N_AXES, GridState
 from ._results import KNearest, Neighbors, Pairs, RayHits
 from ._validation import (
@@ -75,6 +76,9 @@ MAX_CELLS_PER_AXIS = 2.0**52
 #: more than the work (benchmarks/bench_threading.py measures both).
 PARALLEL_MIN_POINTS = 20_000
 PARALLEL_MIN_QUERIES = 2_000
+#: The parallel build keeps a histogram of the box of cells per thread; it runs when
+#: those hold at most this many counts per point (else the sequential build does).
+PARALLEL_BUILD_MAX_COUNTS_PER_POINT = 2
 #: Rows first allocated per point by the one-pass pair search of small inputs (it grows
 #: by doubling when a dense cloud holds more).
 PAIRS_PER_POINT_GUESS = 16
@@ -105,6 +109,9 @@ DEFAULT_POINTS_PER_CELL = 4.0
 ALGORITHMS = ("auto", "grid", "brute")
 #: Passed where a kernel writes no distances (one specialization with or without them).
 _NO_DISTANCES = np.empty(0, dtype=np.float64)
+#: The hash table of a dense grid.
+_NO_HASH_KEYS = np.empty((0, N_AXES), dtype=np.int64)
+_NO_HASH_IDS = np.empty(0, dtype=np.int64)
 
 
 class Grid:
@@ -178,8 +185,8 @@ class Grid:
         self._index_dtype = np.dtype(np.int32 if n < np.iinfo(np.int32).max else np.int64)
         with _config.threads(self._n_threads):
             self.state = _build_state(
-                points3, lowest, self._cell_size, self._box, algorithm == "brute",
-                self._index_dtype,
+                points3, lowest, highest, self._cell_size, self._box, algorithm == "brute",
+                self._index_dtype, self._parallel(n, PARALLEL_MIN_POINTS),
             )
 
     # ------------------------------------------------------------------ properties
@@ -725,10 +732,14 @@ def _default_cell_size(n: int, lowest: np.ndarray, highest: np.ndarray, box: np.
     return float(min(math.exp(log_size), extent.max()))
 
 
-def _build_state(points3, lowest, cell_size, box, brute, index_dtype) -> GridState:
+def _build_state(points3, lowest, highest, cell_size, box, brute, index_dtype,
+                 parallel) -> GridState:
     """Sort ``points3`` (n, 3), already wrapped, into cells; see the module docstring.
 
-    ``lowest`` is the smallest coordinate per axis (the origin of open axes).
+    ``lowest`` and ``highest`` are the smallest and largest coordinate per axis (the origin
+    of open axes, and the extent of the box of cells). With ``parallel``, a dense grid
+    whose counts fit `PARALLEL_BUILD_MAX_COUNTS_PER_POINT` is sorted on every thread
+    (`build_parallel`): the same state, byte for byte.
     """
     n = points3.shape[0]
     is_periodic = np.isfinite(box)
@@ -750,6 +761,24 @@ def _build_state(points3, lowest, cell_size, box, brute, index_dtype) -> GridSta
         else:
             size[axis] = np.inf if brute else cell_size * (1 + CELL_SIZE_MARGIN)
     inv_size = 1.0 / size
+    n_threads = numba.get_num_threads()
+    if parallel and n_threads > 1:
+        # The cell coordinate of the largest coordinate is the largest cell coordinate (the
+        # same arithmetic, monotone), so the box of cells is known before any pass.
+        n_cells = np.array([
+            n_periodic[axis] if n_periodic[axis] > 0 else
+            floor_to_int((highest[axis] - origin[axis]) * inv_size[axis]) + 1
+            for axis in range(N_AXES)
+        ], dtype=np.int64)
+        n_linear = float(np.prod(n_cells.astype(np.float64)))
+        if (n_linear <= build.max_dense_cells(n)
+                and n_threads * n_linear <= PARALLEL_BUILD_MAX_COUNTS_PER_POINT * n):
+            (cell_start, permutation, columns, dense_lookup, dense_start,
+             cell_coords) = build_parallel.build_dense_parallel(
+                points3, origin, inv_size, n_periodic, n_cells, n_threads)
+            return _grid_state(columns, permutation, index_dtype, origin, size, inv_size,
+                               n_cells, box, cell_start, cell_coords, dense_lookup,
+                               dense_start, _NO_HASH_KEYS, _NO_HASH_IDS)
     (dense, n_cells, coords, cell_start, permutation, columns, dense_lookup, dense_start,
      cell_coords) = build.build_cells(points3, origin, inv_size, n_periodic,
                                       build.max_dense_cells(n))
@@ -761,8 +790,7 @@ def _build_state(points3, lowest, cell_size, box, brute, index_dtype) -> GridSta
             f"need {float(n_cells[axis]):.3g} cells along axis {axis} (at most 2**52). "
             "Use a larger cell_size."
         )
-    hash_keys = np.empty((0, N_AXES), dtype=np.int64)
-    hash_ids = np.empty(0, dtype=np.int64)
+    hash_keys, hash_ids = _NO_HASH_KEYS, _NO_HASH_IDS
     if not dense:
         cell_id, unique, hash_keys, hash_ids = build.hashed_cell_ids(coords)
         n_occupied = unique.shape[0]
@@ -773,6 +801,14 @@ def _build_state(points3, lowest, cell_size, box, brute, index_dtype) -> GridSta
         build.relabel(hash_ids, rank)
         cell_coords = np.ascontiguousarray(unique[cell_order])
         cell_start, permutation, columns = build.sort_points(points3, cell_id, n_occupied)
+    return _grid_state(columns, permutation, index_dtype, origin, size, inv_size, n_cells,
+                       box, cell_start, cell_coords, dense_lookup, dense_start, hash_keys,
+                       hash_ids)
+
+
+def _grid_state(columns, permutation, index_dtype, origin, size, inv_size, n_cells, box,
+                cell_start, cell_coords, dense_lookup, dense_start, hash_keys,
+                hash_ids) -> GridState:
     return GridState(
         points=columns,
         order=permutation.astype(index_dtype),

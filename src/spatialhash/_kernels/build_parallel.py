@@ -1,0 +1,101 @@
+"""The dense build on every thread: the same cells, order and sorted points as `build`.
+
+A stable counting sort is unique: whatever way the points are cut into chunks, sorting
+them by cell and keeping equal keys in index order gives one permutation. So the chunks
+may follow the thread count and the grid is still identical, byte for byte, to the one
+the sequential `build.build_cells` makes.
+
+The sort is by the cell's linear index in the box of cells (row-major, x fastest), whose
+order is that of the occupied-cell ids. Four passes:
+
+1. per point, its linear index (parallel over points);
+2. per chunk of points, a histogram of linear indices (parallel over chunks);
+3. one sequential sweep over the box of cells: where each chunk's points of each cell go,
+   the dense lookup and offsets, the occupied cells' coordinates;
+4. per chunk, its points scattered to their places (parallel over chunks), then the
+   coordinates gathered in sorted order (parallel over points).
+
+The histograms hold ``n_chunks * n_linear`` counts, so the caller takes this path only
+when that is small next to the number of points.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from .._config import jit_parallel
+from .cells import floor_to_int
+
+
+@jit_parallel
+def build_dense_parallel(points3, origin, inv_cell_size, n_periodic, n_cells, n_chunks):
+    """Sort ``points3`` (n, 3) into the dense box of ``n_cells`` cells.
+
+    ``n_cells`` must cover every point's cell coordinate (the caller derives it from the
+    largest coordinate with the same arithmetic); periodic axes (``n_periodic > 0``) clamp
+    as in `build.cell_coords_of`. Returns ``(cell_start, permutation, columns,
+    dense_lookup, dense_start, cell_coords)``, equal to `build.build_cells`'s.
+    """
+    n = points3.shape[0]
+    nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
+    n_linear = nx * ny * nz
+    linear = np.empty(n, np.int64)
+    for i in prange(n):
+        key = np.int64(0)
+        for axis in range(2, -1, -1):
+            c = floor_to_int((points3[i, axis] - origin[axis]) * inv_cell_size[axis])
+            if n_periodic[axis] > 0:
+                c = min(max(c, 0), n_periodic[axis] - 1)
+            key = key * n_cells[axis] + c
+        linear[i] = key
+
+    chunk = (n + n_chunks - 1) // n_chunks
+    counts = np.zeros((n_chunks, n_linear), np.int64)
+    for k in prange(n_chunks):
+        for i in range(k * chunk, min(n, (k + 1) * chunk)):
+            counts[k, linear[i]] += 1
+
+    # counts[k, key] becomes where chunk k writes its first point of cell `key`.
+    dense_start = np.empty(n_linear + 1, np.int64)
+    dense_lookup = np.empty(n_linear, np.int64)
+    n_occupied = 0
+    total = 0
+    for key in range(n_linear):
+        dense_start[key] = total
+        for k in range(n_chunks):
+            count = counts[k, key]
+            counts[k, key] = total
+            total += count
+        if total > dense_start[key]:
+            dense_lookup[key] = n_occupied
+            n_occupied += 1
+        else:
+            dense_lookup[key] = -1
+    dense_start[n_linear] = total
+
+    cell_start = np.empty(n_occupied + 1, np.int64)
+    cell_coords = np.empty((n_occupied, 3), np.int64)
+    for key in range(n_linear):
+        cell = dense_lookup[key]
+        if cell >= 0:
+            cell_start[cell] = dense_start[key]
+            cell_coords[cell, 0] = key % nx
+            cell_coords[cell, 1] = (key // nx) % ny
+            cell_coords[cell, 2] = key // (nx * ny)
+    cell_start[n_occupied] = n
+
+    permutation = np.empty(n, np.int64)
+    for k in prange(n_chunks):
+        for i in range(k * chunk, min(n, (k + 1) * chunk)):
+            key = linear[i]
+            permutation[counts[k, key]] = i
+            counts[k, key] += 1
+
+    columns = np.empty((3, n), np.float64)
+    for s in prange(n):
+        i = permutation[s]
+        columns[0, s] = points3[i, 0]
+        columns[1, s] = points3[i, 1]
+        columns[2, s] = points3[i, 2]
+    return cell_start, permutation, columns, dense_lookup, dense_start, cell_coords

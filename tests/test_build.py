@@ -1,0 +1,67 @@
+"""The parallel build gives the sequential build's grid, byte for byte."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+import spatialhash.grid
+from spatialhash import Grid
+
+rng = np.random.default_rng(21)
+#: (points, cell size, keyword arguments): every kind of dense grid the build meets.
+CLOUDS = {
+    "3-D uniform": (rng.random((5000, 3)), 0.07, {}),
+    "2-D, negative, elongated": (rng.random((4000, 2)) * [1.0, 3.0] - 5.0, 0.05, {}),
+    "1-D": (rng.random((3000, 1)), 0.001, {}),
+    "periodic": (rng.random((5000, 3)) * 2.0 - 0.5, 0.1, {"box": 1.0}),
+    "periodic on two axes": (rng.random((5000, 3)), 0.1,
+                             {"box": [1.0, 1.0, 1.0], "periodic": [True, False, True]}),
+    # A point whose wrap rounds onto the box's upper face: clamped into the last cell.
+    "upper face": (np.array([[-1e-18, 0.5, 0.5], [0.25, 0.25, 0.25]] * 50), 0.1,
+                   {"box": 1.0}),
+    "duplicates": (np.repeat(rng.random((40, 3)), 100, axis=0), 0.05, {}),
+    "dyadic lattice, points on cell faces": (
+        rng.integers(-8, 8, size=(3000, 3)) * 0.125, 0.25, {}),
+    "float32": (rng.random((3000, 3)).astype(np.float32), 0.1, {}),
+    "brute force": (rng.random((2000, 3)), 0.1, {"algorithm": "brute"}),
+    "one point": (np.array([[0.3, -2.0, 7.0]]), 0.1, {}),
+}
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+@pytest.mark.parametrize("name", list(CLOUDS))
+def test_parallel_build_equals_sequential_build(name, monkeypatch):
+    points, cell_size, options = CLOUDS[name]
+    sequential = Grid(points, cell_size, n_threads=1, **options).state
+    monkeypatch.setattr(spatialhash.grid, "PARALLEL_MIN_POINTS", 0)
+    monkeypatch.setattr(spatialhash.grid, "PARALLEL_BUILD_MAX_COUNTS_PER_POINT", 10**6)
+    calls = []
+    original = spatialhash.grid.build_parallel.build_dense_parallel
+    monkeypatch.setattr(spatialhash.grid.build_parallel, "build_dense_parallel",
+                        lambda *args: calls.append(1) or original(*args))
+    parallel = Grid(points, cell_size, n_threads=2, **options).state
+    assert calls, "the parallel build did not run"
+    for field in sequential._fields:
+        expected, got = getattr(sequential, field), getattr(parallel, field)
+        assert got.dtype == expected.dtype, field
+        assert got.shape == expected.shape, field
+        assert np.array_equal(got, expected), field
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_parallel_build_leaves_sparse_and_large_boxes_to_the_sequential_build(monkeypatch):
+    monkeypatch.setattr(spatialhash.grid, "PARALLEL_MIN_POINTS", 0)
+    calls = []
+    original = spatialhash.grid.build_parallel.build_dense_parallel
+    monkeypatch.setattr(spatialhash.grid.build_parallel, "build_dense_parallel",
+                        lambda *args: calls.append(1) or original(*args))
+    points = rng.random((1000, 3))
+    # 1,000 points in 100**3 cells: their histograms would dwarf the points.
+    assert len(Grid(points, 0.01, n_threads=2).query_pairs(0.01).indices) >= 0
+    # An outlier makes the grid sparse (hashed).
+    outlier = np.vstack([points, [[1e6, 0.0, 0.0]]])
+    grid = Grid(outlier, 0.1, n_threads=2)
+    assert grid.state.hash_ids.size > 0
+    assert not calls
