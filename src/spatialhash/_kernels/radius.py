@@ -49,18 +49,53 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
     half = np.empty(3, np.float64)
     run_bounds, run_shifts = run_buffers(32)
     sort_keys, sort_values = row_sort_buffers()
+    n_occupied = cell_coords.shape[0]
+    dense = dense_start.shape[0] > 0
+    nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
+    # On a periodic axis, a range within [0, n - 1] wraps nothing unless it is the whole
+    # axis (then `wrap_whole_axes` takes minimum images): keep those to the general path.
+    wrap_x = 0 if math.isinf(box_x) else 1
+    wrap_y = 0 if math.isinf(box_y) else 1
+    wrap_z = 0 if math.isinf(box_z) else 1
     for t in range(t_lo, t_hi):
         q = visit_order[t]
         qx, qy, qz = queries[q, 0], queries[q, 1], queries[q, 2]
         query_cell_range(origin, inv_cell_size, n_cells, box_axis, (qx, qy, qz), radii[q],
                          first, last)
-        use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last, half)
-        half_x, half_y, half_z = half[0], half[1], half[2]
-        needed = runs_capacity(first, last, cell_coords.shape[0])
-        if needed > run_bounds.shape[0]:
-            run_bounds, run_shifts = run_buffers(needed)
-        n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start, hash_keys,
-                             hash_ids, first, last, False, (0, 0, 0), run_bounds, run_shifts)
+        x_lo, y_lo, z_lo = first[0], first[1], first[2]
+        x_hi, y_hi, z_hi = last[0], last[1], last[2]
+        n_rows = (y_hi - y_lo + 1) * (z_hi - z_lo + 1)
+        if (dense and 0 <= x_lo <= x_hi < nx - wrap_x and 0 <= y_lo <= y_hi < ny - wrap_y
+                and 0 <= z_lo <= z_hi < nz - wrap_z
+                and n_rows * (x_hi - x_lo + 1) <= n_occupied):
+            # Inside the box of a dense grid, touching no periodic axis's ends: the runs
+            # of `cells.gather_runs`, in its order, found inline (the general path cost
+            # about as much as the distance tests of a query).
+            use_min_image = False
+            half_x = half_y = half_z = np.inf
+            if n_rows > run_bounds.shape[0]:
+                run_bounds, run_shifts = run_buffers(n_rows)
+            n_runs = 0
+            for z in range(z_lo, z_hi + 1):
+                for y in range(y_lo, y_hi + 1):
+                    row = (z * ny + y) * nx
+                    run_start, run_end = dense_start[row + x_lo], dense_start[row + x_hi + 1]
+                    if run_end > run_start:
+                        run_bounds[n_runs, 0], run_bounds[n_runs, 1] = run_start, run_end
+                        run_shifts[n_runs, 0] = 0.0
+                        run_shifts[n_runs, 1] = 0.0
+                        run_shifts[n_runs, 2] = 0.0
+                        n_runs += 1
+        else:
+            use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last,
+                                            half)
+            half_x, half_y, half_z = half[0], half[1], half[2]
+            needed = runs_capacity(first, last, n_occupied)
+            if needed > run_bounds.shape[0]:
+                run_bounds, run_shifts = run_buffers(needed)
+            n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start,
+                                 hash_keys, hash_ids, first, last, False, (0, 0, 0), run_bounds,
+                                 run_shifts)
         start = positions[q] if write else 0
         position = start
         r2 = radii[q] * radii[q]
