@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import pytest
 
 import dynamic_oracles as oracle
 from spatialhash import DynamicHash, Hits
+from spatialhash._dynamic_validation import ALL_BITS
 
 
 def model_of(hash_: DynamicHash, shapes: dict) -> dict:
@@ -174,9 +176,10 @@ def test_bulk_move_of_everything_then_local_queries():
     assert {tuple(r) for r in hash_.query_pairs().tolist()} == oracle.query_pairs(model)
 
 
-def mixed_scene(seed: int, n: int) -> tuple[DynamicHash, dict]:
+def mixed_scene(seed: int, n: int, filters: bool = True) -> tuple[DynamicHash, dict]:
     """``n`` points, boxes and spheres of sizes from 0 to 12 cells on a quarter lattice,
-    with category bits, in 3-D; returns the hash and its model for the oracles."""
+    with category bits (all bits unless ``filters``), in 3-D; returns the hash and its
+    model for the oracles."""
     rng = np.random.default_rng(seed)
     hash_ = DynamicHash(1.0)
     model = {}
@@ -185,7 +188,7 @@ def mixed_scene(seed: int, n: int) -> tuple[DynamicHash, dict]:
         size = float(rng.choice([0.0, 0.25, 0.75, 1.5, 3.0, 12.0], p=[.3, .3, .2, .1, .07, .03]))
         upper = [x + size for x in lower] if i % 3 == 0 else None
         radius = size / 2 if i % 3 == 1 else None
-        category, mask = (1, 3) if i % 7 else (2, 2)
+        category, mask = ((1, 3) if i % 7 else (2, 2)) if filters else (ALL_BITS, ALL_BITS)
         hash_.insert(i, lower, upper, radius=radius, category=category, mask=mask)
         model[i] = oracle.make_shape(lower, upper, radius, category=category, mask=mask)
     return hash_, model
@@ -203,6 +206,23 @@ def test_pairs_parallel_and_sequential_sweeps_give_identical_rows(monkeypatch, s
     assert len(parallel) > 100
     assert np.array_equal(parallel, sequential)  # same rows in the same order
     assert {tuple(row) for row in parallel.tolist()} == oracle.query_pairs(model)
+
+
+def test_pairs_without_filters_skip_the_filter_test_and_one_filter_brings_it_back():
+    """With every category and mask all bits the sweep skips the filter test; one object
+    with other bits must switch it back on (same-level and cross-level pairs)."""
+    hash_, model = mixed_scene(11, 600, filters=False)
+    found = hash_.query_pairs()
+    assert len(found) > 100
+    assert {tuple(row) for row in found.tolist()} == oracle.query_pairs(model)
+    # A point on the finest level and a big box on a coarser one, each with a mask that
+    # keeps it out of every pair.
+    for id, lower, upper in ((5000, [0.5, 0.5, 0.5], None), (5001, [-2.0, -2.0, -2.0],
+                                                              [4.0, 4.0, 4.0])):
+        hash_.insert(id, lower, upper, category=4, mask=0)
+        model[id] = oracle.make_shape(lower, upper, category=4, mask=0)
+    again = {tuple(row) for row in hash_.query_pairs().tolist()}
+    assert again == oracle.query_pairs(model) == {tuple(row) for row in found.tolist()}
 
 
 def test_pairs_with_grown_buffers_and_after_a_bulk_move():
@@ -310,3 +330,18 @@ def test_rays_against_brute_force_on_random_scenes(seed):
         hits = hash_.query_ray(origin, direction, all_hits=True)
         assert hits.ids.tolist() == [id for _, id in expected]
         assert hits.distances.tolist() == [t for t, _ in expected]
+
+
+def test_pickled_hash_answers_and_moves_the_same():
+    hash_ = DynamicHash(0.5, n_dims=3)
+    hash_.insert("a", [0.1, 0.1, 0.1])
+    hash_.insert_many(np.arange(5), np.arange(15.0).reshape(5, 3) * 0.3)
+    hash_.move("a", [0.2, 0.1, 0.1])  # through the compiled entry point kept by the hash
+    clone = pickle.loads(pickle.dumps(hash_))
+    for target in (hash_, clone):
+        target.move("a", [3.0, 3.0, 3.0])
+        target.move(2, [3.1, 3.0, 3.0])
+    assert set(clone.query_radius([3.0, 3.0, 3.0], 0.2)) == {"a", 2}
+    assert set(clone.query_radius([3.0, 3.0, 3.0], 0.2)) == set(
+        hash_.query_radius([3.0, 3.0, 3.0], 0.2))
+    assert sorted(clone, key=str) == sorted(hash_, key=str)

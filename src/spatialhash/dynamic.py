@@ -34,13 +34,26 @@ it and sweeps the runs in 16 fixed chunks, on all threads from `PARALLEL_MIN_ENT
 entries (same rows in the same order for any thread count; `_kernels/dynamic_pairs.py`).
 On the benchmark's 100,000 boxes that took the pairs from 78 to 50 ms on one core of the
 loaded development machine (same run, CPU time, medians); the sort itself (10-12 ms) stays
-sequential, and the cross-level box tests (about 20 ms) are most of what is left.
+sequential, and the cross-level box tests (about 20 ms) are most of what is left. The sweep
+reads ``meta`` (scattered rows) only for the category filters, and only when some object
+has other bits than all: a candidate's cell is recomputed from its copied box instead
+(same-level part 8.5-10 ms -> 4.5-5.9 ms, cross-level 39-42 -> 33 ms medians, one core of
+the loaded machine).
 
 Single moves. `move` checks the common inputs (lists, tuples, 1-D float64 arrays) in a few
-lines of Python and calls one compiled kernel. Deciding in Python whether the object stays
-in its cells and writing its row with `struct` was measured and dropped: 1.4 us for that
-check and write against about 2.2 us for the compiled call in a hot loop, but no faster on
-100,000 random objects (cache misses dominate) and wasted whenever the cells change.
+lines of Python and calls one compiled kernel, `place_one`, which writes the slot directly
+(no temporary one-row arrays) and is called through its compiled entry point rather than
+numba's dispatcher (`_place_one_entry`): the dispatcher typed the tuple of nine storage arrays
+and the eleven scalars on every call. On the benchmark's 100,000 random 2-D boxes
+(`time.thread_time`, best of 7, loaded 2-core machine) a move went from 5.5-5.7 us to
+3.7-4.2 us, and a 3-D point move from 4.5-5.5 us to 3.2-3.4 us; about 2 us of what is
+left is the Python checks and call, and most of the kernel's time is cache misses on the
+object's rows. Keeping the storage in a numba `structref` would save about 0.4 us more
+(one pointer to unbox instead of nine arrays), but its constructor is compiled in every
+process (not cached) and the hash would no longer pickle as plain arrays; a `jitclass`
+is never cached. Deciding in Python whether the object stays in its cells and writing its
+row with `struct` was also measured and dropped: no faster on 100,000 random objects
+(cache misses dominate) and wasted whenever the cells change.
 
 No duplicates, no hash set. An object in several cells is reported from one cell only: a
 query reports it from the lowest cell it shares with the query's range of cells; a pair on
@@ -60,6 +73,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
+import numba
 import numpy as np
 
 from . import _dynamic_validation as check
@@ -83,8 +97,23 @@ PARALLEL_MIN_ENTRIES = 20_000
 #: Smallest capacity (slots) allocated.
 MIN_CAPACITY = 64
 _NO_SPHERES = np.empty((0, 4))
-_SEQUENCES = (list, tuple)
 _MISSING = object()
+_NDARRAY = np.ndarray
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _place_one_entry(storage, slot, shape):
+    """The compiled `place_one` of `_kernels/dynamic.py` for these arguments' types.
+
+    Called directly, it skips numba's dispatcher, which typed the twelve arguments (nine
+    arrays among them) on every call: about 0.7 us of the 2.6 us a move took in a loop.
+    Each hash keeps the entry point of its own storage (`DynamicHash._pack` drops it when
+    the storage changes) and passes only ints and floats besides, so the types it was
+    compiled for always match.
+    """
+    storage_kernels.place_one(storage, slot, *shape)  # compiles or loads from the cache
+    signature = tuple(numba.typeof(value) for value in (storage, slot, *shape))
+    return storage_kernels.place_one.get_overload(signature)
 
 
 def _power_of_two(n: float, minimum: int = 1024) -> int:
@@ -169,7 +198,13 @@ class DynamicHash:
         self._stamp = np.zeros(capacity, np.int64)
         self._pack()
 
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_place_one"] = None  # a compiled function: made again on the next move
+        return state
+
     def _pack(self) -> None:
+        self._place_one = None  # the compiled entry point for these arrays (`move`)
         self._storage = (self._bounds, self._spheres, self._meta, self._links, self._head,
                          self._inv_size, self._level_count, self._status, self._level_cells)
 
@@ -477,24 +512,30 @@ class DynamicHash:
         The arguments are those of `insert`. Cheap when the object stays in its cells.
         """
         try:
-            slot = self._slot_of.get(id, _MISSING)
+            slot = self._slot_of[id]
+        except KeyError:
+            raise check.unknown_ids("id", [id]) from None
         except TypeError as error:
             raise TypeError(f"`id` must be hashable; got {id!r:.80}.") from error
-        if slot is _MISSING:
-            raise check.unknown_ids("id", [id])
         # The common case kept short (the budget is 5 us a call): a point or box given as
-        # lists, tuples or 1-D float64 arrays of floats. Anything else (integers too) takes
-        # the full checks of `_shape`. Checking in Python whether the object stays in its
-        # cells and writing the row with `struct` was tried: no faster than the compiled
+        # lists, tuples or 1-D float64 arrays of Python floats. Anything else (integers too)
+        # takes the full checks of `_shape`. Checking in Python whether the object stays in
+        # its cells and writing the row with `struct` was tried: no faster than the compiled
         # call on random objects (cache misses dominate), and wasted when cells change.
         if radius is None:
-            if type(lower) is np.ndarray and lower.dtype == np.float64:
+            kind = type(lower)
+            if kind is _NDARRAY and lower.dtype == _FLOAT64:
                 lower = lower.tolist()
-            if type(upper) is np.ndarray and upper.dtype == np.float64:
-                upper = upper.tolist()
+                kind = type(lower)  # a list, or a float for a 0-d array
+            if upper is None:
+                high, high_kind = lower, kind
+            else:
+                high, high_kind = upper, type(upper)
+                if high_kind is _NDARRAY and upper.dtype == _FLOAT64:
+                    high = upper.tolist()
+                    high_kind = type(high)
             n_dims = self._n_dims
-            high = lower if upper is None else upper
-            if (type(lower) in _SEQUENCES and type(high) in _SEQUENCES
+            if ((kind is list or kind is tuple) and (high_kind is list or high_kind is tuple)
                     and len(lower) == n_dims and len(high) == n_dims):
                 if n_dims == 3:
                     x0, y0, z0 = lower
@@ -508,8 +549,12 @@ class DynamicHash:
                         # NaN or an infinity makes the sum NaN.
                         and x0 - x0 + y0 - y0 + z0 - z0 + x1 - x1 + y1 - y1 + z1 - z1 == 0.0
                         and x0 <= x1 and y0 <= y1 and z0 <= z1):
-                    storage_kernels.place_one(self._storage, slot, x0, y0, z0, x1, y1, z1,
-                                              0.0, 0.0, 0.0, -1.0)
+                    shape = (x0, y0, z0, x1, y1, z1, 0.0, 0.0, 0.0, -1.0)
+                    place = self._place_one
+                    if place is None:
+                        self._place_one = _place_one_entry(self._storage, slot, shape)
+                    else:
+                        place(self._storage, slot, *shape)
                     return
         storage_kernels.place_one(self._storage, slot, *self._shape(lower, upper, radius))
 
@@ -719,7 +764,7 @@ class DynamicHash:
                        "counts": np.zeros(dynamic_pairs.N_CHUNKS, np.int64)}
             self._pair_scratch = scratch
         while True:
-            n_entries, n_coarse = dynamic_pairs.sort_entries(
+            n_entries, n_coarse, filtered = dynamic_pairs.sort_entries(
                 self._bounds, self._spheres, self._meta, self._level_count,
                 scratch["bucket_start"], scratch["codes"], scratch["coarse_start"],
                 scratch["coarse_codes"], scratch["coarse_records"])
@@ -741,8 +786,8 @@ class DynamicHash:
         counts = scratch["counts"]
         while True:
             pairs = scratch["pairs"]
-            chunks(self._bounds, self._spheres, self._meta, self._inv_size, used_levels,
-                   scratch["bucket_start"], scratch["codes"], scratch["records"],
+            chunks(self._bounds, self._spheres, self._meta, self._inv_size, filtered,
+                   used_levels, scratch["bucket_start"], scratch["codes"], scratch["records"],
                    scratch["coarse_start"], scratch["coarse_codes"][:n_coarse],
                    scratch["coarse_records"], pairs, counts)
             per_chunk = pairs.shape[0] // dynamic_pairs.N_CHUNKS

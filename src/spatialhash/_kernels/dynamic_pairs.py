@@ -7,8 +7,11 @@ the object's lowest on that axis. Buckets keep space local: a bucket is a hash o
 of 4 x 4 x 4 cells plus the cell's place in the tile (`tile_bucket`), so neighbouring cells
 sit in neighbouring buckets, and the objects met one after the other in the sweep look up
 the same coarse cells. After the sort each run's bounding boxes are copied next to the
-codes (`records`), so the sweep reads memory in order; only a candidate whose box overlaps
-reads ``meta`` (cells and filters, to rule out a bucket shared by two cells).
+codes (`records`), so the sweep reads memory in order. A candidate whose box overlaps is
+checked to be in the same cell (a bucket may hold several) with its lowest cell recomputed
+from its record, exactly as `object_cells` computed it; ``meta`` (scattered rows, a cache
+miss each) is read only for the category filters, and only when `count_entries` saw an
+object with other bits than all.
 
 Same level: two objects sharing cell ``c`` are compared there, and the pair is reported
 only in the lowest cell the two share, ``max(lo_a, lo_b)`` per axis, exactly when their
@@ -26,7 +29,10 @@ Measured on the benchmark's 100,000 boxes (2-D, three size classes; one core of 
 the records 3.2 ms, the coarse sort 2.5 ms, same-level sweep 7.0 ms, cross-level lookups
 17-24 ms (425,000 candidates for 38,000 pairs: the cost is in the branches of the box
 tests). Before (hashed buckets, boxes read by slot, every object's lookups in slot order):
-count and fill 12 ms, sweep 9 ms, cross level 30 ms.
+count and fill 12 ms, sweep 9 ms, cross level 30 ms. Cells from the records instead of
+``meta`` and no filter test without filters: same-level sweep 8.5-10 -> 4.5-5.9 ms,
+cross-level 39-42 -> 33 ms (medians of 9, one core, machine loaded by other jobs, both
+versions run alternately).
 
 Shapes: boxes are closed (touching counts as overlapping); a sphere is tested with its
 bounding box first and then exactly (centre distances, or the squared distance from the
@@ -41,6 +47,9 @@ import numpy as np
 from .._config import jit, jit_parallel
 from .cells import floor_to_int, hash_cell
 from .dynamic import CATEGORY, HI, LEVEL, LEVEL_SALT, LO, MASK
+
+#: Every category bit (the default category and mask; see `_dynamic_validation.py`).
+ALL_BITS = 0xFFFFFFFF
 
 
 @jit
@@ -115,22 +124,26 @@ def count_entries(meta, min_level, bucket_start):
     """Count the entries of the objects at ``min_level`` or above per bucket.
 
     ``bucket_start`` (``n_buckets + 1``, a power of two plus one) receives the running
-    counts (see `fill_entries`); returns the number of entries.
+    counts (see `fill_entries`). Returns the number of entries and whether any of those
+    objects has a category or mask other than all bits (else the sweep skips the filter
+    test, and with it two reads of scattered ``meta`` rows per pair).
     """
     n_buckets = bucket_start.shape[0] - 1
     mask = n_buckets - 1
     bucket_start[:] = 0
+    filtered = False
     for slot in range(meta.shape[0]):
         level = meta[slot, LEVEL]
         if level < min_level:
             continue
+        filtered |= (meta[slot, CATEGORY] & meta[slot, MASK]) != ALL_BITS
         for cz in range(meta[slot, LO + 2], meta[slot, HI + 2] + 1):
             for cy in range(meta[slot, LO + 1], meta[slot, HI + 1] + 1):
                 for cx in range(meta[slot, LO], meta[slot, HI] + 1):
                     bucket_start[tile_bucket(level, cx, cy, cz, mask) + 1] += 1
     for b in range(n_buckets):
         bucket_start[b + 1] += bucket_start[b]
-    return bucket_start[n_buckets]
+    return bucket_start[n_buckets], filtered
 
 
 @jit
@@ -179,25 +192,26 @@ def copy_records(codes, bounds, records, begin, end):
 def sort_entries(bounds, spheres, meta, level_count, bucket_start, codes, coarse_start,
                  coarse_codes, coarse_records):
     """Sort all entries (`fill_entries`) and, apart, those above the lowest non-empty
-    level, with their records. Returns ``(n_entries, n_coarse)``; when a buffer is too
-    small for them nothing is sorted, and the caller grows the buffers and calls again."""
+    level, with their records. Returns ``(n_entries, n_coarse, filtered)`` (`filtered`:
+    some object has a category or mask other than all bits); when a buffer is too small
+    for them nothing is sorted, and the caller grows the buffers and calls again."""
     n_levels = level_count.shape[0]
     lowest_level = 0
     while lowest_level < n_levels - 1 and level_count[lowest_level] == 0:
         lowest_level += 1
-    n_entries = count_entries(meta, 0, bucket_start)
-    n_coarse = count_entries(meta, lowest_level + 1, coarse_start)
+    n_entries, filtered = count_entries(meta, 0, bucket_start)
+    n_coarse, _ = count_entries(meta, lowest_level + 1, coarse_start)
     if n_entries > codes.shape[0] or n_coarse > coarse_codes.shape[0]:
-        return n_entries, n_coarse
+        return n_entries, n_coarse, filtered
     fill_entries(meta, spheres, 0, bucket_start, codes)
     fill_entries(meta, spheres, lowest_level + 1, coarse_start, coarse_codes)
     copy_records(coarse_codes, bounds, coarse_records, 0, n_coarse)
-    return n_entries, n_coarse
+    return n_entries, n_coarse, filtered
 
 
 @jit
-def same_level_pairs(bounds, spheres, meta, bucket_start, codes, records, b_begin, b_end,
-                     pairs, n_pairs, capacity):
+def same_level_pairs(bounds, spheres, meta, inv_size, filtered, bucket_start, codes, records,
+                     b_begin, b_end, pairs, n_pairs, capacity):
     """Pairs within the buckets ``b_begin .. b_end - 1`` (see the module docstring),
     written to ``pairs[n_pairs:capacity]``; returns the new ``n_pairs``, counting on past
     ``capacity`` without writing."""
@@ -221,26 +235,31 @@ def same_level_pairs(bounds, spheres, meta, bucket_start, codes, records, b_begi
                     continue
                 if ((code_a ^ code_b) >> LEVEL_SHIFT) & LEVEL_FIELD != 0:
                     continue
-                a = code_a >> SLOT_SHIFT
-                b = code_b >> SLOT_SHIFT
-                # Same cell (a bucket may hold several) and the category filters.
-                if (meta[a, LO] + (code_a & 1) != meta[b, LO] + (code_b & 1)
-                        or meta[a, LO + 1] + ((code_a >> 1) & 1)
-                        != meta[b, LO + 1] + ((code_b >> 1) & 1)
-                        or meta[a, LO + 2] + ((code_a >> 2) & 1)
-                        != meta[b, LO + 2] + ((code_b >> 2) & 1)):
+                # Same cell (a bucket may hold several). The lowest cells are those of
+                # `object_cells`, recomputed from the records: reading them from ``meta``
+                # cost a cache miss per candidate.
+                inv = inv_size[(code_a >> LEVEL_SHIFT) & LEVEL_FIELD]
+                if (floor_to_int(ax0 * inv) + (code_a & 1)
+                        != floor_to_int(records[j, 0] * inv) + (code_b & 1)
+                        or floor_to_int(ay0 * inv) + ((code_a >> 1) & 1)
+                        != floor_to_int(records[j, 1] * inv) + ((code_b >> 1) & 1)
+                        or floor_to_int(az0 * inv) + ((code_a >> 2) & 1)
+                        != floor_to_int(records[j, 2] * inv) + ((code_b >> 2) & 1)):
                     continue
-                n_pairs = kept_pair(bounds, spheres, meta, a, b, (code_a | code_b) & SPHERE_BIT,
+                n_pairs = kept_pair(bounds, spheres, meta, filtered, code_a >> SLOT_SHIFT,
+                                    code_b >> SLOT_SHIFT, (code_a | code_b) & SPHERE_BIT,
                                     pairs, n_pairs, capacity)
     return n_pairs
 
 
 @jit
-def kept_pair(bounds, spheres, meta, a, b, any_sphere, pairs, n_pairs, capacity):
+def kept_pair(bounds, spheres, meta, filtered, a, b, any_sphere, pairs, n_pairs, capacity):
     """The last tests of a candidate pair whose boxes overlap in the cell that reports it:
-    each one's category meets the other's mask, and with a sphere among them the shapes
-    overlap. A kept pair is written while there is room; returns the new ``n_pairs``."""
-    if (meta[a, CATEGORY] & meta[b, MASK]) == 0 or (meta[b, CATEGORY] & meta[a, MASK]) == 0:
+    each one's category meets the other's mask (only tested when ``filtered``: some object
+    has other bits than all), and with a sphere among them the shapes overlap. A kept pair
+    is written while there is room; returns the new ``n_pairs``."""
+    if filtered and ((meta[a, CATEGORY] & meta[b, MASK]) == 0
+                     or (meta[b, CATEGORY] & meta[a, MASK]) == 0):
         return n_pairs
     if any_sphere and not shapes_overlap(bounds, spheres, a, b):
         return n_pairs
@@ -251,9 +270,9 @@ def kept_pair(bounds, spheres, meta, a, b, any_sphere, pairs, n_pairs, capacity)
 
 
 @jit
-def cross_level_pairs(bounds, spheres, meta, inv_size, used_levels, codes, records, e_begin,
-                      e_end, coarse_start, coarse_codes, coarse_records, pairs, n_pairs,
-                      capacity):
+def cross_level_pairs(bounds, spheres, meta, inv_size, filtered, used_levels, codes, records,
+                      e_begin, e_end, coarse_start, coarse_codes, coarse_records, pairs,
+                      n_pairs, capacity):
     """Pairs of the objects whose lowest entry is in ``e_begin .. e_end - 1`` with the
     objects of coarser levels (see the module docstring); output as `same_level_pairs`."""
     coarse_mask = coarse_start.shape[0] - 2
@@ -290,20 +309,22 @@ def cross_level_pairs(bounds, spheres, meta, inv_size, used_levels, codes, recor
                                 continue
                             if (code_b >> LEVEL_SHIFT) & LEVEL_FIELD != level:
                                 continue
-                            b = code_b >> SLOT_SHIFT
-                            if (meta[b, LO] + (code_b & 1) != cx
-                                    or meta[b, LO + 1] + ((code_b >> 1) & 1) != cy
-                                    or meta[b, LO + 2] + ((code_b >> 2) & 1) != cz):
+                            # Its cell, from its record as in `same_level_pairs`.
+                            if (floor_to_int(box[j, 0] * inv) + (code_b & 1) != cx
+                                    or floor_to_int(box[j, 1] * inv) + ((code_b >> 1) & 1) != cy
+                                    or floor_to_int(box[j, 2] * inv) + ((code_b >> 2) & 1)
+                                    != cz):
                                 continue
-                            n_pairs = kept_pair(bounds, spheres, meta, a, b,
+                            n_pairs = kept_pair(bounds, spheres, meta, filtered, a,
+                                                code_b >> SLOT_SHIFT,
                                                 (bits_a | code_b) & SPHERE_BIT, pairs, n_pairs,
                                                 capacity)
     return n_pairs
 
 
 @jit
-def pairs_chunk(chunk, bounds, spheres, meta, inv_size, used_levels, bucket_start, codes,
-                records, coarse_start, coarse_codes, coarse_records, pairs, counts):
+def pairs_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels, bucket_start,
+                codes, records, coarse_start, coarse_codes, coarse_records, pairs, counts):
     """Chunk ``chunk`` of the sweep: its buckets, their records, same-level and
     cross-level pairs, written to its region of ``pairs`` (``counts[chunk]`` found)."""
     n_buckets = bucket_start.shape[0] - 1
@@ -315,30 +336,33 @@ def pairs_chunk(chunk, bounds, spheres, meta, inv_size, used_levels, bucket_star
     copy_records(codes, bounds, records, e_begin, e_end)
     out_begin = chunk * per_chunk
     out_end = out_begin + per_chunk
-    n = same_level_pairs(bounds, spheres, meta, bucket_start, codes, records, b_begin, b_end,
-                         pairs, out_begin, out_end)
+    n = same_level_pairs(bounds, spheres, meta, inv_size, filtered, bucket_start, codes,
+                         records, b_begin, b_end, pairs, out_begin, out_end)
     if coarse_codes.shape[0] > 0 and used_levels.shape[0] > 1:
-        n = cross_level_pairs(bounds, spheres, meta, inv_size, used_levels, codes, records,
-                              e_begin, e_end, coarse_start, coarse_codes, coarse_records,
-                              pairs, n, out_end)
+        n = cross_level_pairs(bounds, spheres, meta, inv_size, filtered, used_levels, codes,
+                              records, e_begin, e_end, coarse_start, coarse_codes,
+                              coarse_records, pairs, n, out_end)
     counts[chunk] = n - out_begin
 
 
 @jit
-def pairs_chunks(bounds, spheres, meta, inv_size, used_levels, bucket_start, codes, records,
-                 coarse_start, coarse_codes, coarse_records, pairs, counts):
+def pairs_chunks(bounds, spheres, meta, inv_size, filtered, used_levels, bucket_start, codes,
+                 records, coarse_start, coarse_codes, coarse_records, pairs, counts):
     """Every chunk (`pairs_chunk`), one after the other. ``pairs`` holds `N_CHUNKS`
     regions of equal length; chunk ``c`` found ``counts[c]`` pairs (its region holds the
     first of them when it is too short: the caller grows it and calls again)."""
     for chunk in range(N_CHUNKS):
-        pairs_chunk(chunk, bounds, spheres, meta, inv_size, used_levels, bucket_start, codes,
-                    records, coarse_start, coarse_codes, coarse_records, pairs, counts)
+        pairs_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels,
+                    bucket_start, codes, records, coarse_start, coarse_codes, coarse_records,
+                    pairs, counts)
 
 
 @jit_parallel
-def pairs_chunks_parallel(bounds, spheres, meta, inv_size, used_levels, bucket_start, codes,
-                          records, coarse_start, coarse_codes, coarse_records, pairs, counts):
+def pairs_chunks_parallel(bounds, spheres, meta, inv_size, filtered, used_levels,
+                          bucket_start, codes, records, coarse_start, coarse_codes,
+                          coarse_records, pairs, counts):
     """`pairs_chunks` with the chunks on all threads (the same output)."""
     for chunk in numba.prange(N_CHUNKS):
-        pairs_chunk(chunk, bounds, spheres, meta, inv_size, used_levels, bucket_start, codes,
-                    records, coarse_start, coarse_codes, coarse_records, pairs, counts)
+        pairs_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels,
+                    bucket_start, codes, records, coarse_start, coarse_codes, coarse_records,
+                    pairs, counts)
