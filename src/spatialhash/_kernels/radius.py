@@ -49,6 +49,9 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
     half = np.empty(3, np.float64)
     run_bounds, run_shifts = run_buffers(32)
     sort_keys, sort_values = row_sort_buffers()
+    # Scratch of one run: distances to the query, then the offsets of the hits.
+    run_d2 = np.empty(256, np.float64)
+    hit_k = np.empty(256, np.int64)
     n_occupied = cell_coords.shape[0]
     dense = dense_start.shape[0] > 0
     nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
@@ -111,21 +114,40 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
                     if dx * dx + dy * dy + dz * dz <= r2:
                         position += 1
                 continue
-            for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
-                dx = (qx - points[0, j]) - shift_x
-                dy = (qy - points[1, j]) - shift_y
-                dz = (qz - points[2, j]) - shift_z
-                if use_min_image:
-                    dx = min_image(dx, box_x, half_x)
-                    dy = min_image(dy, box_y, half_y)
-                    dz = min_image(dz, box_z, half_z)
-                d2 = dx * dx + dy * dy + dz * dz
-                if d2 <= r2:
-                    if write:
-                        out_indices[position] = order[j]
-                        if want_distances:
-                            out_distances[position] = math.sqrt(d2)
-                    position += 1
+            # The distances first, in a loop LLVM vectorizes; then the hits picked out
+            # without a branch (one test-and-branch per candidate, mispredicted around
+            # every hit, made this pass 27% slower); then only the hits are written.
+            run_lo = run_bounds[r, 0]
+            n_run = run_bounds[r, 1] - run_lo
+            if n_run > run_d2.shape[0]:
+                run_d2 = np.empty(n_run, np.float64)
+                hit_k = np.empty(n_run, np.int64)
+            first_j = np.uint64(run_lo)
+            if use_min_image:
+                for k in range(np.uint64(0), np.uint64(n_run)):
+                    j = first_j + k
+                    dx = min_image((qx - points[0, j]) - shift_x, box_x, half_x)
+                    dy = min_image((qy - points[1, j]) - shift_y, box_y, half_y)
+                    dz = min_image((qz - points[2, j]) - shift_z, box_z, half_z)
+                    run_d2[k] = dx * dx + dy * dy + dz * dz
+            else:
+                for k in range(np.uint64(0), np.uint64(n_run)):
+                    j = first_j + k
+                    dx = (qx - points[0, j]) - shift_x
+                    dy = (qy - points[1, j]) - shift_y
+                    dz = (qz - points[2, j]) - shift_z
+                    run_d2[k] = dx * dx + dy * dy + dz * dz
+            n_hits = 0
+            for k in range(n_run):
+                hit_k[n_hits] = k
+                n_hits += 1 if run_d2[k] <= r2 else 0
+            if write:
+                for h in range(n_hits):
+                    k = hit_k[h]
+                    out_indices[position + h] = order[run_lo + k]
+                    if want_distances:
+                        out_distances[position + h] = math.sqrt(run_d2[k])
+            position += n_hits
         if not write:
             positions[q] = position
         elif sort_rows:
