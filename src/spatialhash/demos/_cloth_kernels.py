@@ -308,32 +308,43 @@ def sort_contacts(pairs, rows, columns, spacing, rest_distance, bands, kept, off
     particles in band ``b``, the last segment the others, each in the order of ``pairs``.
     ``offsets`` (number of bands + 2) receives the segments' bounds.
     """
+    n_segments = offsets.shape[0] - 1
+    offsets[0] = 0
+    if n_segments == 2:
+        # One band: its segment is every pair kept, and there are no seams.
+        n_kept = far_in_rest(pairs, rows, columns, spacing, rest_distance, kept)
+        offsets[1] = offsets[2] = n_kept
+        return n_kept
     limit2 = rest_distance * rest_distance
     spacing2 = spacing * spacing
-    n_segments = offsets.shape[0] - 1
     seams = n_segments - 1
-    segments = np.empty(pairs.shape[0], dtype=np.int32)
-    counts = np.zeros(n_segments, dtype=np.int64)
-    for k in range(pairs.shape[0]):
+    n = pairs.shape[0]
+    # Each pair's segment, n_segments for the pairs dropped; branch-free.
+    segments = np.empty(n, dtype=np.int64)
+    for k in range(n):
         a = np.uint64(pairs[k, 0])
         b = np.uint64(pairs[k, 1])
         di = float(rows[a] - rows[b])
         dj = float(columns[a] - columns[b])
-        segment = bands[a] if bands[a] == bands[b] else seams
-        # Pairs near at rest go to a segment past the end, which is never copied.
-        segment = segment if (di * di + dj * dj) * spacing2 > limit2 else n_segments
-        segments[k] = segment
-        counts[min(segment, seams)] += segment < n_segments
-    offsets[0] = 0
+        band_a = bands[a]
+        segment = band_a if band_a == bands[b] else seams
+        segments[k] = segment if (di * di + dj * dj) * spacing2 > limit2 else n_segments
+    counts = np.zeros(n_segments + 1, dtype=np.int64)
+    for k in range(n):
+        counts[segments[k]] += 1
     for segment in range(n_segments):
         offsets[segment + 1] = offsets[segment] + counts[segment]
-    cursor = offsets[:-1].copy()
-    for k in range(pairs.shape[0]):
+    # The dropped pairs are written after the kept ones, where nothing reads them: no
+    # branch in the copy (which halved this kernel's time).
+    cursor = np.empty(n_segments + 1, np.int64)
+    cursor[:n_segments] = offsets[:n_segments]
+    cursor[n_segments] = offsets[n_segments]
+    for k in range(n):
         segment = segments[k]
-        if segment < n_segments:
-            kept[cursor[segment], 0] = pairs[k, 0]
-            kept[cursor[segment], 1] = pairs[k, 1]
-            cursor[segment] += 1
+        position = cursor[segment]
+        kept[position, 0] = pairs[k, 0]
+        kept[position, 1] = pairs[k, 1]
+        cursor[segment] = position + 1
     return offsets[n_segments]
 
 
