@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dynamic_oracles as oracle
-from spatialhash import DynamicHash, Hits
+from spatialhash import DynamicHash, Hits, UnknownIdError
 from spatialhash._dynamic_validation import ALL_BITS
 
 
@@ -206,6 +206,125 @@ def test_pairs_parallel_and_sequential_sweeps_give_identical_rows(monkeypatch, s
     assert len(parallel) > 100
     assert np.array_equal(parallel, sequential)  # same rows in the same order
     assert {tuple(row) for row in parallel.tolist()} == oracle.query_pairs(model)
+
+
+def reference_sort(meta, spheres, n_buckets, min_level):
+    """Entry codes of the objects at ``min_level`` or above, stably sorted by bucket (slot,
+    then cell order inside a bucket), and the bucket starts: what `dynamic_sort` must give."""
+    from spatialhash._kernels import dynamic_pairs as kernels
+
+    buckets, codes = [], []
+    for slot in np.flatnonzero(meta[:, 0] >= min_level):
+        level, lx, ly, lz, hx, hy, hz = meta[slot, :7].tolist()
+        head = (slot << kernels.SLOT_SHIFT) + (level << kernels.LEVEL_SHIFT)
+        head += kernels.SPHERE_BIT if spheres[slot, 3] >= 0.0 else 0
+        for cz in range(lz, hz + 1):
+            for cy in range(ly, hy + 1):
+                for cx in range(lx, hx + 1):
+                    buckets.append(kernels.tile_bucket(level, cx, cy, cz, n_buckets - 1))
+                    codes.append(head + (cx != lx) + 2 * (cy != ly) + 4 * (cz != lz))
+    buckets = np.array(buckets, np.int64)
+    order = np.argsort(buckets, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(np.bincount(buckets, minlength=n_buckets))])
+    return np.array(codes, np.int64)[order], starts
+
+
+def test_entry_sort_is_the_same_for_any_chunk_count():
+    """The counting sort of `query_pairs` cuts the slots and the buckets into one chunk
+    per thread; a stable sort has one answer, so any cut (and the parallel driver) must
+    give it, free slots and empty chunks included."""
+    from spatialhash._kernels import dynamic_sort
+
+    hash_, _ = mixed_scene(5, 500)
+    hash_.remove_many(np.arange(0, 500, 9))  # free slots inside the chunks
+    lowest = int(np.flatnonzero(hash_.level_counts)[0])
+    n_buckets, n_coarse_buckets = 512, 64
+    codes_ref, starts_ref = reference_sort(hash_._meta, hash_._spheres, n_buckets, 0)
+    coarse_ref, coarse_starts_ref = reference_sort(hash_._meta, hash_._spheres,
+                                                   n_coarse_buckets, lowest + 1)
+    assert len(coarse_ref) > 20
+    for sort, n_chunks in [(dynamic_sort.sort_entries, 1), (dynamic_sort.sort_entries, 3),
+                           (dynamic_sort.sort_entries, 7), (dynamic_sort.sort_entries, 600),
+                           (dynamic_sort.sort_entries_parallel, 2),
+                           (dynamic_sort.sort_entries_parallel, 5)]:
+        size = len(codes_ref)
+        out = {"bucket_start": np.full(n_buckets + 1, -9), "codes": np.full(size, -9),
+               "coarse_start": np.full(n_coarse_buckets + 1, -9),
+               "coarse_codes": np.full(len(coarse_ref), -9),
+               "coarse_records": np.full((len(coarse_ref), 6), np.nan)}
+        n_entries, n_coarse, filtered = sort(
+            hash_._bounds, hash_._spheres, hash_._meta, hash_._level_count,
+            out["bucket_start"], out["codes"], np.empty(size, np.int64),
+            np.empty(size, np.int64), n_chunks, out["coarse_start"], out["coarse_codes"],
+            out["coarse_records"])
+        assert (n_entries, n_coarse, filtered) == (size, len(coarse_ref), True)
+        assert np.array_equal(out["codes"], codes_ref)
+        assert np.array_equal(out["bucket_start"], starts_ref)
+        assert np.array_equal(out["coarse_codes"], coarse_ref)
+        assert np.array_equal(out["coarse_start"], coarse_starts_ref)
+        slots = coarse_ref >> 10
+        assert np.array_equal(out["coarse_records"], hash_._bounds[slots])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bulk_moves_on_all_threads_leave_the_same_storage(monkeypatch, seed):
+    """A bulk move of most objects (bucket lists dropped) runs on all threads from
+    `PARALLEL_MIN_ENTRIES` objects; it must leave every array as the sequential move does:
+    rows, levels, counts per level and boxes of cells (min/max, sums)."""
+    import spatialhash.dynamic as dynamic_module
+
+    ids = np.arange(400)
+    worlds = []
+    for threshold in (0, 2**62):
+        hash_, _ = mixed_scene(seed, 400)
+        monkeypatch.setattr(dynamic_module, "PARALLEL_MIN_ENTRIES", threshold)
+        step = np.random.default_rng(seed + 10)
+        for _ in range(3):
+            centres = (step.integers(-60, 60, (400, 3)) / 4.0)
+            hash_.move_many(ids, centres, radius=step.choice([0.0, 0.5, 2.0, 9.0], 400))
+        lower = step.integers(-60, 60, (400, 3)) / 4.0
+        upper = lower + step.choice([0.0, 0.75, 5.0, 30.0], (400, 1))
+        hash_.move_many(ids[::-1], lower, upper)  # id i gets row 399 - i
+        worlds.append(hash_)
+    parallel, sequential = worlds
+    for name in ("_bounds", "_spheres", "_meta", "_level_count", "_level_cells"):
+        assert np.array_equal(getattr(parallel, name), getattr(sequential, name)), name
+    assert len(np.flatnonzero(parallel.level_counts)) >= 3
+    model = {i: oracle.make_shape(lower[399 - i].tolist(), upper[399 - i].tolist(),
+                                  category=(1, 2)[i % 7 == 0], mask=(3, 2)[i % 7 == 0])
+             for i in range(400)}
+    pairs = parallel.query_pairs()
+    assert np.array_equal(pairs, sequential.query_pairs())
+    assert {tuple(row) for row in pairs.tolist()} == oracle.query_pairs(model)
+    assert np.array_equal(parallel.query_box([-5, -5, -5], [5, 5, 5]),
+                          sequential.query_box([-5, -5, -5], [5, 5, 5]))
+
+
+def test_bulk_moves_of_the_same_ids_reuse_the_lookup_only_while_it_holds():
+    """`move_many` keeps its last id lookup; a removal must drop it, and changing the
+    caller's array in place must not fool it."""
+    world = DynamicHash(1.0, n_dims=2)
+    ids = np.arange(10)
+    world.insert_many(ids, np.zeros((10, 2)))
+    moved = np.arange(20.0).reshape(10, 2)
+    world.move_many(ids, moved)
+    world.move_many(ids, moved + 1)
+    ids[3] = 12  # not in the hash: the kept copy must not match
+    with pytest.raises(UnknownIdError):
+        world.move_many(ids, moved)
+    ids[3] = 3
+    world.move_many(ids, moved)
+    world.remove(4)
+    with pytest.raises(UnknownIdError):
+        world.move_many(ids, moved)
+    world.remove(5)
+    world.insert_many([5, 4], [[0.0, 0.0], [0.0, 0.0]])  # slots reused the other way round
+    world.move_many(ids, moved + 2)
+    for i in range(10):
+        assert np.array_equal(world.bounds(i)[0], moved[i] + 2)
+    world.remove_many(np.array([0, 1]))
+    with pytest.raises(UnknownIdError):
+        world.move_many(ids, moved)
 
 
 def test_pairs_without_filters_skip_the_filter_test_and_one_filter_brings_it_back():

@@ -33,12 +33,35 @@ with a counting sort, like the batch grid's build, copies each bucket run's boxe
 it and sweeps the runs in 16 fixed chunks, on all threads from `PARALLEL_MIN_ENTRIES`
 entries (same rows in the same order for any thread count; `_kernels/dynamic_pairs.py`).
 On the benchmark's 100,000 boxes that took the pairs from 78 to 50 ms on one core of the
-loaded development machine (same run, CPU time, medians); the sort itself (10-12 ms) stays
-sequential, and the cross-level box tests (about 20 ms) are most of what is left. The sweep
-reads ``meta`` (scattered rows) only for the category filters, and only when some object
-has other bits than all: a candidate's cell is recomputed from its copied box instead
-(same-level part 8.5-10 ms -> 4.5-5.9 ms, cross-level 39-42 -> 33 ms medians, one core of
-the loaded machine).
+loaded development machine (same run, CPU time, medians). The sweep reads ``meta``
+(scattered rows) only for the category filters, and only when some object has other bits
+than all: a candidate's cell is recomputed from its copied box instead (same-level part
+8.5-10 ms -> 4.5-5.9 ms, cross-level 39-42 -> 33 ms medians, one core of the loaded
+machine). The sort runs on all threads too, from `PARALLEL_MIN_ENTRIES` slots
+(`_kernels/dynamic_sort.py`): the slots are cut into one chunk per thread to hash their
+entries (once: the old sort hashed each twice), then the buckets into one chunk per
+thread, each scanning all entries for its own; a stable counting sort gives the same codes
+for any cut. On one thread it went from 12-15 to 10-11 ms (CPU time, medians of 15 in two
+runs, both versions alternately in one process); on two threads it takes 8-10.5 ms of
+wall-clock time (the development machine had another job on it). What is left, per step of
+the benchmark's 100,000 boxes (one core, CPU time): the cross-level lookups, 17-30 ms
+depending on the machine's load (190,000 lookups of 6 floors and a hash each, 6 ms;
+428,000 candidates for 38,000 pairs: bucket collisions are only a quarter of them, and
+neither branch-free box tests, a 4x larger coarse table nor coarse buckets ordered like
+the fine ones paid, all measured alternately with the code kept); the sort, 10-11 ms;
+copying records and the same-level sweep, 8-9 ms; a bulk move of everything, 5-6 ms
+(which runs on all threads from `PARALLEL_MIN_ENTRIES` objects once the bucket lists are
+dropped, `_kernels/dynamic_move.py`). Wall-clock per step (1% / 10% / 100% moved, medians
+of 11 in two runs, two threads, load average about 0.8): 35-41 / 47-49 / 57-58 ms before
+this round, 32-34 / 38-40 / 40 ms after; the 20 ms target is not met.
+
+Bulk lookups. `move_many` keeps the ids and slots of its last lookup: a simulation that
+moves the same ids every step compares them with the kept copy (0.05 ms for 100,000)
+instead of looking each up in the open-addressing table (a cache miss each: 4 ms). Only a
+removal can change the slot of an id in the hash, so `_unregister` and `clear` drop it.
+Moving all 100,000 boxes went from 10-11 to 7-8 ms (one core, medians); with the move
+itself on two threads (below), 9-12 -> 4-4.5 ms wall-clock (medians of 15, both versions
+run alternately).
 
 Single moves. `move` checks the common inputs (lists, tuples, 1-D float64 arrays) in a few
 lines of Python and calls one compiled kernel, `place_one`, which writes the slot directly
@@ -79,7 +102,7 @@ import numpy as np
 from . import _dynamic_validation as check
 from ._dynamic_validation import ALL_BITS, UnknownIdError
 from ._kernels import dynamic as storage_kernels
-from ._kernels import dynamic_pairs, dynamic_query, dynamic_ray
+from ._kernels import dynamic_move, dynamic_pairs, dynamic_query, dynamic_ray, dynamic_sort
 from ._kernels.dynamic import CATEGORY, ENTRIES, LEVEL, MASK, META_COLUMNS, N_LEVELS
 from ._results import Hits
 from ._validation import as_count, as_positive_scalar, check_rows_order
@@ -91,7 +114,8 @@ LEVEL_RATIO = 4.0
 #: Bulk moves of more than this fraction of the objects rebuild the bucket lists lazily
 #: rather than updating them in place.
 RELINK_FRACTION = 0.25
-#: `query_pairs` runs its sweep on all threads from this many (object, cell) entries on
+#: `query_pairs` runs its sweep on all threads from this many (object, cell) entries on,
+#: its sort from this many slots, and `move_many` its bulk moves from this many objects
 #: (below, a parallel region's start costs more than it saves).
 PARALLEL_MIN_ENTRIES = 20_000
 #: Smallest capacity (slots) allocated.
@@ -298,6 +322,7 @@ class DynamicHash:
         self._id_values = np.full(1024, -1, np.int64)
         self._n_int_ids = 0
         self._pair_scratch = None
+        self._last_lookup = None
         self._rows = np.empty((0, 6))
         self._ray_count = 0
         self._stamp[:] = 0
@@ -331,7 +356,17 @@ class DynamicHash:
         storage_kernels.ids_insert(self._id_keys, self._id_values, keys[live], values[live])
 
     def _slots_of(self, ids: np.ndarray) -> np.ndarray:
-        """Slots of bulk integer ids; raises before any change for unknown or repeated ids."""
+        """Slots of bulk integer ids; raises before any change for unknown or repeated ids.
+
+        The last lookup is kept: a simulation that moves the same ids every step (all of
+        its bodies, say) compares them with the last ones (0.05 ms for 100,000) instead of
+        looking each up in the table (4 ms: a cache miss each). Only a removal can change
+        the slot of an id that is in the hash (`_unregister` and `clear` drop the cache).
+        The returned array must not be written to.
+        """
+        last = self._last_lookup
+        if last is not None and last[0].shape == ids.shape and np.array_equal(last[0], ids):
+            return last[1]
         slots, missing, repeated = storage_kernels.ids_lookup(
             self._id_keys, self._id_values, ids, self._meta.shape[0])
         if missing.size:
@@ -349,6 +384,7 @@ class DynamicHash:
             repeated = np.sort(first[counts > 1])
         if repeated.size:
             raise check.repeated_ids("ids", sorted(set(ids[repeated].tolist())))
+        self._last_lookup = (ids.copy(), slots)
         return slots
 
     def _register(self, ids: list, slots: np.ndarray) -> None:
@@ -374,6 +410,7 @@ class DynamicHash:
 
     def _unregister(self, slots: np.ndarray) -> None:
         """Forget the ids of ``slots`` and free the slots."""
+        self._last_lookup = None
         ints = []
         for slot in slots.tolist():
             stored = self._id_of[slot]
@@ -623,6 +660,10 @@ class DynamicHash:
         slots = self._slots_of(ids)
         if m > RELINK_FRACTION * len(self):
             self._status[0] = 0
+            if m >= PARALLEL_MIN_ENTRIES:
+                dynamic_move.move_many_unlinked(self._storage, slots, rows, spheres,
+                                                numba.get_num_threads())
+                return
         storage_kernels.place_many(self._storage, slots, rows, spheres, False)
 
     def remove_many(self, ids) -> None:
@@ -756,6 +797,8 @@ class DynamicHash:
             n = max(len(self), 1)
             scratch = {"bucket_start": np.empty(_power_of_two(n) + 1, np.int64),
                        "codes": np.empty(0, np.int64), "records": np.empty((0, 6)),
+                       "entry_bucket": np.empty(0, np.int64),
+                       "entry_code": np.empty(0, np.int64),
                        "coarse_start": np.empty(1025, np.int64),
                        "coarse_codes": np.empty(0, np.int64),
                        "coarse_records": np.empty((0, 6)),
@@ -763,23 +806,33 @@ class DynamicHash:
                                          np.int64),
                        "counts": np.zeros(dynamic_pairs.N_CHUNKS, np.int64)}
             self._pair_scratch = scratch
+        parallel = self._meta.shape[0] >= PARALLEL_MIN_ENTRIES
+        n_chunks = numba.get_num_threads() if parallel else 1
+        sort = dynamic_sort.sort_entries_parallel if parallel else dynamic_sort.sort_entries
         while True:
-            n_entries, n_coarse, filtered = dynamic_pairs.sort_entries(
+            n_entries, n_coarse, filtered = sort(
                 self._bounds, self._spheres, self._meta, self._level_count,
-                scratch["bucket_start"], scratch["codes"], scratch["coarse_start"],
+                scratch["bucket_start"], scratch["codes"], scratch["entry_bucket"],
+                scratch["entry_code"], n_chunks, scratch["coarse_start"],
                 scratch["coarse_codes"], scratch["coarse_records"])
             if n_entries <= scratch["codes"].shape[0] and (
                     n_coarse <= scratch["coarse_codes"].shape[0]):
                 break
-            # Room for a quarter more, and about one entry per bucket.
+            # Room for a quarter more, and about one entry per bucket. The coarse table is
+            # never larger than the fine one (its buckets are the fine ones masked again).
             if n_entries > scratch["codes"].shape[0]:
-                scratch["codes"] = np.empty(int(1.25 * n_entries) + 16, np.int64)
-                scratch["records"] = np.empty((scratch["codes"].shape[0], 6))
+                size = int(1.25 * n_entries) + 16
+                scratch["codes"] = np.empty(size, np.int64)
+                scratch["entry_bucket"] = np.empty(size, np.int64)
+                scratch["entry_code"] = np.empty(size, np.int64)
+                scratch["records"] = np.empty((size, 6))
                 scratch["bucket_start"] = np.empty(_power_of_two(n_entries) + 1, np.int64)
             if n_coarse > scratch["coarse_codes"].shape[0]:
                 scratch["coarse_codes"] = np.empty(int(1.25 * n_coarse) + 16, np.int64)
                 scratch["coarse_records"] = np.empty((scratch["coarse_codes"].shape[0], 6))
-                scratch["coarse_start"] = np.empty(_power_of_two(n_coarse) + 1, np.int64)
+                scratch["coarse_start"] = np.empty(
+                    min(_power_of_two(n_coarse), scratch["bucket_start"].shape[0] - 1) + 1,
+                    np.int64)
         used_levels = np.flatnonzero(self._level_count)
         chunks = (dynamic_pairs.pairs_chunks_parallel if n_entries >= PARALLEL_MIN_ENTRIES
                   else dynamic_pairs.pairs_chunks)

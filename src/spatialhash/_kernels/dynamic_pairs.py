@@ -1,17 +1,17 @@
 """Overlapping pairs of the dynamic hash (the broad phase), and the shape tests.
 
-Sort. Every (object, cell) entry is sorted by bucket with a counting sort, like the batch
-grid's build, so that a bucket is one contiguous run. An entry is a code, ``slot << 10 |
-level << 4 | sphere << 3 | offset``: ``offset`` has bit ``axis`` set when the cell is not
-the object's lowest on that axis. Buckets keep space local: a bucket is a hash of the tile
-of 4 x 4 x 4 cells plus the cell's place in the tile (`tile_bucket`), so neighbouring cells
-sit in neighbouring buckets, and the objects met one after the other in the sweep look up
-the same coarse cells. After the sort each run's bounding boxes are copied next to the
-codes (`records`), so the sweep reads memory in order. A candidate whose box overlaps is
-checked to be in the same cell (a bucket may hold several) with its lowest cell recomputed
-from its record, exactly as `object_cells` computed it; ``meta`` (scattered rows, a cache
-miss each) is read only for the category filters, and only when `count_entries` saw an
-object with other bits than all.
+Sort. Every (object, cell) entry is sorted by bucket with a counting sort
+(`dynamic_sort.py`), so that a bucket is one contiguous run. An entry is a code, ``slot <<
+10 | level << 4 | sphere << 3 | offset``: ``offset`` has bit ``axis`` set when the cell is
+not the object's lowest on that axis. Buckets keep space local: a bucket is a hash of the
+tile of 4 x 4 x 4 cells plus the cell's place in the tile (`tile_bucket`), so neighbouring
+cells sit in neighbouring buckets, and the objects met one after the other in the sweep look
+up the same coarse cells. Each run's bounding boxes are copied next to the codes
+(`records`, chunk by chunk in the sweep), so the sweep reads memory in order. A candidate
+whose box overlaps is checked to be in the same cell (a bucket may hold several) with its
+lowest cell recomputed from its record, exactly as `object_cells` computed it; ``meta``
+(scattered rows, a cache miss each) is read only for the category filters, and only when
+the sort saw an object with other bits than all.
 
 Same level: two objects sharing cell ``c`` are compared there, and the pair is reported
 only in the lowest cell the two share, ``max(lo_a, lo_b)`` per axis, exactly when their
@@ -25,7 +25,8 @@ region of the output. The chunks are the same for any thread count, so the outpu
 (`pairs_chunks` runs them in order, `pairs_chunks_parallel` on all threads).
 
 Measured on the benchmark's 100,000 boxes (2-D, three size classes; one core of the loaded
-2-core development machine, `time.thread_time`, best of 9): count and fill 9.3 ms, copying
+2-core development machine, `time.thread_time`, best of 9; the sort's figures are those of
+the count and fill it had here before `dynamic_sort.py`): count and fill 9.3 ms, copying
 the records 3.2 ms, the coarse sort 2.5 ms, same-level sweep 7.0 ms, cross-level lookups
 17-24 ms (425,000 candidates for 38,000 pairs: the cost is in the branches of the box
 tests). Before (hashed buckets, boxes read by slot, every object's lookups in slot order):
@@ -46,7 +47,7 @@ import numpy as np
 
 from .._config import jit, jit_parallel
 from .cells import floor_to_int, hash_cell
-from .dynamic import CATEGORY, HI, LEVEL, LEVEL_SALT, LO, MASK
+from .dynamic import CATEGORY, LEVEL_SALT, MASK
 
 #: Every category bit (the default category and mask; see `_dynamic_validation.py`).
 ALL_BITS = 0xFFFFFFFF
@@ -120,93 +121,12 @@ def tile_bucket(level, cx, cy, cz, mask):
 
 
 @jit
-def count_entries(meta, min_level, bucket_start):
-    """Count the entries of the objects at ``min_level`` or above per bucket.
-
-    ``bucket_start`` (``n_buckets + 1``, a power of two plus one) receives the running
-    counts (see `fill_entries`). Returns the number of entries and whether any of those
-    objects has a category or mask other than all bits (else the sweep skips the filter
-    test, and with it two reads of scattered ``meta`` rows per pair).
-    """
-    n_buckets = bucket_start.shape[0] - 1
-    mask = n_buckets - 1
-    bucket_start[:] = 0
-    filtered = False
-    for slot in range(meta.shape[0]):
-        level = meta[slot, LEVEL]
-        if level < min_level:
-            continue
-        filtered |= (meta[slot, CATEGORY] & meta[slot, MASK]) != ALL_BITS
-        for cz in range(meta[slot, LO + 2], meta[slot, HI + 2] + 1):
-            for cy in range(meta[slot, LO + 1], meta[slot, HI + 1] + 1):
-                for cx in range(meta[slot, LO], meta[slot, HI] + 1):
-                    bucket_start[tile_bucket(level, cx, cy, cz, mask) + 1] += 1
-    for b in range(n_buckets):
-        bucket_start[b + 1] += bucket_start[b]
-    return bucket_start[n_buckets], filtered
-
-
-@jit
-def fill_entries(meta, spheres, min_level, bucket_start, codes):
-    """Counting sort by bucket of the entries counted by `count_entries`.
-
-    Afterwards bucket ``b`` holds ``codes[bucket_start[b]:bucket_start[b + 1]]``, in
-    increasing slot order. Only the codes are scattered: copying each entry's box along
-    made the sort several times slower; the boxes are copied run by run afterwards
-    (`copy_records`). The buffers are the caller's and reused between calls (fresh arrays
-    of this size cost more in page faults than the sort itself).
-    """
-    n_buckets = bucket_start.shape[0] - 1
-    mask = n_buckets - 1
-    for slot in range(meta.shape[0]):
-        level = meta[slot, LEVEL]
-        if level < min_level:
-            continue
-        head = (slot << SLOT_SHIFT) + (level << LEVEL_SHIFT)
-        if spheres[slot, 3] >= 0.0:
-            head += SPHERE_BIT
-        for cz in range(meta[slot, LO + 2], meta[slot, HI + 2] + 1):
-            for cy in range(meta[slot, LO + 1], meta[slot, HI + 1] + 1):
-                for cx in range(meta[slot, LO], meta[slot, HI] + 1):
-                    b = tile_bucket(level, cx, cy, cz, mask)
-                    e = bucket_start[b]
-                    bucket_start[b] = e + 1
-                    codes[e] = (head + (cx != meta[slot, LO]) + 2 * (cy != meta[slot, LO + 1])
-                                + 4 * (cz != meta[slot, LO + 2]))
-    # Each start was advanced to the next bucket's start: shift back.
-    for b in range(n_buckets, 0, -1):
-        bucket_start[b] = bucket_start[b - 1]
-    bucket_start[0] = 0
-
-
-@jit
 def copy_records(codes, bounds, records, begin, end):
     """``records[e] = bounds[slot of codes[e]]`` for ``begin <= e < end``."""
     for e in range(begin, end):
         slot = codes[e] >> SLOT_SHIFT
         for axis in range(6):
             records[e, axis] = bounds[slot, axis]
-
-
-@jit
-def sort_entries(bounds, spheres, meta, level_count, bucket_start, codes, coarse_start,
-                 coarse_codes, coarse_records):
-    """Sort all entries (`fill_entries`) and, apart, those above the lowest non-empty
-    level, with their records. Returns ``(n_entries, n_coarse, filtered)`` (`filtered`:
-    some object has a category or mask other than all bits); when a buffer is too small
-    for them nothing is sorted, and the caller grows the buffers and calls again."""
-    n_levels = level_count.shape[0]
-    lowest_level = 0
-    while lowest_level < n_levels - 1 and level_count[lowest_level] == 0:
-        lowest_level += 1
-    n_entries, filtered = count_entries(meta, 0, bucket_start)
-    n_coarse, _ = count_entries(meta, lowest_level + 1, coarse_start)
-    if n_entries > codes.shape[0] or n_coarse > coarse_codes.shape[0]:
-        return n_entries, n_coarse, filtered
-    fill_entries(meta, spheres, 0, bucket_start, codes)
-    fill_entries(meta, spheres, lowest_level + 1, coarse_start, coarse_codes)
-    copy_records(coarse_codes, bounds, coarse_records, 0, n_coarse)
-    return n_entries, n_coarse, filtered
 
 
 @jit

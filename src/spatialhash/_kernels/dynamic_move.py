@@ -1,0 +1,93 @@
+"""Bulk moves of the dynamic hash on all threads, while its bucket lists are dropped.
+
+`dynamic.place_many` moves objects one after the other and keeps the bucket lists, the
+per-level counts and the per-level boxes of cells up to date. A bulk move of many objects
+drops the bucket lists (``status[0] == 0``; see `DynamicHash.move_many`), and then each
+object's work touches only its own rows (distinct slots: the caller checked the ids) but
+for the counts and the boxes of cells. Here the objects are cut into chunks; each chunk
+writes its objects' rows and keeps its own count changes and boxes, which are added up in
+chunk order afterwards: sums and min/max, so the storage ends byte for byte as
+`place_many` leaves it, for any number of chunks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from .._config import jit, jit_parallel
+from .dynamic import HI, LEVEL, LO, object_cells
+
+
+@jit
+def move_chunk(bounds, spheres, meta, inv_size, slots, new_bounds, new_spheres, begin, end,
+               level_change, cells):
+    """Move the objects ``begin .. end - 1`` (rows of ``new_bounds``); count changes per
+    level go to ``level_change`` and the cell ranges of changed objects widen ``cells``
+    (``(n_levels, 6)``, like ``level_cells``). Returns how many changed cells."""
+    boxes_only = new_spheres.shape[0] == 0
+    n_changed = 0
+    for i in range(begin, end):
+        slot = slots[i]
+        for axis in range(6):
+            bounds[slot, axis] = new_bounds[i, axis]
+        if boxes_only:
+            spheres[slot, 3] = -1.0
+        else:
+            for axis in range(4):
+                spheres[slot, axis] = new_spheres[i, axis]
+        level, lx, ly, lz, hx, hy, hz = object_cells(
+            inv_size, new_bounds[i, 0], new_bounds[i, 1], new_bounds[i, 2], new_bounds[i, 3],
+            new_bounds[i, 4], new_bounds[i, 5])
+        if (meta[slot, LEVEL] == level and meta[slot, LO] == lx and meta[slot, LO + 1] == ly
+                and meta[slot, LO + 2] == lz and meta[slot, HI] == hx
+                and meta[slot, HI + 1] == hy and meta[slot, HI + 2] == hz):
+            continue
+        n_changed += 1
+        level_change[meta[slot, LEVEL]] -= 1
+        level_change[level] += 1
+        meta[slot, LEVEL] = level
+        meta[slot, LO] = lx
+        meta[slot, LO + 1] = ly
+        meta[slot, LO + 2] = lz
+        meta[slot, HI] = hx
+        meta[slot, HI + 1] = hy
+        meta[slot, HI + 2] = hz
+        for axis in range(3):
+            cells[level, axis] = min(cells[level, axis], meta[slot, LO + axis])
+            cells[level, axis + 3] = max(cells[level, axis + 3], meta[slot, HI + axis])
+    return n_changed
+
+
+@jit
+def merge_chunks(level_count, level_cells, level_change, cells):
+    """Add each chunk's count changes and widen the boxes of cells by its boxes."""
+    for k in range(level_change.shape[0]):
+        for level in range(level_count.shape[0]):
+            level_count[level] += level_change[k, level]
+            for axis in range(3):
+                level_cells[level, axis] = min(level_cells[level, axis], cells[k, level, axis])
+                level_cells[level, axis + 3] = max(level_cells[level, axis + 3],
+                                                   cells[k, level, axis + 3])
+
+
+@jit_parallel
+def move_many_unlinked(storage, slots, new_bounds, new_spheres, n_chunks):
+    """`dynamic.place_many` for objects already placed (distinct ``slots``) while the
+    bucket lists are dropped, on all threads; the same storage afterwards. Returns how
+    many objects changed cells."""
+    bounds, spheres, meta, links, head, inv_size, level_count, status, level_cells = storage
+    m = slots.shape[0]
+    n_levels = level_count.shape[0]
+    level_change = np.zeros((n_chunks, n_levels), np.int64)
+    cells = np.empty((n_chunks, n_levels, 6), np.int64)
+    changed = np.zeros(n_chunks, np.int64)
+    for k in prange(n_chunks):
+        # Empty boxes, as `dynamic.reset_level_cells` makes them.
+        cells[k, :, :3] = np.iinfo(np.int64).max
+        cells[k, :, 3:] = np.iinfo(np.int64).min
+        changed[k] = move_chunk(bounds, spheres, meta, inv_size, slots, new_bounds,
+                                new_spheres, k * m // n_chunks, (k + 1) * m // n_chunks,
+                                level_change[k], cells[k])
+    merge_chunks(level_count, level_cells, level_change, cells)
+    return changed.sum()
