@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import math
 
-import numba
 import numpy as np
 import pytest
 
@@ -25,14 +24,10 @@ from spatialhash.demos.cloth import Cloth  # noqa: E402
 SIZE = 30
 FRAMES = 60
 
-#: The cloth cut into two bands needs two threads to be allowed.
-needs_two_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
-                                       reason="numba runs on one thread")
 
-
-def _run(self_collision: bool, seed: int, n_threads: int = 1) -> tuple[list[int], list[int]]:
+def _run(self_collision: bool, seed: int) -> tuple[list[int], list[int]]:
     """Interpenetrating pairs after every frame, surface crossings after every other."""
-    cloth = Cloth(SIZE, self_collision=self_collision, seed=seed, n_threads=n_threads)
+    cloth = Cloth(SIZE, self_collision=self_collision, seed=seed)
     pairs, crossings = [], []
     for frame in range(FRAMES):
         cloth.step_frame()
@@ -52,15 +47,6 @@ def test_self_collision_keeps_the_cloth_from_passing_through_itself(seed):
     held_pairs, held_crossings = _run(True, seed)
     assert sum(free_crossings) >= 2500 and max(free_crossings) >= 200
     assert sum(free_pairs) >= 1000 and max(free_pairs) >= 50
-    assert max(held_crossings) == 0
-    assert max(held_pairs) == 0
-
-
-@needs_two_threads
-def test_self_collision_holds_with_the_cloth_cut_into_bands():
-    # Two bands of columns solved side by side, the pairs between them afterwards: the
-    # same guarantee as on one thread.
-    held_pairs, held_crossings = _run(True, 0, n_threads=2)
     assert max(held_crossings) == 0
     assert max(held_pairs) == 0
 
@@ -134,10 +120,9 @@ def test_interpenetration_count_matches_brute_force():
     assert max(seen) > 0  # the comparison covered non-empty answers
 
 
-@pytest.mark.parametrize(("self_collision", "n_threads"),
-                         [(True, 1), (False, 1), pytest.param(True, 2, marks=needs_two_threads)])
-def test_energy_never_grows_and_speeds_stay_bounded(self_collision, n_threads):
-    cloth = Cloth(SIZE, self_collision=self_collision, seed=3, n_threads=n_threads)
+@pytest.mark.parametrize("self_collision", [True, False])
+def test_energy_never_grows_and_speeds_stay_bounded(self_collision):
+    cloth = Cloth(SIZE, self_collision=self_collision, seed=3)
     start = cloth.energy()
     for _ in range(FRAMES):
         cloth.step_frame()
@@ -165,13 +150,12 @@ def _contact_keys(cloth: Cloth) -> np.ndarray:
     return i[touching] * len(cloth.positions) + j[touching]
 
 
-@pytest.mark.parametrize("n_threads", [1, pytest.param(2, marks=needs_two_threads)])
-def test_contact_list_holds_every_contact(n_threads):
+def test_contact_list_holds_every_contact():
     # The list is built from the positions of some earlier substep; every pair that
     # touches now must be in it, or the solver would let that pair pass through each
     # other. One substep per frame at ten times the frame rate is the same simulation
     # (same substep length, same speed limit) with a check after every substep.
-    cloth = Cloth(SIZE, seed=1, substeps=1, fps=600.0, n_threads=n_threads)
+    cloth = Cloth(SIZE, seed=1, substeps=1, fps=600.0)
     n_contacts = 0
     for _ in range(400):
         cloth.step_frame()
@@ -195,87 +179,21 @@ def test_contact_list_is_not_rebuilt_while_the_cloth_falls_rigidly():
     assert cloth.times.n_builds == 1
 
 
-def test_displacement_bound_matches_numpy(rng):
+def test_spread_of_displacements_matches_numpy(rng):
     positions = rng.normal(size=(50, 3))
     reference = positions + rng.normal(size=(50, 3)) * 0.1 + np.array([3.0, -1.0, 0.5])
     displacement = positions - reference
-    centre = rng.normal(size=3)
-    distances = np.sort(np.sqrt(((displacement - centre) ** 2).sum(axis=1)))
-    box_centre = np.empty(3)
-    bound = kernels.displacement_bound(positions, reference, centre, box_centre)
-    assert bound == pytest.approx(distances[-1] + distances[-2])
-    np.testing.assert_allclose(box_centre,
-                               0.5 * (displacement.min(axis=0) + displacement.max(axis=0)))
-    # What it is used for: no two displacements differ by more than the bound.
+    centre = 0.5 * (displacement.min(axis=0) + displacement.max(axis=0))
+    expected = np.sqrt(((displacement - centre) ** 2).sum(axis=1).max())
+    assert kernels.spread_of_displacements(positions, reference) == pytest.approx(expected)
+    # The bound it is used for: no two displacements differ by more than twice it.
     differences = displacement[:, None, :] - displacement[None, :, :]
-    assert np.sqrt((differences**2).sum(axis=2)).max() <= bound + 1e-12
+    assert np.sqrt((differences**2).sum(axis=2)).max() <= 2 * expected + 1e-12
 
 
-def test_displacement_bound_of_a_rigid_drift_is_zero_about_its_centre():
-    positions = np.arange(30.0).reshape(10, 3)
-    reference = positions - np.array([0.25, -2.0, 1.5])
-    box_centre = np.empty(3)
-    assert kernels.displacement_bound(positions, reference, np.zeros(3), box_centre) > 4.0
-    np.testing.assert_array_equal(box_centre, [0.25, -2.0, 1.5])
-    assert kernels.displacement_bound(positions, reference, box_centre, np.empty(3)) == 0.0
-
-
-def test_sort_contacts_keeps_far_pairs_in_order_grouped_by_band(rng):
-    size, n_bands = 9, 3
-    rows, columns = np.divmod(np.arange(size * size, dtype=np.int64), size)
-    bands = columns * n_bands // size
-    pairs = np.sort(rng.integers(0, size * size, size=(400, 2)), axis=1)
-    kept = np.empty_like(pairs)
-    offsets = np.empty(n_bands + 2, dtype=np.int64)
-    n_kept = kernels.sort_contacts(pairs, rows, columns, 1.0, 1.5, bands, kept, offsets)
-    i, j = pairs.T
-    far = (rows[i] - rows[j]) ** 2 + (columns[i] - columns[j]) ** 2 > 1.5**2
-    segment = np.where(bands[i] == bands[j], bands[i], n_bands)
-    expected = [pairs[far & (segment == s)] for s in range(n_bands + 1)]
-    assert n_kept == far.sum()
-    np.testing.assert_array_equal(offsets, np.cumsum([0] + [len(e) for e in expected]))
-    np.testing.assert_array_equal(kept[:n_kept], np.concatenate(expected))
-    assert all(len(e) for e in expected)  # every segment was exercised
-
-
-@needs_two_threads
-def test_parallel_kernels_agree_bit_for_bit_with_sequential_ones():
-    # Bands touch disjoint particles, so running them side by side changes nothing.
-    cloth = Cloth(20, seed=2, n_threads=2)
-    for _ in range(25):
-        cloth.step_frame()
-    assert cloth.contact_offsets[1] > 0 and cloth.contact_offsets[2] > cloth.contact_offsets[1]
-    mass, dt = cloth.inverse_mass, cloth.dt
-
-    def both(sequential, parallel, *args):
-        """Run both kernels on copies of ``args``; they must leave identical arrays."""
-        copies = []
-        for kernel in (sequential, parallel):
-            copies.append([arg.copy() if isinstance(arg, np.ndarray) else arg for arg in args])
-            kernel(*copies[-1])
-        for a, b in zip(*copies, strict=True):
-            if isinstance(a, np.ndarray):
-                np.testing.assert_array_equal(a, b)
-        assert not np.array_equal(copies[0][0], args[0])  # the positions did move
-
-    for update in (False, True):
-        both(kernels.step_constraints, kernels.step_constraints_parallel, cloth.positions,
-             cloth._previous, cloth.velocities, mass, cloth.constraints, cloth.rest_lengths,
-             cloth.compliances, cloth.constraint_offsets, cloth.column_starts,
-             cloth_demo.GRAVITY, dt, cloth.max_speed, 0.006, 1.0, update)
-    # A thicker contact distance than the cloth's, so that many listed pairs touch.
-    both(kernels.solve_contacts, kernels.solve_contacts_parallel, cloth.positions,
-         cloth._previous, mass, cloth.pairs, cloth.contact_offsets, cloth.thickness * 1.5,
-         cloth.friction, cloth._touching)
-
-
-@pytest.mark.parametrize("n_bands", [1, 3])
-def test_constraints_link_each_neighbour_once_with_disjoint_neighbours(n_bands):
+def test_constraints_link_each_neighbour_once_with_disjoint_neighbours():
     n = 7
-    spacing = 0.01
-    constraints, rest_lengths, _, offsets = cloth_demo._grid_constraints(
-        n, spacing, 0.0, 1e-6, 1e-3, n_bands
-    )
+    cloth = Cloth(n)
     ids = np.arange(n * n).reshape(n, n)
     expected = set()
     for di, dj, length in [(0, 1, 1.0), (1, 0, 1.0), (1, 1, math.sqrt(2)), (1, -1, math.sqrt(2)),
@@ -284,24 +202,16 @@ def test_constraints_link_each_neighbour_once_with_disjoint_neighbours(n_bands):
             for j in range(n):
                 if 0 <= i + di < n and 0 <= j + dj < n:
                     pair = tuple(sorted((ids[i, j], ids[i + di, j + dj])))
-                    expected.add((*pair, round(length * spacing, 12)))
+                    expected.add((*pair, round(length * cloth.spacing, 12)))
     found = [(*sorted(pair), round(rest, 12))
-             for pair, rest in zip(constraints.tolist(), rest_lengths, strict=True)]
+             for pair, rest in zip(cloth.constraints.tolist(), cloth.rest_lengths, strict=True)]
     assert len(found) == len(set(found)) == len(expected)
     assert set(found) == expected
-    # Segment b holds the constraints inside band b, the last one those between bands.
-    bands = (constraints % n) * n_bands // n
-    assert offsets[0] == 0 and offsets[-1] == len(constraints) and len(offsets) == n_bands + 2
-    for band in range(n_bands):
-        assert (bands[offsets[band]:offsets[band + 1]] == band).all()
-    between = bands[offsets[n_bands]:]
-    assert (between[:, 0] != between[:, 1]).all()
     # Consecutive constraints share no particle except where one family ends and the next
     # begins (the solver overlaps neighbours in the list).
-    for start, stop in zip(offsets[:-1], offsets[1:], strict=True):
-        piece = constraints[start:stop]
-        shared = [k for k in range(len(piece) - 1) if set(piece[k]) & set(piece[k + 1])]
-        assert len(shared) <= 12
+    shared = [k for k in range(len(found) - 1)
+              if set(cloth.constraints[k]) & set(cloth.constraints[k + 1])]
+    assert len(shared) <= 12
 
 
 def test_cloth_starts_at_rest_with_its_rest_lengths():
@@ -329,10 +239,6 @@ def test_cloth_starts_at_rest_with_its_rest_lengths():
         ({"tilt": math.nan}, ValueError, "`tilt` must be finite; got nan."),
         ({"drop_height": -1}, ValueError, "`drop_height` must be >= 0; got -1.0."),
         ({"bend_compliance": -1e-3}, ValueError, "`bend_compliance` must be >= 0; got -0.001."),
-        ({"n_threads": "2"}, TypeError, "`n_threads` must be an integer or None; got '2'."),
-        ({"n_threads": 0}, ValueError,
-         f"`n_threads` must be -1 or between 1 and {numba.config.NUMBA_NUM_THREADS} "
-         "(NUMBA_NUM_THREADS); got 0."),
     ],
 )
 def test_bad_parameters_are_named(kwargs, error, message):

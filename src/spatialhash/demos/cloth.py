@@ -18,40 +18,15 @@ others even where the cloth is stretched.
 The contact list comes from the library: ``Grid(positions, cell_size=r).query_pairs(r)``
 with ``r = thickness + margin``, built on the first substep and reused for as long as it
 provably holds, like a Verlet neighbour list. With ``d_i`` the displacement of particle ``i``
-since the list was built, a pair missing from the list was farther apart than
-``thickness + margin`` and has closed in by at most ``|d_i - d_j|``. For any point ``c``,
-``|d_i - d_j| <= |d_i - c| + |d_j - c|`` (triangle inequality), which for ``i != j`` is at
-most the sum of the two largest ``|d_k - c|``; so while that sum stays within ``margin``,
-no missing pair can touch. It is checked before every substep's contact pass and the list
-is rebuilt when it fails. The check is one O(n) pass with ``c`` the centre of the box of
-the displacements extrapolated from the last two checks; only when that bound fails is it
-repeated about this check's box centre. A rigid drift (the whole cloth falling) so never
-triggers a rebuild. Speeds are clamped to ``0.2 * thickness`` per substep, as in Mueller's
-demo, so that particles cannot tunnel through a layer between two contact passes. The sum
-of the two largest replaced twice the largest (about the box centre): it is tighter, but
-the rebuilds did not become fewer (100 x 100, 120 frames, seeds 0-3: 1.89-2.78 builds a
-frame before, 2.12-2.70 after; Gauss-Seidel is chaotic, so single runs differ by more than
-that). The rebuilds are set by the clamp: where the falling cloth lands on the part
-already down, particles close in at the clamped speed, so a margin of one thickness lasts
-at most 5 substeps, 2 builds a frame. The relative motion is local, so a per-region version
-of the bound rebuilt as often; it was dropped.
-
-Threads. The solver cuts the cloth into bands of columns, one per thread (``n_threads``).
-Each band predicts its own particles and solves the constraints inside it in one pass;
-the constraints between bands follow on one thread; then the same for the contacts, whose
-list is grouped by band when built (`_cloth_kernels.sort_contacts`). Columns, because the
-cloth folds along its rows: layers that touch come from distant rows but the same
-columns, so contacts rarely cross bands. At frame 60 of the demo, two bands held 74,817
-and 67,832 contacts and 1,684 crossed; 29,252 constraints each and 498 across. That is two
-parallel regions a substep, 20 a frame, besides the pair search's. The kernels running
-bands side by side agree bit for bit with their sequential twins on the same bands (a
-test), but the band count sets the order of the Gauss-Seidel updates, so the motion
-depends on it. Measured on the 2-core machine while other programs ran (load 2-4, the
-least time of about 2,000 calls at frame 60): contacts 525 us sequential, 310 us on two
-threads; predict and constraints 543 us and 514 us. While another program holds a core,
-every parallel region waits for a thread to be scheduled, and the solve took 112-157 ms
-a frame on two threads against 26-42 ms on one; ``NUMBA_NUM_THREADS=1`` (or
-``n_threads=1``) is then the faster choice.
+since the list was built and ``c`` the centre of all displacements, a pair missing from the
+list was farther apart than ``thickness + margin`` and has closed in by at most
+``|d_i - d_j| <= 2 max_i |d_i - c|``; so while that bound stays within ``margin``, no
+missing pair can touch. It is checked before every substep's contact pass (one O(n) loop)
+and the list is rebuilt when it fails. A rigid drift (the whole cloth falling) never
+triggers a rebuild; speeds are clamped to ``0.2 * thickness`` per substep, as in Mueller's
+demo, so that particles cannot tunnel through a layer between two contact passes. The
+relative motion that forces rebuilds is local (where the falling cloth folds onto the part
+already down), so a per-region version of the bound rebuilt as often; it was dropped.
 
 Measuring "passing through". `Cloth.count_crossings` meshes the grid into triangles and
 counts edges that pierce a triangle (candidates from the spatial hash); a surface that has
@@ -69,10 +44,9 @@ import sys
 import time
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
-from .. import Grid, _config
+from .. import Grid
 from .._validation import as_count, as_positive_scalar
 from . import _cloth_kernels as kernels
 from ._cloth_view import Renderer
@@ -86,8 +60,6 @@ GROUND_FRICTION = 1.0
 #: margin of 0.5 rebuilt the list about 4.3 times a frame, 0.75: 3.7, 1: 2.0, 1.5: 1.7,
 #: 2: 1.1 (with 2.7 times the pairs of 1 to check every substep); 1 took the least time.
 MARGIN = 1.0
-#: Cloths with fewer particles are solved on one thread (see `Cloth`, ``n_threads``).
-PARALLEL_MIN_PARTICLES = 4096
 #: Largest distance a particle may move in one substep, as a fraction of the thickness.
 MAX_STEP_FRACTION = 0.2
 #: A pair is interpenetrating when closer than this fraction of the thickness...
@@ -140,12 +112,6 @@ class Cloth:
     stretch_compliance, shear_compliance, bend_compliance : float
         XPBD compliances (inverse stiffness) of the three kinds of constraint, with the
         particle masses set by an areal density of 1 kg/m^2. Defaults 0, 1e-6 and 1e-3.
-    n_threads : int, optional
-        Bands of columns the solver cuts the cloth into, solved side by side on as many
-        threads (-1: numba's thread count). Default: numba's thread count for cloths of at
-        least `PARALLEL_MIN_PARTICLES` particles, 1 below. It sets the order of the
-        Gauss-Seidel updates, so the motion depends on it (not on how many threads numba
-        actually runs).
 
     Attributes
     ----------
@@ -153,12 +119,7 @@ class Cloth:
         Particle ``row * size + column``; z is up and the ground is the plane z = 0.
     pairs : ndarray of int, shape (n_pairs, 2)
         The current contact list: every pair within ``thickness + margin`` when it was
-        built, less those that touch at rest (empty without self-collision), grouped by
-        band of columns, then the pairs between bands.
-    n_bands : int
-        Bands of columns the solver runs side by side.
-    constraint_offsets, contact_offsets : ndarray of int64, shape (n_bands + 2,)
-        Bounds of each band's segment of ``constraints`` and ``pairs``, then of the seams.
+        built, less those that touch at rest (empty without self-collision).
     frame : int
         Frames simulated so far.
     times : FrameTimes
@@ -182,7 +143,6 @@ class Cloth:
         stretch_compliance: float = 0.0,
         shear_compliance: float = 1e-6,
         bend_compliance: float = 1e-3,
-        n_threads: int | None = None,
     ) -> None:
         self.size = as_count(size, "size")
         if self.size < 2:
@@ -209,15 +169,8 @@ class Cloth:
         ]
 
         n = self.size
-        n_threads = _config.check_n_threads(n_threads)
-        if n_threads is None:
-            n_threads = numba.get_num_threads() if n * n >= PARALLEL_MIN_PARTICLES else 1
-        self.n_bands = min(n_threads, n)
         rows, columns = np.divmod(np.arange(n * n, dtype=np.int64), n)
         self.rows, self.columns = rows, columns
-        band_of_column = np.arange(n) * self.n_bands // n
-        self.bands = band_of_column[columns]  # band of each particle
-        self.column_starts = np.searchsorted(band_of_column, np.arange(self.n_bands + 1))
         self.positions = _hanging_positions(
             rows, columns, self.spacing, math.radians(tilt),
             drop_height + 0.5 * self.thickness, np.random.default_rng(seed),
@@ -225,15 +178,12 @@ class Cloth:
         self.velocities = np.zeros_like(self.positions)
         self._previous = self.positions.copy()
         self.inverse_mass = np.full(n * n, 1.0 / (self.spacing * self.spacing))
-        (self.constraints, self.rest_lengths, self.compliances,
-         self.constraint_offsets) = _grid_constraints(n, self.spacing, *compliances,
-                                                      self.n_bands)
+        self.constraints, self.rest_lengths, self.compliances = _grid_constraints(
+            n, self.spacing, *compliances
+        )
         self.pairs = np.empty((0, 2), dtype=np.int32)
-        self.contact_offsets = np.zeros(self.n_bands + 2, dtype=np.int64)
         self._touching = np.empty(0, dtype=np.int64)  # the contact pass's buffer
         self._reference = None  # positions when the contact list was built
-        # Box centres of the displacements at the last two staleness checks.
-        self._centres = np.zeros((2, 3))
         self.frame = 0
         self.times = FrameTimes()
         self._mesh_cache = None
@@ -242,69 +192,45 @@ class Cloth:
     def step_frame(self) -> None:
         """Advance the cloth by one frame, ``1 / fps`` seconds, in ``substeps`` substeps."""
         positions, previous, velocities = self.positions, self._previous, self.velocities
-        inverse_mass, dt = self.inverse_mass, self.dt
         clock = time.perf_counter
         ground = 0.5 * self.thickness
-        parallel = self.n_bands > 1
-        step_constraints = (kernels.step_constraints_parallel if parallel
-                            else kernels.step_constraints)
-        solve_contacts = kernels.solve_contacts_parallel if parallel else kernels.solve_contacts
-        # Two parallel regions a substep (see `_cloth_kernels`): predicting and the
-        # constraints, then the contacts. The velocity update of one substep is done by
-        # the next one's predicting pass, and after the last by `update_velocities`.
-        for substep in range(self.substeps):
+        for _ in range(self.substeps):
             start = clock()
-            step_constraints(positions, previous, velocities, inverse_mass, self.constraints,
-                             self.rest_lengths, self.compliances, self.constraint_offsets,
-                             self.column_starts, GRAVITY, dt, self.max_speed, ground,
-                             GROUND_FRICTION, substep > 0)
+            kernels.predict(positions, previous, velocities, self.inverse_mass, GRAVITY,
+                            self.dt, self.max_speed, ground, GROUND_FRICTION)
+            kernels.solve_distances(positions, self.inverse_mass, self.constraints,
+                                    self.rest_lengths, self.compliances, self.dt)
+            self.times.solve += clock() - start
             if self.self_collision:
-                stale = self._contact_list_stale()
-                self.times.solve += clock() - start
-                if stale:
+                if self._contact_list_stale():
                     start = clock()
                     self._build_contact_list()
                     self.times.search += clock() - start
                 start = clock()
-                solve_contacts(positions, previous, inverse_mass, self.pairs,
-                               self.contact_offsets, self.thickness, self.friction,
-                               self._touching)
+                kernels.solve_contacts(positions, previous, self.inverse_mass, self.pairs,
+                                       self.thickness, self.friction, self._touching)
+                self.times.solve += clock() - start
+            start = clock()
+            kernels.update_velocities(positions, previous, velocities, self.dt)
             self.times.solve += clock() - start
-        start = clock()
-        kernels.update_velocities(positions, previous, velocities, dt)
-        self.times.solve += clock() - start
         self.frame += 1
 
     def _contact_list_stale(self) -> bool:
         if self._reference is None:
             return True
-        # Any centre gives a valid bound (see `kernels.displacement_bound`); the box centre
-        # of the displacements, extrapolated from the last two checks, follows a falling
-        # cloth. Where that guess proves too loose, the new box centre is tried.
-        centres = self._centres
-        guess = 2.0 * centres[0] - centres[1]
-        centres[1] = centres[0]
-        bound = self._displacement_bound(guess, centres[0])
-        if bound > self.margin:
-            bound = self._displacement_bound(centres[0].copy(), guess)
-        return bound > self.margin
-
-    def _displacement_bound(self, centre: np.ndarray, box_centre: np.ndarray) -> float:
-        # Sequential: on two threads it saved 15 us of 35 but started a parallel region.
-        return kernels.displacement_bound(self.positions, self._reference, centre, box_centre)
+        spread = kernels.spread_of_displacements(self.positions, self._reference)
+        return 2.0 * spread > self.margin
 
     def _build_contact_list(self) -> None:
         reach = self.thickness + self.margin
         found = Grid(self.positions, cell_size=reach).query_pairs(reach).indices
-        # Pairs that touch at rest (grid neighbours) are the constraints' business; the
-        # others are grouped by band for the threads.
+        # Pairs that touch at rest (grid neighbours) are the constraints' business.
         kept = np.empty_like(found)
-        n_kept = kernels.sort_contacts(found, self.rows, self.columns, self.spacing,
-                                       self.thickness, self.bands, kept, self.contact_offsets)
+        n_kept = kernels.far_in_rest(found, self.rows, self.columns, self.spacing,
+                                     self.thickness, kept)
         self.pairs = kept[:n_kept]
         self._touching = np.empty(len(self.pairs), dtype=np.int64)
         self._reference = self.positions.copy()
-        self._centres[:] = 0.0
         self.times.n_builds += 1
 
     # ------------------------------------------------------------------ measurements
@@ -408,20 +334,12 @@ def _hanging_positions(rows, columns, spacing, tilt, bottom, rng) -> np.ndarray:
     return np.ascontiguousarray(positions)
 
 
-def _grid_constraints(n, spacing, stretch, shear, bend, n_bands=1):
+def _grid_constraints(n, spacing, stretch, shear, bend):
     """Stretch, shear and bending distance constraints of an n x n grid.
 
     Within each family the constraints are ordered so that consecutive ones share no
     particle (along a row, the even links before the odd ones), which lets the solver's
-    loop overlap them; Gauss-Seidel converges the same in any order. The list is laid out
-    in segments for the threads (see `_cloth_kernels`): the constraints inside each band
-    of ``n / n_bands`` columns, family by family, then those between bands.
-
-    Returns
-    -------
-    constraints, rest_lengths, compliances, offsets
-        Particle pairs (int64, shape (m, 2)), their rest lengths and compliances, and the
-        segments' bounds (int64, ``n_bands + 2`` entries).
+    loop overlap them; Gauss-Seidel converges the same in any order.
     """
     ids = np.arange(n * n, dtype=np.int64).reshape(n, n)
 
@@ -443,24 +361,13 @@ def _grid_constraints(n, spacing, stretch, shear, bend, n_bands=1):
         (ids[:-1, 1:], ids[1:, :-1], diagonal, shear),
         *links(2, 2.0 * spacing, bend),
     ]
-    groups = [(a.ravel(), b.ravel(), length, value) for a, b, length, value in groups
-              if a.size]
-    bands = (ids % n) * n_bands // n
-    segments = [[] for _ in range(n_bands + 1)]
-    for a, b, length, value in groups:
-        band_a, band_b = bands.ravel()[a], bands.ravel()[b]
-        for band in range(n_bands):
-            inside = (band_a == band) & (band_b == band)
-            segments[band].append((a[inside], b[inside], length, value))
-        between = band_a != band_b
-        segments[n_bands].append((a[between], b[between], length, value))
-    pieces = [piece for segment in segments for piece in segment]
-    constraints = np.concatenate([np.stack([a, b], axis=1) for a, b, _, _ in pieces])
-    rest = np.concatenate([np.full(a.size, length) for a, _, length, _ in pieces])
-    compliance = np.concatenate([np.full(a.size, value) for a, _, _, value in pieces])
-    sizes = [sum(a.size for a, _, _, _ in segment) for segment in segments]
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    return np.ascontiguousarray(constraints), rest, compliance, offsets
+    groups = [group for group in groups if group[0].size]
+    constraints = np.concatenate(
+        [np.stack([a.ravel(), b.ravel()], axis=1) for a, b, _, _ in groups]
+    )
+    rest = np.concatenate([np.full(a.size, length) for a, _, length, _ in groups])
+    compliance = np.concatenate([np.full(a.size, value) for a, _, _, value in groups])
+    return np.ascontiguousarray(constraints), rest, compliance
 
 
 # ---------------------------------------------------------------------- command line
@@ -501,8 +408,7 @@ def run(args: argparse.Namespace) -> int:
     renderer = Renderer(cloth) if write else None
     print(f"cloth of {cloth.size} x {cloth.size} particles, {args.frames} frames at "
           f"{cloth.fps:g} fps, {cloth.substeps} substeps, self-collision "
-          f"{'on' if cloth.self_collision else 'off'}, solver on {cloth.n_bands} "
-          f"thread{'s' if cloth.n_bands > 1 else ''}; kernels compiled or loaded from the "
+          f"{'on' if cloth.self_collision else 'off'}; kernels compiled or loaded from the "
           f"cache in {warm_up:.2f} s")
     energy_start = cloth.energy()
     frames, render_seconds, simulate_seconds, cpu_seconds = _simulate(cloth, renderer, args)
@@ -540,7 +446,6 @@ def _warm_up(render: bool) -> None:
     """Compile (or load from the disk cache) every kernel on a tiny cloth."""
     cloth = Cloth(4, substeps=2)
     cloth.step_frame()
-    Cloth(4, substeps=2, n_threads=-1).step_frame()  # the parallel kernels
     cloth.count_interpenetrations()
     cloth.count_crossings()
     if render:
