@@ -127,6 +127,10 @@ def as_radii(value, name: str, n: int, *, allow_inf: bool = False) -> np.ndarray
         raise ValueError(
             f"`{name}` must be a scalar or an array of shape ({n},); got {_describe(array)}."
         )
+    # One or two passes when all is well (NaN fails `>= 0`); the culprit is looked for
+    # only when something is wrong.
+    if (array >= 0).all() and (allow_inf or np.isfinite(array).all()):
+        return np.ascontiguousarray(array)
     bad = np.flatnonzero(np.isnan(array) | (array < 0) | (np.isinf(array) & (not allow_inf)))
     if bad.size:
         raise ValueError(
