@@ -80,8 +80,9 @@ MAX_CELLS_PER_AXIS = 2.0**52
 PARALLEL_MIN_POINTS = 20_000
 PARALLEL_MIN_QUERIES = 2_000
 #: The parallel build keeps a histogram of the box of cells per thread; it runs when
-#: those hold at most this many counts per point (else the sequential build does).
-PARALLEL_BUILD_MAX_COUNTS_PER_POINT = 2
+#: those hold at most this many counts per point, 32 bytes (else the sequential build
+#: does): room for 16 threads at the 7 points per cell of a grid sized for pair searches.
+PARALLEL_BUILD_MAX_COUNTS_PER_POINT = 4
 #: Rows first allocated per point by the one-pass pair search of small inputs (it grows
 #: by doubling when a dense cloud holds more).
 PAIRS_PER_POINT_GUESS = 16
