@@ -65,3 +65,23 @@ def test_parallel_build_leaves_sparse_and_large_boxes_to_the_sequential_build(mo
     grid = Grid(outlier, 0.1, n_threads=2)
     assert grid.state.hash_ids.size > 0
     assert not calls
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse", "periodic"])
+def test_parallel_query_order_and_gather_equal_the_sequential_ones(layout):
+    points = rng.random((3000, 3))
+    options = {"box": 1.0} if layout == "periodic" else {}
+    if layout == "sparse":
+        points[0] = [1e7, 0.0, 0.0]  # an outlier: the hash table
+    grid = Grid(points, 0.05, **options)
+    assert (grid.state.hash_ids.size > 0) == (layout == "sparse")
+    # Queries inside, outside and far outside the cells, with repeats.
+    queries = np.vstack([rng.random((4000, 3)) * 1.4 - 0.2, points[:500], [[-1e9, 5.0, 5.0]]])
+    queries3 = np.ascontiguousarray(queries)
+    expected = spatialhash.grid.build.query_order(grid.state, queries3)
+    for n_chunks in (1, 2, 7):
+        got = spatialhash.grid.build_parallel.query_order_parallel(grid.state, queries3,
+                                                                   n_chunks)
+        assert np.array_equal(got, expected)
+    assert np.array_equal(spatialhash.grid.build_parallel.take_rows_parallel(queries3, expected),
+                          spatialhash.grid.build.take_rows(queries3, expected))

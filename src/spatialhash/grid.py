@@ -522,8 +522,23 @@ class Grid:
         """The order in which to answer queries (cell by cell, see `build.query_order`),
         and the queries and radii taken in that order: reading them one after the other
         saves a cache miss per query in each pass over a large query set."""
-        visit_order = build.query_order(self.state, query_points)
-        return visit_order, build.take_rows(query_points, visit_order), radii[visit_order]
+        visit_order = self._query_order(query_points)
+        if self._parallel(query_points.shape[0], PARALLEL_MIN_POINTS):
+            visited = build_parallel.take_rows_parallel(query_points, visit_order)
+        else:
+            visited = build.take_rows(query_points, visit_order)
+        return visit_order, visited, radii[visit_order]
+
+    def _query_order(self, query_points) -> np.ndarray:
+        """`build.query_order` of (m, 3) query points, on every thread for many queries
+        (the same permutation) when the per-thread histograms of the keys stay small."""
+        m = query_points.shape[0]
+        n_threads = numba.get_num_threads()
+        if self._parallel(m, PARALLEL_MIN_POINTS) and n_threads > 1:
+            n_keys = (self.state.dense_lookup.shape[0] or self.n_occupied_cells + 1)
+            if n_threads * n_keys <= PARALLEL_BUILD_MAX_COUNTS_PER_POINT * m:
+                return build_parallel.query_order_parallel(self.state, query_points, n_threads)
+        return build.query_order(self.state, query_points)
 
     def count_radius(self, queries, r) -> np.ndarray:
         """Number of points within ``r`` of each query, shape (m,), int64.
@@ -584,7 +599,7 @@ class Grid:
         distances = np.full((m, k), np.inf)
         counts = np.zeros(m, dtype=np.int64)
         with _config.threads(self._n_threads):
-            visit_order = build.query_order(self.state, query_points)
+            visit_order = self._query_order(query_points)
             kernel = knn.knn_query if self._parallel(m, PARALLEL_MIN_QUERIES) else knn.knn_serial
             kernel(self.state, query_points, k, np.full(m, limit), visit_order, indices,
                    distances, counts)
@@ -615,7 +630,7 @@ class Grid:
         lower3 = wrap_into_box(pad_to_3d(lower), self._box)
         upper3 = pad_to_3d(upper)
         with _config.threads(self._n_threads):
-            visit_order = build.query_order(self.state, lower3)
+            visit_order = self._query_order(lower3)
             m = lower3.shape[0]
             kernel = (box_kernels.box_scan if self._parallel(m, PARALLEL_MIN_QUERIES)
                       else box_kernels.box_serial)
@@ -685,7 +700,7 @@ class Grid:
                 float(radii.max()) if radii.size else 0.0,
                 ray_kernels.WALK_COST_PER_POINT * self.n_points, origins3, units3, limit)
         with _config.threads(self._n_threads):
-            visit_order = build.query_order(self.state, origins3)
+            visit_order = self._query_order(origins3)
             if not all_hits:
                 indices = np.empty(m, dtype=self._index_dtype)
                 distances = np.empty(m)

@@ -157,15 +157,30 @@ def query_order(state, queries):
     Queries are processed in this order so that neighbouring queries read the same cells
     from cache; it changes nothing in the results. Dense grids sort by the query's cell in
     the box of cells (queries outside are clipped to its faces); sparse grids sort by the
-    occupied cell holding the query, with all other queries last.
+    occupied cell holding the query, with all other queries last (`query_keys`).
     """
-    m = queries.shape[0]
+    keys = np.empty(queries.shape[0], np.int64)
+    query_keys(state, queries, 0, queries.shape[0], keys)
+    _, permutation = counting_sort(keys, query_key_count(state))
+    return permutation
+
+
+@jit
+def query_key_count(state):
+    """Number of distinct keys `query_keys` gives."""
+    if state.dense_lookup.shape[0] > 0:
+        return state.dense_lookup.shape[0]
+    return state.cell_coords.shape[0] + 1
+
+
+@jit
+def query_keys(state, queries, lo, hi, keys):
+    """``keys[q]`` for queries ``lo .. hi - 1``: the sort key of `query_order`."""
     n_cells = state.n_cells
     dense = state.dense_lookup.shape[0] > 0
-    n_keys = state.dense_lookup.shape[0] if dense else state.cell_coords.shape[0] + 1
-    keys = np.empty(m, np.int64)
+    n_keys = query_key_count(state)
     coords = np.empty(3, np.int64)
-    for q in range(m):
+    for q in range(lo, hi):
         for axis in range(3):
             c = floor_to_int((queries[q, axis] - state.origin[axis]) * state.inv_cell_size[axis])
             coords[axis] = min(max(c, 0), n_cells[axis] - 1)
@@ -175,8 +190,6 @@ def query_order(state, queries):
             cell = find_cell(n_cells, state.dense_lookup, state.hash_keys, state.hash_ids,
                              coords[0], coords[1], coords[2])
             keys[q] = cell if cell >= 0 else n_keys - 1
-    _, permutation = counting_sort(keys, n_keys)
-    return permutation
 
 
 @jit

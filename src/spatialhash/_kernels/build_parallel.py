@@ -25,6 +25,7 @@ import numpy as np
 from numba import prange
 
 from .._config import jit_parallel
+from .build import query_key_count, query_keys
 from .cells import floor_to_int
 
 
@@ -99,3 +100,45 @@ def build_dense_parallel(points3, origin, inv_cell_size, n_periodic, n_cells, n_
         columns[1, s] = points3[i, 1]
         columns[2, s] = points3[i, 2]
     return cell_start, permutation, columns, dense_lookup, dense_start, cell_coords
+
+
+@jit_parallel
+def query_order_parallel(state, queries, n_chunks):
+    """`build.query_order` on every thread: the same permutation (a stable counting sort
+    is unique), from per-chunk histograms of the keys (``n_chunks`` times their count)."""
+    m = queries.shape[0]
+    n_keys = query_key_count(state)
+    keys = np.empty(m, np.int64)
+    chunk = (m + n_chunks - 1) // n_chunks
+    for k in prange(n_chunks):
+        query_keys(state, queries, k * chunk, min(m, (k + 1) * chunk), keys)
+    counts = np.zeros((n_chunks, n_keys), np.int64)
+    for k in prange(n_chunks):
+        for q in range(k * chunk, min(m, (k + 1) * chunk)):
+            counts[k, keys[q]] += 1
+    # counts[k, key] becomes where chunk k puts its first query of `key`.
+    total = 0
+    for key in range(n_keys):
+        for k in range(n_chunks):
+            count = counts[k, key]
+            counts[k, key] = total
+            total += count
+    permutation = np.empty(m, np.int64)
+    for k in prange(n_chunks):
+        for q in range(k * chunk, min(m, (k + 1) * chunk)):
+            key = keys[q]
+            permutation[counts[k, key]] = q
+            counts[k, key] += 1
+    return permutation
+
+
+@jit_parallel
+def take_rows_parallel(rows, order):
+    """`build.take_rows` on every thread."""
+    taken = np.empty((order.shape[0], 3), np.float64)
+    for t in prange(order.shape[0]):
+        q = order[t]
+        taken[t, 0] = rows[q, 0]
+        taken[t, 1] = rows[q, 1]
+        taken[t, 2] = rows[q, 2]
+    return taken
