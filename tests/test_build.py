@@ -85,3 +85,15 @@ def test_parallel_query_order_and_gather_equal_the_sequential_ones(layout):
         assert np.array_equal(got, expected)
     assert np.array_equal(spatialhash.grid.build_parallel.take_rows_parallel(queries3, expected),
                           spatialhash.grid.build.take_rows(queries3, expected))
+
+
+def test_parallel_scatter_and_gather_equal_numpy_indexing():
+    order = rng.permutation(50_000)
+    values = rng.integers(0, 1000, 50_000)
+    expected = np.empty_like(values)
+    expected[order] = values
+    assert np.array_equal(spatialhash.grid.build_parallel.scatter_parallel(values, order),
+                          expected)
+    radii = rng.random(50_000)
+    assert np.array_equal(spatialhash.grid.build_parallel.gather_parallel(radii, order),
+                          radii[order])

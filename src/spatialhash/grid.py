@@ -506,15 +506,15 @@ class Grid:
         with _config.threads(self._n_threads):
             visit_order, visited_points, visited_radii = self._visit(query_points, radii)
             in_visit_order = np.arange(query_points.shape[0])
-            counts = np.empty(query_points.shape[0], dtype=np.int64)
-            counts[visit_order] = self._count_radius(visited_points, visited_radii,
-                                                     in_visit_order)
+            counts = self._scatter(
+                self._count_radius(visited_points, visited_radii, in_visit_order), visit_order)
             indptr = _indptr(counts)
             nnz = int(indptr[-1])
             indices = np.empty(nnz, dtype=self._index_dtype)
             distances = np.empty(nnz if return_distances else 0, dtype=np.float64)
             self._scan_radius(visited_points, visited_radii, in_visit_order,
-                              indptr[visit_order], indices, distances, True, sort)
+                              self._gather(indptr, visit_order), indices, distances, True,
+                              sort)
         return Neighbors(indptr, indices, distances if return_distances else None,
                          self.n_points)
 
@@ -527,7 +527,21 @@ class Grid:
             visited = build_parallel.take_rows_parallel(query_points, visit_order)
         else:
             visited = build.take_rows(query_points, visit_order)
-        return visit_order, visited, radii[visit_order]
+        return visit_order, visited, self._gather(radii, visit_order)
+
+    def _gather(self, values: np.ndarray, order: np.ndarray) -> np.ndarray:
+        """``values[order]``, on every thread for many."""
+        if self._parallel(order.shape[0], PARALLEL_MIN_POINTS):
+            return build_parallel.gather_parallel(values, order)
+        return values[order]
+
+    def _scatter(self, values: np.ndarray, order: np.ndarray) -> np.ndarray:
+        """The array ``out`` with ``out[order] = values`` (``order`` a permutation)."""
+        if self._parallel(order.shape[0], PARALLEL_MIN_POINTS):
+            return build_parallel.scatter_parallel(values, order)
+        out = np.empty_like(values)
+        out[order] = values
+        return out
 
     def _query_order(self, query_points) -> np.ndarray:
         """`build.query_order` of (m, 3) query points, on every thread for many queries
@@ -548,10 +562,8 @@ class Grid:
         query_points, radii = self._radius_inputs(queries, r)
         with _config.threads(self._n_threads):
             visit_order, visited_points, visited_radii = self._visit(query_points, radii)
-            counts = np.empty(query_points.shape[0], dtype=np.int64)
-            counts[visit_order] = self._count_radius(
-                visited_points, visited_radii, np.arange(query_points.shape[0]))
-            return counts
+            return self._scatter(self._count_radius(
+                visited_points, visited_radii, np.arange(query_points.shape[0])), visit_order)
 
     def _count_radius(self, query_points, radii, visit_order):
         counts = np.zeros(query_points.shape[0], dtype=np.int64)

@@ -142,3 +142,21 @@ def take_rows_parallel(rows, order):
         taken[t, 1] = rows[q, 1]
         taken[t, 2] = rows[q, 2]
     return taken
+
+
+@jit_parallel
+def scatter_parallel(values, order):
+    """``out[order[t]] = values[t]`` on every thread (``order`` a permutation)."""
+    out = np.empty_like(values)
+    for t in prange(order.shape[0]):
+        out[order[t]] = values[t]
+    return out
+
+
+@jit_parallel
+def gather_parallel(values, order):
+    """``values[order]`` on every thread."""
+    out = np.empty(order.shape[0], values.dtype)
+    for t in prange(order.shape[0]):
+        out[t] = values[order[t]]
+    return out
