@@ -51,11 +51,7 @@ def build_dense_parallel(points3, origin, inv_cell_size, n_periodic, n_cells, n_
             key = key * n_cells[axis] + c
         linear[i] = key
 
-    chunk = (n + n_chunks - 1) // n_chunks
-    counts = np.zeros((n_chunks, n_linear), np.int64)
-    for k in prange(n_chunks):
-        for i in range(k * chunk, min(n, (k + 1) * chunk)):
-            counts[k, linear[i]] += 1
+    counts = chunk_histograms(linear, n_linear, n_chunks)
 
     # counts[k, key] becomes where chunk k writes its first point of cell `key`.
     dense_start = np.empty(n_linear + 1, np.int64)
@@ -86,12 +82,7 @@ def build_dense_parallel(points3, origin, inv_cell_size, n_periodic, n_cells, n_
             cell_coords[cell, 2] = key // (nx * ny)
     cell_start[n_occupied] = n
 
-    permutation = np.empty(n, np.int64)
-    for k in prange(n_chunks):
-        for i in range(k * chunk, min(n, (k + 1) * chunk)):
-            key = linear[i]
-            permutation[counts[k, key]] = i
-            counts[k, key] += 1
+    permutation = chunk_scatter(linear, counts)
 
     columns = np.empty((3, n), np.float64)
     for s in prange(n):
@@ -112,10 +103,7 @@ def query_order_parallel(state, queries, n_chunks):
     chunk = (m + n_chunks - 1) // n_chunks
     for k in prange(n_chunks):
         query_keys(state, queries, k * chunk, min(m, (k + 1) * chunk), keys)
-    counts = np.zeros((n_chunks, n_keys), np.int64)
-    for k in prange(n_chunks):
-        for q in range(k * chunk, min(m, (k + 1) * chunk)):
-            counts[k, keys[q]] += 1
+    counts = chunk_histograms(keys, n_keys, n_chunks)
     # counts[k, key] becomes where chunk k puts its first query of `key`.
     total = 0
     for key in range(n_keys):
@@ -123,12 +111,36 @@ def query_order_parallel(state, queries, n_chunks):
             count = counts[k, key]
             counts[k, key] = total
             total += count
-    permutation = np.empty(m, np.int64)
+    return chunk_scatter(keys, counts)
+
+
+@jit_parallel
+def chunk_histograms(keys, n_keys, n_chunks):
+    """``counts[k, key]``: how often ``key`` occurs in chunk ``k`` of ``keys`` (cut into
+    ``n_chunks`` equal chunks), shape ``(n_chunks, n_keys)``."""
+    n = keys.shape[0]
+    chunk = (n + n_chunks - 1) // n_chunks
+    counts = np.zeros((n_chunks, n_keys), np.int64)
     for k in prange(n_chunks):
-        for q in range(k * chunk, min(m, (k + 1) * chunk)):
-            key = keys[q]
-            permutation[counts[k, key]] = q
-            counts[k, key] += 1
+        for i in range(k * chunk, min(n, (k + 1) * chunk)):
+            counts[k, keys[i]] += 1
+    return counts
+
+
+@jit_parallel
+def chunk_scatter(keys, starts):
+    """The permutation of a stable counting sort of ``keys``: chunk ``k`` (as in
+    `chunk_histograms`) places its first item of each ``key`` at ``starts[k, key]``
+    (``starts`` is used up)."""
+    n = keys.shape[0]
+    n_chunks = starts.shape[0]
+    chunk = (n + n_chunks - 1) // n_chunks
+    permutation = np.empty(n, np.int64)
+    for k in prange(n_chunks):
+        for i in range(k * chunk, min(n, (k + 1) * chunk)):
+            key = keys[i]
+            permutation[starts[k, key]] = i
+            starts[k, key] += 1
     return permutation
 
 
