@@ -550,7 +550,7 @@ class Grid:
         n_threads = numba.get_num_threads()
         if self._parallel(m, PARALLEL_MIN_POINTS) and n_threads > 1:
             n_keys = (self.state.dense_lookup.shape[0] or self.n_occupied_cells + 1)
-            if n_threads * n_keys <= PARALLEL_BUILD_MAX_COUNTS_PER_POINT * m:
+            if _histograms_fit(n_threads, n_keys, m):
                 return build_parallel.query_order_parallel(self.state, query_points, n_threads)
         return build.query_order(self.state, query_points)
 
@@ -763,6 +763,12 @@ def _default_cell_size(n: int, lowest: np.ndarray, highest: np.ndarray, box: np.
     return float(min(math.exp(log_size), extent.max()))
 
 
+def _histograms_fit(n_threads: int, n_keys: float, n: int) -> bool:
+    """Whether a counting sort of ``n`` items by ``n_keys`` keys may keep a histogram per
+    thread (`build_parallel`): at most `PARALLEL_BUILD_MAX_COUNTS_PER_POINT` per item."""
+    return n_threads * n_keys <= PARALLEL_BUILD_MAX_COUNTS_PER_POINT * n
+
+
 def _build_state(points3, lowest, highest, cell_size, box, brute, index_dtype,
                  parallel) -> GridState:
     """Sort ``points3`` (n, 3), already wrapped, into cells; see the module docstring.
@@ -802,8 +808,7 @@ def _build_state(points3, lowest, highest, cell_size, box, brute, index_dtype,
             for axis in range(N_AXES)
         ], dtype=np.int64)
         n_linear = float(np.prod(n_cells.astype(np.float64)))
-        if (n_linear <= build.max_dense_cells(n)
-                and n_threads * n_linear <= PARALLEL_BUILD_MAX_COUNTS_PER_POINT * n):
+        if n_linear <= build.max_dense_cells(n) and _histograms_fit(n_threads, n_linear, n):
             (cell_start, permutation, columns, dense_lookup, dense_start,
              cell_coords) = build_parallel.build_dense_parallel(
                 points3, origin, inv_size, n_periodic, n_cells, n_threads)
