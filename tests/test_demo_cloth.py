@@ -191,6 +191,42 @@ def test_spread_of_displacements_matches_numpy(rng):
     assert np.sqrt((differences**2).sum(axis=2)).max() <= 2 * expected + 1e-12
 
 
+def test_spreads_of_displacements_match_one_reference_at_a_time(rng):
+    positions = rng.normal(size=(40, 3))
+    first = positions + rng.normal(size=(40, 3)) * 0.2
+    second = positions + rng.normal(size=(40, 3)) * 0.05 - 2.0
+    spreads = np.empty(2)
+    kernels.spreads_of_displacements(positions, first, second, spreads)
+    assert spreads[0] == kernels.spread_of_displacements(positions, first)
+    assert spreads[1] == kernels.spread_of_displacements(positions, second)
+    assert spreads[0] > spreads[1] > 0.0
+
+
+def test_pairs_within_keeps_exactly_the_close_pairs_in_order(rng):
+    positions = rng.uniform(0.0, 1.0, size=(60, 3))
+    i, j = np.triu_indices(60, 1)
+    pairs = np.stack([i, j], axis=1).astype(np.int32)
+    distances = np.linalg.norm(positions[i] - positions[j], axis=1)
+    reach = float(np.median(distances))
+    kept = np.empty_like(pairs)
+    n_kept = kernels.pairs_within(positions, pairs, reach, kept)
+    np.testing.assert_array_equal(kept[:n_kept], pairs[distances < reach])
+
+
+def test_inner_list_is_the_close_part_of_the_outer_one():
+    # The solver's list (`pairs`) is refreshed from the outer list more often than the
+    # outer list is rebuilt, and holds only listed pairs.
+    cloth = Cloth(SIZE, seed=2)
+    for _ in range(30):
+        cloth.step_frame()
+    assert cloth.times.n_refreshes > cloth.times.n_builds > 1
+    outer = cloth._candidates.astype(np.int64)
+    inner = cloth.pairs.astype(np.int64)
+    n = len(cloth.positions)
+    assert 0 < len(inner) < len(outer)
+    assert np.isin(inner[:, 0] * n + inner[:, 1], outer[:, 0] * n + outer[:, 1]).all()
+
+
 def test_constraints_link_each_neighbour_once_with_disjoint_neighbours():
     n = 7
     cloth = Cloth(n)

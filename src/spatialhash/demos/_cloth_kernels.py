@@ -160,28 +160,64 @@ def spread_of_displacements(positions, reference):
     box, ``|d_i - d_j| <= 2 * spread`` for every pair: a rigid drift of the whole cloth
     (falling) does not count, only motion of particles relative to each other does.
     """
+    spreads = np.empty(2)
+    spreads_of_displacements(positions, reference, reference, spreads)
+    return spreads[0]
+
+
+@jit
+def spreads_of_displacements(positions, reference_a, reference_b, spreads):
+    """`spread_of_displacements` since two references at once (one pass over positions
+    for the centres, one for the largest distances): ``spreads[0]`` for ``reference_a``,
+    ``spreads[1]`` for ``reference_b``."""
     n = positions.shape[0]
+    spreads[0] = spreads[1] = 0.0
     if n == 0:
-        return 0.0
-    low_x = low_y = low_z = np.inf
-    high_x = high_y = high_z = -np.inf
+        return
+    low = np.full((2, 3), np.inf)
+    high = np.full((2, 3), -np.inf)
     for i in range(n):
-        dx = positions[i, 0] - reference[i, 0]
-        dy = positions[i, 1] - reference[i, 1]
-        dz = positions[i, 2] - reference[i, 2]
-        low_x, high_x = min(low_x, dx), max(high_x, dx)
-        low_y, high_y = min(low_y, dy), max(high_y, dy)
-        low_z, high_z = min(low_z, dz), max(high_z, dz)
-    centre_x = 0.5 * (low_x + high_x)
-    centre_y = 0.5 * (low_y + high_y)
-    centre_z = 0.5 * (low_z + high_z)
-    largest2 = 0.0
+        for axis in range(3):
+            p = positions[i, axis]
+            da = p - reference_a[i, axis]
+            db = p - reference_b[i, axis]
+            low[0, axis] = min(low[0, axis], da)
+            high[0, axis] = max(high[0, axis], da)
+            low[1, axis] = min(low[1, axis], db)
+            high[1, axis] = max(high[1, axis], db)
+    ca = 0.5 * (low[0] + high[0])
+    cb = 0.5 * (low[1] + high[1])
+    largest_a = largest_b = 0.0
     for i in range(n):
-        dx = positions[i, 0] - reference[i, 0] - centre_x
-        dy = positions[i, 1] - reference[i, 1] - centre_y
-        dz = positions[i, 2] - reference[i, 2] - centre_z
-        largest2 = max(largest2, dx * dx + dy * dy + dz * dz)
-    return math.sqrt(largest2)
+        sa = sb = 0.0
+        for axis in range(3):
+            p = positions[i, axis]
+            da = p - reference_a[i, axis] - ca[axis]
+            db = p - reference_b[i, axis] - cb[axis]
+            sa += da * da
+            sb += db * db
+        largest_a = max(largest_a, sa)
+        largest_b = max(largest_b, sb)
+    spreads[0] = math.sqrt(largest_a)
+    spreads[1] = math.sqrt(largest_b)
+
+
+@jit
+def pairs_within(positions, pairs, reach, kept):
+    """Copy the pairs closer than ``reach`` now to the front of ``kept`` (as long as
+    ``pairs``), branch-free as in `solve_contacts`; returns how many there are."""
+    reach2 = reach * reach
+    n_kept = 0
+    for k in range(pairs.shape[0]):
+        a = np.uint64(pairs[k, 0])
+        b = np.uint64(pairs[k, 1])
+        dx = positions[b, 0] - positions[a, 0]
+        dy = positions[b, 1] - positions[a, 1]
+        dz = positions[b, 2] - positions[a, 2]
+        kept[n_kept, 0] = pairs[k, 0]
+        kept[n_kept, 1] = pairs[k, 1]
+        n_kept += dx * dx + dy * dy + dz * dz < reach2
+    return n_kept
 
 
 @jit
