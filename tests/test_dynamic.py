@@ -208,6 +208,50 @@ def test_pairs_parallel_and_sequential_sweeps_give_identical_rows(monkeypatch, s
     assert {tuple(row) for row in parallel.tolist()} == oracle.query_pairs(model)
 
 
+# (weight, scan ratio): the default choice; never inverted (every pair of levels looked up
+# from the finer side); always inverted, probing cells; always inverted, scanning entries.
+CROSS_SETTINGS = {"default": (8.0, 16.0), "finer side": (-1.0, 16.0),
+                  "coarser side": (math.inf, 16.0), "scans": (math.inf, 1e300)}
+
+
+@pytest.mark.parametrize("setting", CROSS_SETTINGS)
+@pytest.mark.parametrize("seed", range(2))
+def test_cross_level_pairs_from_either_side_and_by_scans(monkeypatch, seed, setting):
+    """Pairs of a finer and a coarser level are found from the finer side (its objects
+    look up the coarser cells they cover) or the coarser side (its objects read the finer
+    cells they cover, or every entry when they cover too many): each choice must give
+    the oracle's pairs, in the same rows for any thread count."""
+    import spatialhash.dynamic as dynamic_module
+    from spatialhash._kernels import dynamic_pairs
+
+    weight, ratio = CROSS_SETTINGS[setting]
+    monkeypatch.setattr(dynamic_module, "CROSS_INVERT_WEIGHT", weight)
+    monkeypatch.setattr(dynamic_module, "CROSS_SCAN_RATIO", ratio)
+    hash_, model = mixed_scene(20 + seed, 700)
+    used = np.flatnonzero(hash_.level_counts)
+    assert len(used) >= 3
+    scratch = None
+    rows = {}
+    for threshold in (0, 2**62):  # the parallel driver, then the sequential one
+        monkeypatch.setattr(dynamic_module, "PARALLEL_MIN_ENTRIES", threshold)
+        rows[threshold] = hash_.query_pairs()
+        scratch = hash_._pair_scratch
+    assert np.array_equal(rows[0], rows[2**62])
+    expected = oracle.query_pairs(model)
+    assert {tuple(row) for row in rows[0].tolist()} == expected
+    assert len(rows[0]) == len(expected)  # each pair once
+    # The choice the setting asks for was made (by the rule both drivers share).
+    n_coarse = scratch["coarse_start"][-1]
+    chosen = dynamic_pairs.choose_inverted(
+        used, hash_._level_count, hash_._inv_size, scratch["bucket_start"][-1],
+        scratch["coarse_codes"][:n_coarse], scratch["coarse_records"], weight, ratio)
+    level_pairs = [chosen[f, c] for f in used for c in used if f < c]
+    if setting == "finer side":
+        assert not any(level_pairs)
+    elif setting != "default":
+        assert all(level_pairs)
+
+
 def reference_sort(meta, spheres, n_buckets, min_level):
     """Entry codes of the objects at ``min_level`` or above, stably sorted by bucket (slot,
     then cell order inside a bucket), and the bucket starts: what `dynamic_sort` must give."""

@@ -43,17 +43,27 @@ entries (once: the old sort hashed each twice), then the buckets into one chunk 
 thread, each scanning all entries for its own; a stable counting sort gives the same codes
 for any cut. On one thread it went from 12-15 to 10-11 ms (CPU time, medians of 15 in two
 runs, both versions alternately in one process); on two threads it takes 8-10.5 ms of
-wall-clock time (the development machine had another job on it). What is left, per step of
-the benchmark's 100,000 boxes (one core, CPU time): the cross-level lookups, 17-30 ms
-depending on the machine's load (190,000 lookups of 6 floors and a hash each, 6 ms;
-428,000 candidates for 38,000 pairs: bucket collisions are only a quarter of them, and
-neither branch-free box tests, a 4x larger coarse table nor coarse buckets ordered like
-the fine ones paid, all measured alternately with the code kept); the sort, 10-11 ms;
+wall-clock time (the development machine had another job on it). The cross-level lookups
+were then the largest part, 23-35 ms (one core, CPU time): every fine object looked up the
+coarse cells it covers, 190,000 probes meeting 428,000 candidates for 38,000 pairs (neither
+branch-free box tests, a 4x larger coarse table nor coarse buckets ordered like the fine
+ones paid, all measured alternately with the code kept). They are now inverted where that
+takes fewer probes (`CROSS_INVERT_WEIGHT`): each of the 8,900 coarse objects reads the runs
+of the finer cells it covers in the main sort, 157,000 probes meeting 211,000 candidates,
+of which the box test needs the records (cache misses into 9 MB of records: about 60 ns a
+candidate); 17-21 ms against 23-35 ms in the same runs, and 12-13 ms for the kernel alone.
+Reading each tile's run of buckets whole instead of cell by cell (fewer probes, 4x the
+candidates) was 3-4 ms slower. In 3-D the gain is larger (100,000 boxes, 3-D: 390 -> 170
+ms on one core). What is left, per step of the benchmark's 100,000 boxes (one core, CPU
+time, loaded machine): the cross-level lookups, 13-21 ms; the sort, 10-13 ms;
 copying records and the same-level sweep, 8-9 ms; a bulk move of everything, 5-6 ms
 (which runs on all threads from `PARALLEL_MIN_ENTRIES` objects once the bucket lists are
 dropped, `_kernels/dynamic_move.py`). Wall-clock per step (1% / 10% / 100% moved, medians
 of 11 in two runs, two threads, load average about 0.8): 35-41 / 47-49 / 57-58 ms before
-this round, 32-34 / 38-40 / 40 ms after; the 20 ms target is not met.
+the round that parallelized the sort, 32-34 / 38-40 / 40 ms after; the whole
+`query_pairs` on one core went from 58-63 to 38-51 ms with the inverted lookups (CPU
+time, medians of 15, both versions alternately, machine loaded by another job); the 20 ms
+target is not met.
 
 Bulk lookups. `move_many` keeps the ids and slots of its last lookup: a simulation that
 moves the same ids every step compares them with the kept copy (0.05 ms for 100,000)
@@ -82,7 +92,8 @@ No duplicates, no hash set. An object in several cells is reported from one cell
 query reports it from the lowest cell it shares with the query's range of cells; a pair on
 one level is reported from the lowest cell both share (``max(lo_a, lo_b)`` per axis), which
 is one bit test per candidate (`_kernels/dynamic_pairs.py`); pairs across levels are found
-by the finer object looking up the coarser levels' cells it covers, with the same rule.
+by the coarser object reading the finer cells it covers (or the other way round, whichever
+takes fewer probes), with the same rule.
 
 Semantics. Boxes are closed: touching counts as overlapping. Spheres are tested exactly
 after their bounding boxes. Arithmetic is float64 without fast-math, as in the batch grid;
@@ -118,6 +129,15 @@ RELINK_FRACTION = 0.25
 #: its sort from this many slots, and `move_many` its bulk moves from this many objects
 #: (below, a parallel region's start costs more than it saves).
 PARALLEL_MIN_ENTRIES = 20_000
+#: `query_pairs` finds the pairs of a finer and a coarser level from the coarser side
+#: (each coarse object reads the finer cells it covers) when that takes at most this many
+#: times as many probes as the finer level has objects (each of which would look up the
+#: coarser cells it covers); see `_kernels/dynamic_pairs.py`.
+CROSS_INVERT_WEIGHT = 8.0
+#: A coarse object covering more than ``n_entries / CROSS_SCAN_RATIO`` finer cells scans
+#: all entries instead of probing each cell (a box larger than the world costs O(n), not
+#: O(world / cell)).
+CROSS_SCAN_RATIO = 16.0
 #: Smallest capacity (slots) allocated.
 MIN_CAPACITY = 64
 _NO_SPHERES = np.empty((0, 4))
@@ -840,9 +860,10 @@ class DynamicHash:
         while True:
             pairs = scratch["pairs"]
             chunks(self._bounds, self._spheres, self._meta, self._inv_size, filtered,
-                   used_levels, scratch["bucket_start"], scratch["codes"], scratch["records"],
-                   scratch["coarse_start"], scratch["coarse_codes"][:n_coarse],
-                   scratch["coarse_records"], pairs, counts)
+                   used_levels, self._level_count, scratch["bucket_start"], scratch["codes"],
+                   scratch["records"], scratch["coarse_start"],
+                   scratch["coarse_codes"][:n_coarse], scratch["coarse_records"], pairs, counts,
+                   CROSS_INVERT_WEIGHT, CROSS_SCAN_RATIO)
             per_chunk = pairs.shape[0] // dynamic_pairs.N_CHUNKS
             most = int(counts.max())
             if most <= per_chunk:

@@ -15,21 +15,47 @@ the sort saw an object with other bits than all.
 
 Same level: two objects sharing cell ``c`` are compared there, and the pair is reported
 only in the lowest cell the two share, ``max(lo_a, lo_b)`` per axis, exactly when their
-offsets have no bit in common: once, with no hash set. Across levels: each object (its
-entry in its lowest cell) looks up the cells it covers on every coarser non-empty level in
-a second, small sort of the coarser objects; the same bit test reports each pair once.
+offsets have no bit in common: once, with no hash set. Across levels, for each pair of
+non-empty levels (fine, coarse), one of two directions (`choose_inverted`):
+
+- from the coarse side (`coarse_down_pairs`): each coarse object (its entry in its lowest
+  cell, in a second, small sort of the objects above the lowest level) enumerates the
+  fine cells its box covers, with offset bits relative to its lowest fine cell, and reads
+  their runs in the main sort, which holds every level's entries; a fine entry of that
+  cell is reported when the bits have nothing in common, the same-level rule. An object
+  covering more than ``n_entries / scan_ratio`` fine cells (a box larger than the world)
+  reads every entry instead and takes each fine object's lowest entry: O(n), never
+  O(world / cell);
+- from the fine side (`cross_level_pairs`): each fine object (its lowest entry) looks up
+  the coarse cells it covers in the small sort, with the same bit test.
+
+The coarse side runs when its probes (fine cells covered, a scan counted as
+``n_entries / scan_ratio``) are at most ``invert_weight`` times the fine level's objects:
+the fine side probes at least one cell per object, but its coarse cells hold more objects
+each. On the benchmark's 100,000 2-D boxes (8,900 coarse objects) the coarse side probes
+157,000 cells and meets 211,000 candidates, the fine side 190,000 and 428,000: 12-13 ms
+against 23-35 ms (one core). In 3-D a coarse object covers more fine cells (level 2 over 0:
+up to 17^3), yet the coarse side still won (100,000 3-D boxes: 170-180 ms against 340-390 ms
+with the weight at 2, which had kept two pairs of levels on the fine side; 8 inverts
+them); 2,000 fine objects under 50,000 coarse ones are faster from the fine side (49 ms
+against 66 ms for the whole query), which the weight 8 keeps.
 
 Threads. The buckets are cut into `N_CHUNKS` fixed chunks; a chunk copies its records,
-sweeps its buckets and does the cross-level lookups of its entries, writing into its own
-region of the output. The chunks are the same for any thread count, so the output is too
-(`pairs_chunks` runs them in order, `pairs_chunks_parallel` on all threads).
+sweeps its buckets and does the fine-side lookups of its entries, writing into its own
+region of the output (`sweep_chunk`). Once every chunk has copied its records, chunk ``c``
+does the coarse-side lookups of the ``c``-th `N_CHUNKS` part of the small sort and appends
+to its region (`down_chunk`). The chunks are the same for any thread count, so the output
+is too (`pairs_chunks` runs them in order, `pairs_chunks_parallel` on all threads).
 
 Measured on the benchmark's 100,000 boxes (2-D, three size classes; one core of the loaded
 2-core development machine, `time.thread_time`, best of 9; the sort's figures are those of
 the count and fill it had here before `dynamic_sort.py`): count and fill 9.3 ms, copying
 the records 3.2 ms, the coarse sort 2.5 ms, same-level sweep 7.0 ms, cross-level lookups
-17-24 ms (425,000 candidates for 38,000 pairs: the cost is in the branches of the box
-tests). Before (hashed buckets, boxes read by slot, every object's lookups in slot order):
+from the fine side 17-24 ms (425,000 candidates for 38,000 pairs), from the coarse side
+since 12-13 ms (kernel alone, medians of 11: hashing the 157,000 cells and reading their
+starts 1.6-1.9 ms, their codes 4 ms more, the box tests on the records 6.5 ms more, the
+cell test 1 ms: the cost is in cache misses on ``codes`` and ``records``). Before
+(hashed buckets, boxes read by slot, every object's lookups in slot order):
 count and fill 12 ms, sweep 9 ms, cross level 30 ms. Cells from the records instead of
 ``meta`` and no filter test without filters: same-level sweep 8.5-10 -> 4.5-5.9 ms,
 cross-level 39-42 -> 33 ms (medians of 9, one core, machine loaded by other jobs, both
@@ -190,11 +216,12 @@ def kept_pair(bounds, spheres, meta, filtered, a, b, any_sphere, pairs, n_pairs,
 
 
 @jit
-def cross_level_pairs(bounds, spheres, meta, inv_size, filtered, used_levels, codes, records,
-                      e_begin, e_end, coarse_start, coarse_codes, coarse_records, pairs,
-                      n_pairs, capacity):
+def cross_level_pairs(bounds, spheres, meta, inv_size, filtered, used_levels, inverted, codes,
+                      records, e_begin, e_end, coarse_start, coarse_codes, coarse_records,
+                      pairs, n_pairs, capacity):
     """Pairs of the objects whose lowest entry is in ``e_begin .. e_end - 1`` with the
-    objects of coarser levels (see the module docstring); output as `same_level_pairs`."""
+    objects of coarser levels, for the pairs of levels that do not run ``inverted`` (see
+    the module docstring); output as `same_level_pairs`."""
     coarse_mask = coarse_start.shape[0] - 2
     top = used_levels[used_levels.shape[0] - 1]
     for e in range(e_begin, e_end):
@@ -208,7 +235,7 @@ def cross_level_pairs(bounds, spheres, meta, inv_size, filtered, used_levels, co
         ax1, ay1, az1 = records[e, 3], records[e, 4], records[e, 5]
         for t in range(used_levels.shape[0]):
             level = used_levels[t]
-            if level <= level_a:
+            if level <= level_a or inverted[level_a, level] != 0:
                 continue
             inv = inv_size[level]
             lx, ly, lz = floor_to_int(ax0 * inv), floor_to_int(ay0 * inv), floor_to_int(az0 * inv)
@@ -243,10 +270,127 @@ def cross_level_pairs(bounds, spheres, meta, inv_size, filtered, used_levels, co
 
 
 @jit
-def pairs_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels, bucket_start,
-                codes, records, coarse_start, coarse_codes, coarse_records, pairs, counts):
-    """Chunk ``chunk`` of the sweep: its buckets, their records, same-level and
-    cross-level pairs, written to its region of ``pairs`` (``counts[chunk]`` found)."""
+def covered_cells(x0, y0, z0, x1, y1, z1, inv):
+    """Cell range of the box ``x0 .. z1`` on the level of cell size ``1 / inv``, and its
+    number of cells as a float (a huge box's count would overflow int64)."""
+    lx, ly, lz = floor_to_int(x0 * inv), floor_to_int(y0 * inv), floor_to_int(z0 * inv)
+    hx, hy, hz = floor_to_int(x1 * inv), floor_to_int(y1 * inv), floor_to_int(z1 * inv)
+    n_cells = ((float(hx) - float(lx) + 1.0) * (float(hy) - float(ly) + 1.0)
+               * (float(hz) - float(lz) + 1.0))
+    return lx, ly, lz, hx, hy, hz, n_cells
+
+
+@jit
+def choose_inverted(used_levels, level_count, inv_size, n_entries, coarse_codes,
+                    coarse_records, invert_weight, scan_ratio):
+    """Per pair of levels ``(fine, coarse)``, whether `coarse_down_pairs` finds its pairs
+    (1) or `cross_level_pairs` does (0). The inverted lookup probes the finer cells each
+    coarse object covers (an object covering more than ``n_entries / scan_ratio`` scans
+    the entries instead: as costly as that many probes); it runs when those probes are at
+    most ``invert_weight`` times the finer level's objects (the probes of the lookup from
+    the finer side, at least one each, which meet more candidates each)."""
+    n_levels = level_count.shape[0]
+    probes = np.zeros((n_levels, n_levels))
+    scan_cost = n_entries / scan_ratio
+    for k in range(coarse_codes.shape[0]):
+        code_b = coarse_codes[k]
+        if code_b & LOWEST_BITS:
+            continue
+        level_b = (code_b >> LEVEL_SHIFT) & LEVEL_FIELD
+        for t in range(used_levels.shape[0]):
+            level = used_levels[t]
+            if level >= level_b:
+                break
+            n_cells = covered_cells(coarse_records[k, 0], coarse_records[k, 1],
+                                    coarse_records[k, 2], coarse_records[k, 3],
+                                    coarse_records[k, 4], coarse_records[k, 5],
+                                    inv_size[level])[6]
+            probes[level, level_b] += min(n_cells, scan_cost)
+    inverted = np.zeros((n_levels, n_levels), np.uint8)
+    for fine in range(n_levels):
+        for coarse in range(fine + 1, n_levels):
+            if probes[fine, coarse] <= invert_weight * level_count[fine]:
+                inverted[fine, coarse] = 1
+    return inverted
+
+
+@jit
+def coarse_down_pairs(bounds, spheres, meta, inv_size, filtered, used_levels, inverted,
+                      scan_ratio, bucket_start, codes, records, c_begin, c_end, coarse_codes,
+                      coarse_records, pairs, n_pairs, capacity):
+    """Pairs of the objects whose lowest entry is in ``coarse_codes[c_begin:c_end]`` with
+    the objects of finer levels, for the pairs of levels that run ``inverted``: the coarse
+    object enumerates the finer cells it covers and reads their runs of ``codes`` (every
+    record copied); output as `same_level_pairs`."""
+    mask = bucket_start.shape[0] - 2
+    n_entries = bucket_start[mask + 1]
+    scan_above = n_entries / scan_ratio
+    for k in range(c_begin, c_end):
+        code_b = coarse_codes[k]
+        if code_b & LOWEST_BITS:
+            continue
+        level_b = (code_b >> LEVEL_SHIFT) & LEVEL_FIELD
+        b = code_b >> SLOT_SHIFT
+        sphere_b = code_b & SPHERE_BIT
+        bx0, by0, bz0 = coarse_records[k, 0], coarse_records[k, 1], coarse_records[k, 2]
+        bx1, by1, bz1 = coarse_records[k, 3], coarse_records[k, 4], coarse_records[k, 5]
+        for t in range(used_levels.shape[0]):
+            level = used_levels[t]
+            if level >= level_b:
+                break
+            if inverted[level, level_b] == 0:
+                continue
+            inv = inv_size[level]
+            lx, ly, lz, hx, hy, hz, n_cells = covered_cells(bx0, by0, bz0, bx1, by1, bz1, inv)
+            if n_cells > scan_above:
+                # Huge: every lowest entry of the level instead (one each per object).
+                for j in range(np.uint64(0), np.uint64(n_entries)):
+                    code_a = codes[j]
+                    if ((code_a & LOWEST_BITS) != 0
+                            or (code_a >> LEVEL_SHIFT) & LEVEL_FIELD != level
+                            or max(bx0, records[j, 0]) > min(bx1, records[j, 3])
+                            or max(by0, records[j, 1]) > min(by1, records[j, 4])
+                            or max(bz0, records[j, 2]) > min(bz1, records[j, 5])):
+                        continue
+                    n_pairs = kept_pair(bounds, spheres, meta, filtered, code_a >> SLOT_SHIFT,
+                                        b, (sphere_b | code_a) & SPHERE_BIT, pairs, n_pairs,
+                                        capacity)
+                continue
+            for cz in range(lz, hz + 1):
+                for cy in range(ly, hy + 1):
+                    for cx in range(lx, hx + 1):
+                        bits_b = (cx != lx) + 2 * (cy != ly) + 4 * (cz != lz) + sphere_b
+                        bucket = tile_bucket(level, cx, cy, cz, mask)
+                        for j in range(np.uint64(bucket_start[bucket]),
+                                       np.uint64(bucket_start[bucket + 1])):
+                            code_a = codes[j]
+                            if ((bits_b & code_a & LOWEST_BITS) != 0
+                                    or (code_a >> LEVEL_SHIFT) & LEVEL_FIELD != level
+                                    or max(bx0, records[j, 0]) > min(bx1, records[j, 3])
+                                    or max(by0, records[j, 1]) > min(by1, records[j, 4])
+                                    or max(bz0, records[j, 2]) > min(bz1, records[j, 5])):
+                                continue
+                            # Its cell, from its record as in `same_level_pairs`.
+                            if (floor_to_int(records[j, 0] * inv) + (code_a & 1) != cx
+                                    or floor_to_int(records[j, 1] * inv) + ((code_a >> 1) & 1)
+                                    != cy
+                                    or floor_to_int(records[j, 2] * inv) + ((code_a >> 2) & 1)
+                                    != cz):
+                                continue
+                            n_pairs = kept_pair(bounds, spheres, meta, filtered,
+                                                code_a >> SLOT_SHIFT, b,
+                                                (bits_b | code_a) & SPHERE_BIT, pairs, n_pairs,
+                                                capacity)
+    return n_pairs
+
+
+@jit
+def sweep_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels, inverted,
+                bucket_start, codes, records, coarse_start, coarse_codes, coarse_records,
+                pairs, counts):
+    """First pass of chunk ``chunk``: its buckets' records, same-level pairs and the
+    cross-level pairs found from the finer side, written to its region of ``pairs``
+    (``counts[chunk]`` found)."""
     n_buckets = bucket_start.shape[0] - 1
     per_chunk = pairs.shape[0] // N_CHUNKS
     b_begin = chunk * n_buckets // N_CHUNKS
@@ -259,30 +403,63 @@ def pairs_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels, b
     n = same_level_pairs(bounds, spheres, meta, inv_size, filtered, bucket_start, codes,
                          records, b_begin, b_end, pairs, out_begin, out_end)
     if coarse_codes.shape[0] > 0 and used_levels.shape[0] > 1:
-        n = cross_level_pairs(bounds, spheres, meta, inv_size, filtered, used_levels, codes,
-                              records, e_begin, e_end, coarse_start, coarse_codes,
-                              coarse_records, pairs, n, out_end)
+        n = cross_level_pairs(bounds, spheres, meta, inv_size, filtered, used_levels,
+                              inverted, codes, records, e_begin, e_end, coarse_start,
+                              coarse_codes, coarse_records, pairs, n, out_end)
     counts[chunk] = n - out_begin
 
 
 @jit
-def pairs_chunks(bounds, spheres, meta, inv_size, filtered, used_levels, bucket_start, codes,
-                 records, coarse_start, coarse_codes, coarse_records, pairs, counts):
-    """Every chunk (`pairs_chunk`), one after the other. ``pairs`` holds `N_CHUNKS`
-    regions of equal length; chunk ``c`` found ``counts[c]`` pairs (its region holds the
-    first of them when it is too short: the caller grows it and calls again)."""
+def down_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels, inverted,
+               scan_ratio, bucket_start, codes, records, coarse_codes, coarse_records, pairs,
+               counts):
+    """Second pass of chunk ``chunk`` (after every chunk's first): the inverted lookups of
+    its share of the coarse entries, appended to its region."""
+    per_chunk = pairs.shape[0] // N_CHUNKS
+    n_coarse = coarse_codes.shape[0]
+    out_begin = chunk * per_chunk
+    n = coarse_down_pairs(bounds, spheres, meta, inv_size, filtered, used_levels, inverted,
+                          scan_ratio, bucket_start, codes, records, chunk * n_coarse // N_CHUNKS,
+                          (chunk + 1) * n_coarse // N_CHUNKS, coarse_codes, coarse_records,
+                          pairs, out_begin + counts[chunk], out_begin + per_chunk)
+    counts[chunk] = n - out_begin
+
+
+@jit
+def pairs_chunks(bounds, spheres, meta, inv_size, filtered, used_levels, level_count,
+                 bucket_start, codes, records, coarse_start, coarse_codes, coarse_records,
+                 pairs, counts, invert_weight, scan_ratio):
+    """Every chunk (`sweep_chunk`, then `down_chunk`), one after the other. ``pairs``
+    holds `N_CHUNKS` regions of equal length; chunk ``c`` found ``counts[c]`` pairs (its
+    region holds the first of them when it is too short: the caller grows it and calls
+    again)."""
+    inverted = choose_inverted(used_levels, level_count, inv_size,
+                               bucket_start[bucket_start.shape[0] - 1], coarse_codes,
+                               coarse_records, invert_weight, scan_ratio)
     for chunk in range(N_CHUNKS):
-        pairs_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels,
+        sweep_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels, inverted,
                     bucket_start, codes, records, coarse_start, coarse_codes, coarse_records,
                     pairs, counts)
+    for chunk in range(N_CHUNKS):
+        down_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels, inverted,
+                   scan_ratio, bucket_start, codes, records, coarse_codes, coarse_records,
+                   pairs, counts)
 
 
 @jit_parallel
 def pairs_chunks_parallel(bounds, spheres, meta, inv_size, filtered, used_levels,
-                          bucket_start, codes, records, coarse_start, coarse_codes,
-                          coarse_records, pairs, counts):
+                          level_count, bucket_start, codes, records, coarse_start,
+                          coarse_codes, coarse_records, pairs, counts, invert_weight,
+                          scan_ratio):
     """`pairs_chunks` with the chunks on all threads (the same output)."""
+    inverted = choose_inverted(used_levels, level_count, inv_size,
+                               bucket_start[bucket_start.shape[0] - 1], coarse_codes,
+                               coarse_records, invert_weight, scan_ratio)
     for chunk in numba.prange(N_CHUNKS):
-        pairs_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels,
+        sweep_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels, inverted,
                     bucket_start, codes, records, coarse_start, coarse_codes, coarse_records,
                     pairs, counts)
+    for chunk in numba.prange(N_CHUNKS):
+        down_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels, inverted,
+                   scan_ratio, bucket_start, codes, records, coarse_codes, coarse_records,
+                   pairs, counts)
