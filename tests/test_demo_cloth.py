@@ -250,6 +250,26 @@ def test_constraints_link_each_neighbour_once_with_disjoint_neighbours():
     assert len(shared) <= 12
 
 
+def test_constraint_groups_share_no_particle_and_solve_the_same_on_threads(rng):
+    cloth = Cloth(9, seed=3)
+    starts = cloth._group_start
+    assert starts[0] == 0 and starts[-1] == len(cloth.constraints)
+    for begin, end in zip(starts[:-1], starts[1:], strict=True):
+        ends = cloth.constraints[begin:end].ravel()
+        assert len(np.unique(ends)) == len(ends)
+    positions = cloth.positions + rng.normal(scale=0.2 * cloth.spacing,
+                                             size=cloth.positions.shape)
+    sequential, parallel = positions.copy(), positions.copy()
+    kernels.solve_distances(sequential, cloth.constraints, cloth.rest_lengths,
+                            cloth._share_a, cloth._share_b)
+    for n_chunks in (2, 3):
+        parallel = positions.copy()
+        kernels.solve_distances_parallel(parallel, cloth.constraints, cloth.rest_lengths,
+                                         cloth._share_a, cloth._share_b, starts, n_chunks)
+        np.testing.assert_array_equal(parallel, sequential)
+    assert not np.array_equal(sequential, positions)
+
+
 def test_cloth_starts_at_rest_with_its_rest_lengths():
     cloth = Cloth(12, seed=5)
     a, b = cloth.constraints.T

@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import prange
 
-from .._config import jit
+from .._config import jit, jit_parallel
 
 
 @jit
@@ -47,39 +48,67 @@ def predict(positions, previous, velocities, inverse_mass, gravity, dt, max_spee
 
 
 @jit
-def solve_distances(positions, inverse_mass, constraints, rest_lengths, compliances, dt):
+def solve_distances(positions, constraints, rest_lengths, share_a, share_b):
     """One XPBD pass over distance constraints, in order (Gauss-Seidel).
 
     With one iteration per substep the multiplier starts from zero every time, so the
-    update is ``-C / (w1 + w2 + compliance / dt**2)`` ("small steps", Macklin et al. 2019).
-    The caller orders the constraints so that neighbours in the list share no particle:
-    the processor then overlaps their square roots and divisions instead of waiting on
-    the previous constraint's result.
+    update moves particle ``a`` by ``share_a * (rest - length) / length`` times the
+    difference vector, with ``share_a = w_a / (w_a + w_b + compliance / dt**2)`` computed
+    once ("small steps", Macklin et al. 2019). The caller orders the constraints in groups
+    that share no particle: the processor then overlaps neighbours' square roots and
+    divisions instead of waiting on the previous constraint's result, and
+    `solve_distances_parallel` can split each group between threads.
     """
-    inverse_dt2 = 1.0 / (dt * dt)
     for k in range(constraints.shape[0]):
         a = np.uint64(constraints[k, 0])
         b = np.uint64(constraints[k, 1])
-        weight = inverse_mass[a] + inverse_mass[b]
-        if weight == 0.0:
-            continue
         dx = positions[a, 0] - positions[b, 0]
         dy = positions[a, 1] - positions[b, 1]
         dz = positions[a, 2] - positions[b, 2]
         length = math.sqrt(dx * dx + dy * dy + dz * dz)
         if length == 0.0:
             continue
-        step = (rest_lengths[k] - length) / (
-            (weight + compliances[k] * inverse_dt2) * length
-        )
-        wa = step * inverse_mass[a]
-        wb = step * inverse_mass[b]
+        step = (rest_lengths[k] - length) / length
+        wa = step * share_a[k]
+        wb = step * share_b[k]
         positions[a, 0] += wa * dx
         positions[a, 1] += wa * dy
         positions[a, 2] += wa * dz
         positions[b, 0] -= wb * dx
         positions[b, 1] -= wb * dy
         positions[b, 2] -= wb * dz
+
+
+@jit_parallel
+def solve_distances_parallel(positions, constraints, rest_lengths, share_a, share_b,
+                             group_start, n_chunks):
+    """`solve_distances` with each group (constraints ``group_start[g]`` to
+    ``group_start[g + 1] - 1``, which share no particle) cut into ``n_chunks`` chunks on
+    all threads. Within a group no constraint reads what another writes, so the result is
+    the sequential one, bit for bit."""
+    for g in range(group_start.shape[0] - 1):
+        begin = group_start[g]
+        size = group_start[g + 1] - begin
+        for chunk in prange(n_chunks):
+            for k in range(begin + chunk * size // n_chunks,
+                           begin + (chunk + 1) * size // n_chunks):
+                a = np.uint64(constraints[k, 0])
+                b = np.uint64(constraints[k, 1])
+                dx = positions[a, 0] - positions[b, 0]
+                dy = positions[a, 1] - positions[b, 1]
+                dz = positions[a, 2] - positions[b, 2]
+                length = math.sqrt(dx * dx + dy * dy + dz * dz)
+                if length == 0.0:
+                    continue
+                step = (rest_lengths[k] - length) / length
+                wa = step * share_a[k]
+                wb = step * share_b[k]
+                positions[a, 0] += wa * dx
+                positions[a, 1] += wa * dy
+                positions[a, 2] += wa * dz
+                positions[b, 0] -= wb * dx
+                positions[b, 1] -= wb * dy
+                positions[b, 2] -= wb * dz
 
 
 @jit

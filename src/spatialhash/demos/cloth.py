@@ -54,6 +54,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from .. import Grid
@@ -72,6 +73,9 @@ GROUND_FRICTION = 1.0
 MARGIN = 1.0
 #: Reach of the inner contact list beyond the thickness, as a fraction of the margin.
 HOT_MARGIN_FRACTION = 0.5
+#: The constraint pass runs on every thread from this many constraints (below, starting
+#: the threads for each of its twelve groups costs more than it saves).
+PARALLEL_MIN_CONSTRAINTS = 20_000
 #: Largest distance a particle may move in one substep, as a fraction of the thickness.
 MAX_STEP_FRACTION = 0.2
 #: A pair is interpenetrating when closer than this fraction of the thickness...
@@ -193,9 +197,18 @@ class Cloth:
         self.velocities = np.zeros_like(self.positions)
         self._previous = self.positions.copy()
         self.inverse_mass = np.full(n * n, 1.0 / (self.spacing * self.spacing))
-        self.constraints, self.rest_lengths, self.compliances = _grid_constraints(
-            n, self.spacing, *compliances
+        self.constraints, self.rest_lengths, self.compliances, self._group_start = (
+            _grid_constraints(n, self.spacing, *compliances)
         )
+        # Each end's share of a constraint's correction (see `solve_distances`).
+        a, b = self.constraints[:, 0], self.constraints[:, 1]
+        weight = (self.inverse_mass[a] + self.inverse_mass[b]
+                  + self.compliances / (self.dt * self.dt))
+        movable = weight > 0.0  # two pinned ends (inverse mass 0) stay where they are
+        self._share_a = np.divide(self.inverse_mass[a], weight, where=movable,
+                                  out=np.zeros_like(weight))
+        self._share_b = np.divide(self.inverse_mass[b], weight, where=movable,
+                                  out=np.zeros_like(weight))
         self.pairs = np.empty((0, 2), dtype=np.int32)
         self._candidates = self.pairs  # the outer list, from the spatial hash
         self._close = self.pairs  # room for the inner list
@@ -218,8 +231,7 @@ class Cloth:
             start = clock()
             kernels.predict(positions, previous, velocities, self.inverse_mass, GRAVITY,
                             self.dt, self.max_speed, ground, GROUND_FRICTION)
-            kernels.solve_distances(positions, self.inverse_mass, self.constraints,
-                                    self.rest_lengths, self.compliances, self.dt)
+            self._solve_distances()
             self.times.solve += clock() - start
             if self.self_collision:
                 self._update_contact_lists()
@@ -231,6 +243,15 @@ class Cloth:
             kernels.update_velocities(positions, previous, velocities, self.dt)
             self.times.solve += clock() - start
         self.frame += 1
+
+    def _solve_distances(self) -> None:
+        if len(self.constraints) >= PARALLEL_MIN_CONSTRAINTS and numba.get_num_threads() > 1:
+            kernels.solve_distances_parallel(
+                self.positions, self.constraints, self.rest_lengths, self._share_a,
+                self._share_b, self._group_start, numba.get_num_threads())
+        else:
+            kernels.solve_distances(self.positions, self.constraints, self.rest_lengths,
+                                    self._share_a, self._share_b)
 
     def _update_contact_lists(self) -> None:
         """Rebuild the outer list, or refresh the inner one, where it may miss a contact:
@@ -375,39 +396,39 @@ def _hanging_positions(rows, columns, spacing, tilt, bottom, rng) -> np.ndarray:
 
 
 def _grid_constraints(n, spacing, stretch, shear, bend):
-    """Stretch, shear and bending distance constraints of an n x n grid.
+    """Stretch, shear and bending distance constraints of an n x n grid, in groups of
+    constraints that share no particle.
 
-    Within each family the constraints are ordered so that consecutive ones share no
-    particle (along a row, the even links before the odd ones), which lets the solver's
-    loop overlap them; Gauss-Seidel converges the same in any order.
+    Returns the constraints, their rest lengths and compliances, and the start of each
+    group (with the end of the last). A group is one family, along rows or columns or one
+    diagonal, on every other link (or pair of links, for bending): its constraints can be
+    solved in any order or at once, which lets the solver's loop overlap consecutive ones
+    and `_cloth_kernels.solve_distances_parallel` split a group between threads.
+    Gauss-Seidel converges the same in any order.
     """
     ids = np.arange(n * n, dtype=np.int64).reshape(n, n)
-
-    def links(step, length, compliance):
-        found = []
-        for phase in range(2 * step):
-            # Links along rows from columns phase, phase + 2 step, ...: pairwise disjoint.
-            start = list(range(phase, n - step, 2 * step))
-            found.append((ids[:, start], ids[:, [c + step for c in start]], length,
-                          compliance))
-        # Links along columns, in row-major order: consecutive ones are disjoint.
-        found.append((ids[:-step, :], ids[step:, :], length, compliance))
-        return found
-
+    lines = np.arange(n)
     diagonal = spacing * math.sqrt(2.0)
-    groups = [
-        *links(1, spacing, stretch),
-        (ids[:-1, :-1], ids[1:, 1:], diagonal, shear),
-        (ids[:-1, 1:], ids[1:, :-1], diagonal, shear),
-        *links(2, 2.0 * spacing, bend),
-    ]
+    groups = []
+    for step, length, compliance in ((1, spacing, stretch), (2, 2.0 * spacing, bend)):
+        for parity in range(2):
+            # Links from columns (rows) c with c // step of this parity: (0, 1), (2, 3)...
+            # or, two apart, (0, 2), (1, 3), (4, 6), (5, 7)...: pairwise disjoint.
+            first = lines[(lines < n - step) & ((lines // step) % 2 == parity)]
+            groups.append((ids[:, first], ids[:, first + step], length, compliance))
+            groups.append((ids[first, :], ids[first + step, :], length, compliance))
+    for parity in range(2):
+        rows = lines[(lines < n - 1) & (lines % 2 == parity)]
+        groups.append((ids[rows, :-1], ids[rows + 1, 1:], diagonal, shear))
+        groups.append((ids[rows, 1:], ids[rows + 1, :-1], diagonal, shear))
     groups = [group for group in groups if group[0].size]
     constraints = np.concatenate(
         [np.stack([a.ravel(), b.ravel()], axis=1) for a, b, _, _ in groups]
     )
     rest = np.concatenate([np.full(a.size, length) for a, _, length, _ in groups])
     compliance = np.concatenate([np.full(a.size, value) for a, _, _, value in groups])
-    return np.ascontiguousarray(constraints), rest, compliance
+    group_start = np.cumsum([0] + [a.size for a, _, _, _ in groups]).astype(np.int64)
+    return np.ascontiguousarray(constraints), rest, compliance, group_start
 
 
 # ---------------------------------------------------------------------- command line
