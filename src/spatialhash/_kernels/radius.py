@@ -1,7 +1,12 @@
 """Radius queries: for each query, every point within its radius, as CSR rows.
 
 A query scans the rows of cells that can hold its neighbours as runs of contiguous points
-(`cells.gather_runs`). A count pass sizes each row of the result, a fill pass writes it;
+(`cells.gather_runs`). Inside the box of a dense grid, the points of a query's block of
+cells are gathered into one run, kept for the next queries with the same block (queries go
+in cell order, and with cells of size r every query of a cell has the same 3 x 3 x 3
+block), so each query scans one long vectorized loop (ad hoc, 300,000 queries and points
+in 3-D, one thread, both versions alternately in one process: 0.578 -> 0.524 s with sorted
+rows, 0.483 -> 0.407 s without; the same rows). A count pass sizes each row of the result, a fill pass writes it;
 rows are independent, so queries are spread over threads and the output does not depend on
 the thread count.
 """
@@ -54,6 +59,13 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
     hit_k = np.empty(256, np.int64)
     n_occupied = cell_coords.shape[0]
     dense = dense_start.shape[0] > 0
+    # The candidates of the last block of cells gathered (see below), and that block.
+    near_x = np.empty(256, np.float64)
+    near_y = np.empty(256, np.float64)
+    near_z = np.empty(256, np.float64)
+    near_j = np.empty(256, np.int64)
+    n_near = 0
+    block = np.full(6, -1, np.int64)
     nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
     # On a periodic axis, a range within [0, n - 1] wraps nothing unless it is the whole
     # axis (then `wrap_whole_axes` takes minimum images): keep those to the general path.
@@ -71,34 +83,78 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
         if (dense and 0 <= x_lo <= x_hi < nx - wrap_x and 0 <= y_lo <= y_hi < ny - wrap_y
                 and 0 <= z_lo <= z_hi < nz - wrap_z
                 and n_rows * (x_hi - x_lo + 1) <= n_occupied):
-            # Inside the box of a dense grid, touching no periodic axis's ends: the runs
-            # of `cells.gather_runs`, in its order, found inline (the general path cost
-            # about as much as the distance tests of a query).
-            use_min_image = False
-            half_x = half_y = half_z = np.inf
-            if n_rows > run_bounds.shape[0]:
-                run_bounds, run_shifts = run_buffers(n_rows)
-            n_runs = 0
-            for z in range(z_lo, z_hi + 1):
-                for y in range(y_lo, y_hi + 1):
-                    row = (z * ny + y) * nx
-                    run_start, run_end = dense_start[row + x_lo], dense_start[row + x_hi + 1]
-                    if run_end > run_start:
-                        run_bounds[n_runs, 0], run_bounds[n_runs, 1] = run_start, run_end
-                        run_shifts[n_runs, 0] = 0.0
-                        run_shifts[n_runs, 1] = 0.0
-                        run_shifts[n_runs, 2] = 0.0
-                        n_runs += 1
-        else:
-            use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last,
-                                            half)
-            half_x, half_y, half_z = half[0], half[1], half[2]
-            needed = runs_capacity(first, last, n_occupied)
-            if needed > run_bounds.shape[0]:
-                run_bounds, run_shifts = run_buffers(needed)
-            n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start,
-                                 hash_keys, hash_ids, first, last, False, (0, 0, 0), run_bounds,
-                                 run_shifts)
+            # Inside the box of a dense grid, touching no periodic axis's ends. Queries
+            # taken in cell order mostly share their block of cells (with cells of size r,
+            # always the 3 x 3 x 3 around their own): its points are gathered once, in the
+            # order of `cells.gather_runs`' runs, and each query scans them in one long
+            # loop (row by row, the loops' set-up and scalar remainders cost more than the
+            # distances).
+            if (x_lo != block[0] or y_lo != block[1] or z_lo != block[2]
+                    or x_hi != block[3] or y_hi != block[4] or z_hi != block[5]):
+                n_near = 0
+                for z in range(z_lo, z_hi + 1):
+                    for y in range(y_lo, y_hi + 1):
+                        row = (z * ny + y) * nx
+                        n_near += dense_start[row + x_hi + 1] - dense_start[row + x_lo]
+                if n_near > near_x.shape[0]:
+                    near_x = np.empty(n_near, np.float64)
+                    near_y = np.empty(n_near, np.float64)
+                    near_z = np.empty(n_near, np.float64)
+                    near_j = np.empty(n_near, np.int64)
+                k = 0
+                for z in range(z_lo, z_hi + 1):
+                    for y in range(y_lo, y_hi + 1):
+                        row = (z * ny + y) * nx
+                        for j in range(np.uint64(dense_start[row + x_lo]),
+                                       np.uint64(dense_start[row + x_hi + 1])):
+                            near_x[k] = points[0, j]
+                            near_y[k] = points[1, j]
+                            near_z[k] = points[2, j]
+                            near_j[k] = j
+                            k += 1
+                block[0], block[1], block[2] = x_lo, y_lo, z_lo
+                block[3], block[4], block[5] = x_hi, y_hi, z_hi
+            start = positions[q] if write else 0
+            r2 = radii[q] * radii[q]
+            n_hits = 0
+            if not write:
+                # Counting: branch-free, so LLVM vectorizes it.
+                for k in range(np.uint64(0), np.uint64(n_near)):
+                    dx = qx - near_x[k]
+                    dy = qy - near_y[k]
+                    dz = qz - near_z[k]
+                    if dx * dx + dy * dy + dz * dz <= r2:
+                        n_hits += 1
+                positions[q] = n_hits
+                continue
+            # As in the runs below: distances, then the hits without a branch.
+            if n_near > run_d2.shape[0]:
+                run_d2 = np.empty(n_near, np.float64)
+                hit_k = np.empty(n_near, np.int64)
+            for k in range(np.uint64(0), np.uint64(n_near)):
+                dx = qx - near_x[k]
+                dy = qy - near_y[k]
+                dz = qz - near_z[k]
+                run_d2[k] = dx * dx + dy * dy + dz * dz
+            for k in range(n_near):
+                hit_k[n_hits] = k
+                n_hits += 1 if run_d2[k] <= r2 else 0
+            for h in range(n_hits):
+                k = hit_k[h]
+                out_indices[start + h] = order[near_j[k]]
+                if want_distances:
+                    out_distances[start + h] = math.sqrt(run_d2[k])
+            if sort_rows:
+                sort_row(out_indices, out_distances, start, start + n_hits, sort_keys,
+                         sort_values)
+            continue
+        use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last, half)
+        half_x, half_y, half_z = half[0], half[1], half[2]
+        needed = runs_capacity(first, last, n_occupied)
+        if needed > run_bounds.shape[0]:
+            run_bounds, run_shifts = run_buffers(needed)
+        n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start, hash_keys,
+                             hash_ids, first, last, False, (0, 0, 0), run_bounds, run_shifts)
         start = positions[q] if write else 0
         position = start
         r2 = radii[q] * radii[q]
