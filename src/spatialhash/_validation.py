@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 
-from ._kernels.build import bounds
+from ._kernels.build import bounds, first_overflowing_axis, pad_columns
 from ._kernels.state import N_AXES
 
 
@@ -76,10 +76,8 @@ def check_spread(points3: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray
     if points3.shape[0] == 0:
         return np.zeros(N_AXES), np.zeros(N_AXES)
     lowest, highest = bounds(points3)
-    with np.errstate(over="ignore"):
-        spread = highest - lowest
-    if not np.isfinite(spread).all():
-        axis = int(np.flatnonzero(~np.isfinite(spread))[0])
+    axis = first_overflowing_axis(lowest, highest)
+    if axis >= 0:
         raise ValueError(
             f"`{name}` must span a finite range on every axis; got coordinates from "
             f"{lowest[axis]} to {highest[axis]} on axis {axis}, whose difference overflows "
@@ -90,8 +88,8 @@ def check_spread(points3: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray
 
 def pad_to_3d(points: np.ndarray) -> np.ndarray:
     """A C-contiguous (n, 3) float64 copy of ``points`` with zero columns appended."""
-    padded = np.zeros((points.shape[0], N_AXES), dtype=np.float64)
-    padded[:, : points.shape[1]] = points
+    padded = np.empty((points.shape[0], N_AXES), dtype=np.float64)
+    pad_columns(np.ascontiguousarray(points, dtype=np.float64), padded)
     return padded
 
 

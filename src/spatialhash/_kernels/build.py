@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._config import jit
@@ -234,6 +236,16 @@ def sort_points(points3, cell_id, n_occupied):
 
 
 @jit
+def pad_columns(points, padded):
+    """Copy the (n, d) ``points`` into the first d columns of the (n, 3) ``padded`` and
+    zeros into the others (NumPy's strided copy of a narrow array cost ten times more)."""
+    d = points.shape[1]
+    for i in range(points.shape[0]):
+        for axis in range(3):
+            padded[i, axis] = points[i, axis] if axis < d else 0.0
+
+
+@jit
 def bounds(points3):
     """Smallest and largest coordinate per axis of an (n, 3) array, n >= 1, in one pass.
 
@@ -248,6 +260,16 @@ def bounds(points3):
             lowest[axis] = min(lowest[axis], x)
             highest[axis] = max(highest[axis], x)
     return lowest, highest
+
+
+@jit
+def first_overflowing_axis(lowest, highest):
+    """The first axis whose ``highest - lowest`` overflows float64, or -1 (no warnings
+    raised, unlike NumPy's subtraction)."""
+    for axis in range(lowest.shape[0]):
+        if math.isinf(highest[axis] - lowest[axis]):
+            return axis
+    return -1
 
 
 @jit
