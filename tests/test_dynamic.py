@@ -273,16 +273,20 @@ def reference_sort(meta, spheres, n_buckets, min_level):
     return np.array(codes, np.int64)[order], starts
 
 
-def test_entry_sort_is_the_same_for_any_chunk_count():
-    """The counting sort of `query_pairs` cuts the slots and the buckets into one chunk
-    per thread; a stable sort has one answer, so any cut (and the parallel driver) must
-    give it, free slots and empty chunks included."""
+@pytest.mark.parametrize("n_buckets", [512, 2**16])
+def test_entry_sort_is_the_same_for_any_chunk_count(n_buckets):
+    """The sort of `query_pairs` cuts the slots into one chunk per thread, partitions
+    the entries by the high bits of their bucket (one part of 512 buckets; four of
+    2**14 in 2**16), then sorts each part; a stable sort has one answer, so any cut (and
+    the parallel driver) must give it, free slots, empty chunks and empty buckets
+    included."""
     from spatialhash._kernels import dynamic_sort
 
     hash_, _ = mixed_scene(5, 500)
     hash_.remove_many(np.arange(0, 500, 9))  # free slots inside the chunks
     lowest = int(np.flatnonzero(hash_.level_counts)[0])
-    n_buckets, n_coarse_buckets = 512, 64
+    n_coarse_buckets = 64
+    assert n_buckets >> dynamic_sort.part_shift(n_buckets) == (1 if n_buckets == 512 else 4)
     codes_ref, starts_ref = reference_sort(hash_._meta, hash_._spheres, n_buckets, 0)
     coarse_ref, coarse_starts_ref = reference_sort(hash_._meta, hash_._spheres,
                                                    n_coarse_buckets, lowest + 1)
@@ -299,8 +303,8 @@ def test_entry_sort_is_the_same_for_any_chunk_count():
         n_entries, n_coarse, filtered = sort(
             hash_._bounds, hash_._spheres, hash_._meta, hash_._level_count,
             out["bucket_start"], out["codes"], np.empty(size, np.int64),
-            np.empty(size, np.int64), n_chunks, out["coarse_start"], out["coarse_codes"],
-            out["coarse_records"])
+            np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64),
+            n_chunks, out["coarse_start"], out["coarse_codes"], out["coarse_records"])
         assert (n_entries, n_coarse, filtered) == (size, len(coarse_ref), True)
         assert np.array_equal(out["codes"], codes_ref)
         assert np.array_equal(out["bucket_start"], starts_ref)

@@ -39,11 +39,13 @@ than all: a candidate's cell is recomputed from its copied box instead (same-lev
 8.5-10 ms -> 4.5-5.9 ms, cross-level 39-42 -> 33 ms medians, one core of the loaded
 machine). The sort runs on all threads too, from `PARALLEL_MIN_ENTRIES` slots
 (`_kernels/dynamic_sort.py`): the slots are cut into one chunk per thread to hash their
-entries (once: the old sort hashed each twice), then the buckets into one chunk per
-thread, each scanning all entries for its own; a stable counting sort gives the same codes
-for any cut. On one thread it went from 12-15 to 10-11 ms (CPU time, medians of 15 in two
-runs, both versions alternately in one process); on two threads it takes 8-10.5 ms of
-wall-clock time (the development machine had another job on it). The cross-level lookups
+entries (once: the old sort hashed each twice), the entries are partitioned stably by the
+high bits of their bucket into parts of 2**14 buckets, and each part is counting-sorted
+on its own (its starts stay in L2); a stable sort gives the same codes for any cut. On one
+thread it went from 12-15 to 10-11 ms (CPU time, medians of 15 in two runs, both versions
+alternately in one process) when the slots were first cut, and to 10.1-11.0 ms from
+11.3-11.8 ms with the parts (medians of 21, loaded machine); an LSD radix sort was slower
+on this machine (see `_kernels/dynamic_sort.py`). The cross-level lookups
 were then the largest part, 23-35 ms (one core, CPU time): every fine object looked up the
 coarse cells it covers, 190,000 probes meeting 428,000 candidates for 38,000 pairs (neither
 branch-free box tests, a 4x larger coarse table nor coarse buckets ordered like the fine
@@ -55,15 +57,19 @@ candidate); 17-21 ms against 23-35 ms in the same runs, and 12-13 ms for the ker
 Reading each tile's run of buckets whole instead of cell by cell (fewer probes, 4x the
 candidates) was 3-4 ms slower. In 3-D the gain is larger (100,000 boxes, 3-D: 390 -> 170
 ms on one core). What is left, per step of the benchmark's 100,000 boxes (one core, CPU
-time, loaded machine): the cross-level lookups, 13-21 ms; the sort, 10-13 ms;
-copying records and the same-level sweep, 8-9 ms; a bulk move of everything, 5-6 ms
+time, loaded machine): the cross-level lookups, 13-21 ms; the sort, 10-11 ms;
+copying records, 3.1 ms (4.7-4.9 ms before its loop took unsigned indices), and the
+same-level sweep, 5.4 ms; a bulk move of everything, 5-6 ms
 (which runs on all threads from `PARALLEL_MIN_ENTRIES` objects once the bucket lists are
 dropped, `_kernels/dynamic_move.py`). Wall-clock per step (1% / 10% / 100% moved, medians
 of 11 in two runs, two threads, load average about 0.8): 35-41 / 47-49 / 57-58 ms before
 the round that parallelized the sort, 32-34 / 38-40 / 40 ms after; the whole
 `query_pairs` on one core went from 58-63 to 38-51 ms with the inverted lookups (CPU
-time, medians of 15, both versions alternately, machine loaded by another job); the 20 ms
-target is not met.
+time, medians of 15, both versions alternately, machine loaded by another job). With the
+sort in parts and the unsigned copy of the records, a step on one core (move and pairs,
+CPU time, medians of 15, two runs each, the old code alternately) went from 44-46 /
+37-52 / 55-58 ms to 39-41 / 37 / 38-46 ms on the loaded machine; the 20 ms target is
+not met.
 
 Bulk lookups. `move_many` keeps the ids and slots of its last lookup: a simulation that
 moves the same ids every step compares them with the kept copy (0.05 ms for 100,000)
@@ -819,6 +825,8 @@ class DynamicHash:
                        "codes": np.empty(0, np.int64), "records": np.empty((0, 6)),
                        "entry_bucket": np.empty(0, np.int64),
                        "entry_code": np.empty(0, np.int64),
+                       "part_bucket": np.empty(0, np.int64),
+                       "part_code": np.empty(0, np.int64),
                        "coarse_start": np.empty(1025, np.int64),
                        "coarse_codes": np.empty(0, np.int64),
                        "coarse_records": np.empty((0, 6)),
@@ -833,7 +841,8 @@ class DynamicHash:
             n_entries, n_coarse, filtered = sort(
                 self._bounds, self._spheres, self._meta, self._level_count,
                 scratch["bucket_start"], scratch["codes"], scratch["entry_bucket"],
-                scratch["entry_code"], n_chunks, scratch["coarse_start"],
+                scratch["entry_code"], scratch["part_bucket"], scratch["part_code"], n_chunks,
+                scratch["coarse_start"],
                 scratch["coarse_codes"], scratch["coarse_records"])
             if n_entries <= scratch["codes"].shape[0] and (
                     n_coarse <= scratch["coarse_codes"].shape[0]):
@@ -845,6 +854,8 @@ class DynamicHash:
                 scratch["codes"] = np.empty(size, np.int64)
                 scratch["entry_bucket"] = np.empty(size, np.int64)
                 scratch["entry_code"] = np.empty(size, np.int64)
+                scratch["part_bucket"] = np.empty(size, np.int64)
+                scratch["part_code"] = np.empty(size, np.int64)
                 scratch["records"] = np.empty((size, 6))
                 scratch["bucket_start"] = np.empty(_power_of_two(n_entries) + 1, np.int64)
             if n_coarse > scratch["coarse_codes"].shape[0]:

@@ -149,10 +149,15 @@ def tile_bucket(level, cx, cy, cz, mask):
 @jit
 def copy_records(codes, bounds, records, begin, end):
     """``records[e] = bounds[slot of codes[e]]`` for ``begin <= e < end``."""
-    for e in range(begin, end):
-        slot = codes[e] >> SLOT_SHIFT
-        for axis in range(6):
-            records[e, axis] = bounds[slot, axis]
+    # Unsigned indices (no negative-index wrap-around code) and the six loads before the
+    # six stores: 4.7-4.9 -> 3.1 ms for the benchmark's 192,000 entries (one core,
+    # medians of 21, both versions alternately; the loads are cache misses on ``bounds``).
+    for e in range(np.uint64(begin), np.uint64(end)):
+        slot = np.uint64(codes[e]) >> np.uint64(SLOT_SHIFT)
+        x0, y0, z0 = bounds[slot, 0], bounds[slot, 1], bounds[slot, 2]
+        x1, y1, z1 = bounds[slot, 3], bounds[slot, 4], bounds[slot, 5]
+        records[e, 0], records[e, 1], records[e, 2] = x0, y0, z0
+        records[e, 3], records[e, 4], records[e, 5] = x1, y1, z1
 
 
 @jit

@@ -1,4 +1,4 @@
-"""The counting sort of `query_pairs`: every (object, cell) entry by bucket, on all threads.
+"""The sort of `query_pairs`: every (object, cell) entry by bucket, on all threads.
 
 The sort is stable (equal buckets keep the order of slots, then of the cell loop in
 `entry_keys`), and a stable sort has one output, so the codes come out identical, byte for
@@ -6,18 +6,28 @@ byte, for any number of chunks (the sequential driver runs the same chunks in or
 Passes:
 
 1. per chunk of slots, its number of entries (sequential: it only reads ``meta``);
-2. per chunk of slots, each entry's bucket and code, written in slot order (parallel):
-   every hash is computed once (before, a count pass and a fill pass both hashed them);
-3. per chunk of buckets, a scan of all entries counting those in its buckets (parallel),
-   then the starts of its buckets;
-4. per chunk of buckets, a second scan writing its entries' codes in place (parallel).
+2. per chunk of slots, each entry's bucket and code, written in slot order, and the
+   chunk's count of entries per part (parallel): a part is ``2**PART_BITS`` consecutive
+   buckets (their starts, 128 kB, stay in a core's L2);
+3. per chunk of slots, its entries moved to their parts, in order (parallel; the chunks'
+   counts merged in chunk order make the partition stable);
+4. per part, a counting sort of its entries into ``codes`` and the starts of its buckets
+   (parallel).
 
-Cutting the buckets rather than the slots for passes 3 and 4 keeps each thread's scattered
-writes in its own part of ``bucket_start`` and ``codes`` (half of each on two threads, which
-stays in its core's cache) at the price of reading the entries once more per chunk, in
-order. Per-chunk histograms of all buckets, merged afterwards, took 10.5 ms against 8.0 ms
-on the two threads of the development machine (one thread: 12.8 ms; wall-clock medians of
-15, run alternately in one process).
+Entries come in slot order, which is not spatial order, so a counting sort over the whole
+table (2**18 starts, 2 MB, for the benchmark's 192,000 entries) increments and writes at
+random in it; the partition first (16 parts, 16 output streams) keeps each part's sort in
+L2. On one core of the development machine (`time.thread_time`, medians of 21, in one
+process with the old code, machine loaded by another job) the count and scatter went from
+4.6-5.4 ms to 3.6-3.8 ms (3.5-3.6 ms with unsigned indices), the whole sort from
+11.3-11.8 ms to 10.1-11.0 ms. The old sort cut the buckets into one range per thread,
+each scanning all entries for its own. A least-significant-digit radix sort (two passes
+of 9 bits, histograms fused in one read, starts from the sorted buckets) was measured and
+dropped: 10-11 ms against 5.4-5.8 ms for the count and scatter it replaces (each
+512-stream pass 3.5-4 ms, the starts 2 ms; this machine's scattered writes cost 12-18 ns
+an entry even to 64 streams). Collecting the coarse entries while hashing (the coarse
+sort then reads 18,000 entries, not 192,000) did not pay either (same medians within 0.1
+ms).
 
 The entries above the lowest non-empty level are then sorted apart, sequentially (they
 are few), into a smaller table: their bucket is the stored one masked again, which is
@@ -83,41 +93,83 @@ def entry_keys(meta, spheres, mask, begin, end, e, entry_bucket, entry_code):
                     e += 1
 
 
+#: Buckets of one part (`sort_part`) at most: 2**14 starts (128 kB) stay in a core's L2.
+PART_BITS = 14
+
+
 @jit
-def count_range(entry_bucket, n_entries, b_begin, b_end, bucket_start):
-    """Starts of buckets ``b_begin .. b_end - 1`` counted from 0 (the entries before
-    them are added by `scatter_range`); returns how many entries they hold."""
-    bucket_start[b_begin:b_end] = 0
-    for e in range(n_entries):
-        b = entry_bucket[e]
-        if b_begin <= b < b_end:
-            bucket_start[b] += 1
+def part_shift(n_buckets):
+    """Bits of a bucket below its part: parts of ``2**PART_BITS`` buckets (one part for a
+    smaller table); ``n_buckets`` is a power of two."""
+    bits = 0
+    while (1 << bits) < n_buckets:
+        bits += 1
+    return min(bits, PART_BITS)
+
+
+@jit
+def part_counts(entry_bucket, e_begin, e_end, shift, counts):
+    """``counts[d]``: entries ``e_begin .. e_end - 1`` in part ``d``."""
+    counts[:] = 0
+    for e in range(e_begin, e_end):
+        counts[entry_bucket[e] >> shift] += 1
+
+
+@jit
+def part_positions(counts):
+    """Where each chunk (row of ``counts``) writes its first entry of each part: parts in
+    order, chunks in order inside a part (a stable partition); and where each part
+    starts (``n_parts + 1`` values)."""
+    n_chunks, n_parts = counts.shape
+    positions = np.empty_like(counts)
+    part_start = np.empty(n_parts + 1, np.int64)
     running = 0
-    for b in range(b_begin, b_end):
+    for d in range(n_parts):
+        part_start[d] = running
+        for k in range(n_chunks):
+            positions[k, d] = running
+            running += counts[k, d]
+    part_start[n_parts] = running
+    return positions, part_start
+
+
+@jit
+def part_scatter(entry_bucket, entry_code, e_begin, e_end, shift, positions, part_bucket,
+                 part_code):
+    """Entries ``e_begin .. e_end - 1`` into their parts, in order, from ``positions``."""
+    # Unsigned indices here and in `sort_part`: no negative-index wrap-around code (3.8-4.1
+    # -> 3.5-3.6 ms for both on the benchmark's entries, one core, medians of 21).
+    for e in range(np.uint64(e_begin), np.uint64(e_end)):
+        b = entry_bucket[e]
+        d = np.uint64(b) >> np.uint64(shift)
+        p = np.uint64(positions[d])
+        positions[d] = p + np.uint64(1)
+        part_bucket[p] = b
+        part_code[p] = entry_code[e]
+
+
+@jit
+def sort_part(part_bucket, part_code, e_begin, e_end, b_begin, b_end, bucket_start, codes):
+    """Counting sort of the entries ``e_begin .. e_end - 1`` of one part (buckets
+    ``b_begin .. b_end - 1``) into ``codes``, and the starts of its buckets."""
+    bucket_start[b_begin:b_end] = 0
+    for e in range(np.uint64(e_begin), np.uint64(e_end)):
+        bucket_start[np.uint64(part_bucket[e])] += 1
+    running = e_begin
+    for b in range(np.uint64(b_begin), np.uint64(b_end)):
         count = bucket_start[b]
         bucket_start[b] = running
         running += count
-    return running
-
-
-@jit
-def scatter_range(entry_bucket, entry_code, n_entries, b_begin, b_end, offset, bucket_start,
-                  codes):
-    """Write the codes of the entries in buckets ``b_begin .. b_end - 1``, which start at
-    ``offset``, in entry order, and leave their starts in ``bucket_start``."""
-    for b in range(b_begin, b_end):
-        bucket_start[b] += offset
-    for e in range(n_entries):
-        b = entry_bucket[e]
-        if b_begin <= b < b_end:
-            p = bucket_start[b]
-            bucket_start[b] = p + 1
-            codes[p] = entry_code[e]
+    for e in range(np.uint64(e_begin), np.uint64(e_end)):
+        b = np.uint64(part_bucket[e])
+        p = bucket_start[b]
+        bucket_start[b] = p + 1
+        codes[np.uint64(p)] = part_code[e]
     # Each start was advanced to the next bucket's start: shift back.
     for b in range(b_end - 1, b_begin, -1):
         bucket_start[b] = bucket_start[b - 1]
     if b_end > b_begin:
-        bucket_start[b_begin] = offset
+        bucket_start[b_begin] = e_begin
 
 
 @jit
@@ -186,19 +238,9 @@ def entry_counts(meta, n_chunks):
 
 
 @jit
-def range_offsets(totals):
-    """Where each chunk of buckets starts: the entries of the chunks before it."""
-    offsets = np.empty(totals.shape[0], np.int64)
-    running = 0
-    for k in range(totals.shape[0]):
-        offsets[k] = running
-        running += totals[k]
-    return offsets
-
-
-@jit
 def sort_entries(bounds, spheres, meta, level_count, bucket_start, codes, entry_bucket,
-                 entry_code, n_chunks, coarse_start, coarse_codes, coarse_records):
+                 entry_code, part_bucket, part_code, n_chunks, coarse_start, coarse_codes,
+                 coarse_records):
     """Sort all entries by bucket into ``codes`` (runs ``bucket_start``) and, apart, those
     above the lowest non-empty level, with their records, in ``n_chunks`` chunks (the
     result does not depend on it). Returns ``(n_entries, n_coarse, filtered)``; when a
@@ -207,21 +249,23 @@ def sort_entries(bounds, spheres, meta, level_count, bucket_start, codes, entry_
     n_buckets = bucket_start.shape[0] - 1
     firsts, filtered = entry_counts(meta, n_chunks)
     n_entries = firsts[n_chunks]
-    if n_entries > codes.shape[0]:
+    if n_entries > min(codes.shape[0], part_bucket.shape[0], part_code.shape[0]):
         return n_entries, 0, filtered
+    shift = part_shift(n_buckets)
+    n_parts = n_buckets >> shift
+    counts = np.empty((n_chunks, n_parts), np.int64)
     for k in range(n_chunks):
         begin, end = chunk_range(n_slots, n_chunks, k)
         entry_keys(meta, spheres, n_buckets - 1, begin, end, firsts[k], entry_bucket,
                    entry_code)
-    totals = np.empty(n_chunks, np.int64)
+        part_counts(entry_bucket, firsts[k], firsts[k + 1], shift, counts[k])
+    positions, part_start = part_positions(counts)
     for k in range(n_chunks):
-        b_begin, b_end = chunk_range(n_buckets, n_chunks, k)
-        totals[k] = count_range(entry_bucket, n_entries, b_begin, b_end, bucket_start)
-    offsets = range_offsets(totals)
-    for k in range(n_chunks):
-        b_begin, b_end = chunk_range(n_buckets, n_chunks, k)
-        scatter_range(entry_bucket, entry_code, n_entries, b_begin, b_end, offsets[k],
-                      bucket_start, codes)
+        part_scatter(entry_bucket, entry_code, firsts[k], firsts[k + 1], shift, positions[k],
+                     part_bucket, part_code)
+    for d in range(n_parts):
+        sort_part(part_bucket, part_code, part_start[d], part_start[d + 1], d << shift,
+                  (d + 1) << shift, bucket_start, codes)
     bucket_start[n_buckets] = n_entries
     n_coarse = finish_sort(bounds, level_count, entry_bucket, entry_code, n_entries,
                            coarse_start, coarse_codes, coarse_records)
@@ -230,28 +274,30 @@ def sort_entries(bounds, spheres, meta, level_count, bucket_start, codes, entry_
 
 @jit_parallel
 def sort_entries_parallel(bounds, spheres, meta, level_count, bucket_start, codes,
-                          entry_bucket, entry_code, n_chunks, coarse_start, coarse_codes,
-                          coarse_records):
+                          entry_bucket, entry_code, part_bucket, part_code, n_chunks,
+                          coarse_start, coarse_codes, coarse_records):
     """`sort_entries` with the chunks on all threads (the same output)."""
     n_slots = meta.shape[0]
     n_buckets = bucket_start.shape[0] - 1
     firsts, filtered = entry_counts(meta, n_chunks)
     n_entries = firsts[n_chunks]
-    if n_entries > codes.shape[0]:
+    if n_entries > min(codes.shape[0], part_bucket.shape[0], part_code.shape[0]):
         return n_entries, 0, filtered
+    shift = part_shift(n_buckets)
+    n_parts = n_buckets >> shift
+    counts = np.empty((n_chunks, n_parts), np.int64)
     for k in prange(n_chunks):
         begin, end = chunk_range(n_slots, n_chunks, k)
         entry_keys(meta, spheres, n_buckets - 1, begin, end, firsts[k], entry_bucket,
                    entry_code)
-    totals = np.empty(n_chunks, np.int64)
+        part_counts(entry_bucket, firsts[k], firsts[k + 1], shift, counts[k])
+    positions, part_start = part_positions(counts)
     for k in prange(n_chunks):
-        b_begin, b_end = chunk_range(n_buckets, n_chunks, k)
-        totals[k] = count_range(entry_bucket, n_entries, b_begin, b_end, bucket_start)
-    offsets = range_offsets(totals)
-    for k in prange(n_chunks):
-        b_begin, b_end = chunk_range(n_buckets, n_chunks, k)
-        scatter_range(entry_bucket, entry_code, n_entries, b_begin, b_end, offsets[k],
-                      bucket_start, codes)
+        part_scatter(entry_bucket, entry_code, firsts[k], firsts[k + 1], shift, positions[k],
+                     part_bucket, part_code)
+    for d in prange(n_parts):
+        sort_part(part_bucket, part_code, part_start[d], part_start[d + 1], d << shift,
+                  (d + 1) << shift, bucket_start, codes)
     bucket_start[n_buckets] = n_entries
     n_coarse = finish_sort(bounds, level_count, entry_bucket, entry_code, n_entries,
                            coarse_start, coarse_codes, coarse_records)

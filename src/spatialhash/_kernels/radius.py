@@ -6,9 +6,10 @@ cells are gathered into one run, kept for the next queries with the same block (
 in cell order, and with cells of size r every query of a cell has the same 3 x 3 x 3
 block), so each query scans one long vectorized loop (ad hoc, 300,000 queries and points
 in 3-D, one thread, both versions alternately in one process: 0.578 -> 0.524 s with sorted
-rows, 0.483 -> 0.407 s without; the same rows). A count pass sizes each row of the result, a fill pass writes it;
-rows are independent, so queries are spread over threads and the output does not depend on
-the thread count.
+rows, 0.483 -> 0.407 s without; the same rows).
+
+A count pass sizes each row of the result, a fill pass writes it; rows are independent,
+so queries are spread over threads and the output does not depend on the thread count.
 """
 
 from __future__ import annotations
