@@ -430,7 +430,8 @@ def test_one_dimensional_points():
 #: every region overflowing its rows
 #: (redone alone), in one pass into outputs that grow (from one row: many times), and the
 #: count and fill passes on two threads (`iter_pairs`, radius, box, and pairs when there
-#: are many per point), with the grid built on two threads.
+#: are many per point), with the grid built on two threads; and the pair paths again with
+#: the kernel that gathers each cell's candidates.
 PATHS = [
     (1, {}),
     (2, {}),
@@ -441,6 +442,15 @@ PATHS = [
          "PARALLEL_BUILD_MAX_COUNTS_PER_POINT": 100}),
     (2, {"PARALLEL_MIN_POINTS": 0, "PAIR_ESTIMATE_MIN_POINTS": 0,
          "ONE_PASS_MAX_PAIRS_PER_POINT": 0}),
+    # The pair kernel that gathers each cell's candidates, on the same paths.
+    (1, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0}),
+    (2, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0}),
+    (1, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0, "PARALLEL_MIN_POINTS_ONE_PASS": 10**9,
+         "PAIRS_PER_POINT_GUESS": 0}),
+    (2, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0, "PARALLEL_MIN_POINTS": 0,
+         "PAIR_ESTIMATE_MIN_POINTS": 0, "ONE_PASS_MAX_PAIRS_PER_POINT": 0}),
+    (2, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0, "PAIRS_PER_POINT_RESERVED": 0,
+         "PAIR_ROWS_MARGIN": 0.0, "PAIR_ROWS_SLACK": 1}),
 ]
 
 
@@ -455,7 +465,9 @@ def test_outputs_identical_on_every_path_and_thread_count(box, monkeypatch):
     for n_threads, settings in PATHS:
         with monkeypatch.context() as patch:
             for name, value in settings.items():
-                patch.setattr(spatialhash.grid, name, value)
+                module, _, name = name.rpartition(".")
+                target = getattr(spatialhash.grid, module) if module else spatialhash.grid
+                patch.setattr(target, name, value)
             outputs.append(_every_query(points, queries, radii, box, n_threads))
     assert len(outputs[0][2]) > 1000  # enough work to be split over threads
     # One pass gives the rows of the count and fill passes (iter_pairs), in their order.

@@ -350,7 +350,8 @@ class Grid:
         distances = np.empty(capacity if return_distances else 0, dtype=np.float64)
         n_written = np.empty(region_cells.shape[0] - 1, dtype=np.int64)
         pairs.pairs_append_regions(self.state, r2, radii_sorted, reach_cells, region_cells,
-                                   region_rows, indices, distances, n_written)
+                                   region_rows, indices, distances, n_written,
+                                   self._gathers_candidates)
         if (n_written >= 0).all():
             # Move each region's rows down after the previous one's, in order (a move to
             # lower rows never overwrites rows not yet moved).
@@ -368,7 +369,7 @@ class Grid:
         for k, written in enumerate(n_written.tolist()):
             rows = slice(region_rows[k], region_rows[k + 1])
             if written < 0:
-                index_piece, distance_piece, written = pairs.pairs_scan_cells(
+                index_piece, distance_piece, written = self._scan_cells(
                     self.state, r2, radii_sorted, reach_cells, region_cells[k],
                     region_cells[k + 1], region_cells[k], np.empty(0, np.int64),
                     indices[rows], distances[rows] if return_distances else distances, True,
@@ -389,7 +390,7 @@ class Grid:
         capacity = max(64, PAIRS_PER_POINT_GUESS * n)
         indices = np.empty((capacity, 2), dtype=self._index_dtype)
         distances = np.empty(capacity if return_distances else 0, dtype=np.float64)
-        indices, distances, n_pairs = pairs.pairs_scan_cells(
+        indices, distances, n_pairs = self._scan_cells(
             self.state, r2, radii_sorted, reach_cells, 0, self.n_occupied_cells, 0,
             np.empty(0, np.int64), indices, distances, True,
         )
@@ -408,10 +409,22 @@ class Grid:
                     distances, write):
         if self._parallel(self.n_points, PARALLEL_MIN_POINTS):
             pairs.pairs_scan(self.state, r2, radii_sorted, reach_cells, begin, n_cells,
-                             positions, indices, distances, write)
+                             positions, indices, distances, write, self._gathers_candidates)
         else:
-            pairs.pairs_scan_cells(self.state, r2, radii_sorted, reach_cells, begin,
-                                   begin + n_cells, begin, positions, indices, distances, write)
+            self._scan_cells(self.state, r2, radii_sorted, reach_cells, begin,
+                             begin + n_cells, begin, positions, indices, distances, write)
+
+    @property
+    def _gathers_candidates(self) -> bool:
+        """Whether pair searches gather each cell's candidates (see `_kernels/pairs.py`)."""
+        return self.n_points >= pairs.GATHER_MIN_POINTS_PER_CELL * self.n_occupied_cells
+
+    @property
+    def _scan_cells(self):
+        """The sequential pair kernel for this grid (see `_gathers_candidates`)."""
+        if self._gathers_candidates:
+            return pairs.pairs_scan_cells_gathered
+        return pairs.pairs_scan_cells
 
     def _count_pairs(self, r2, radii_sorted, reach):
         reach_cells = pairs.reach_in_cells(self.state, reach)

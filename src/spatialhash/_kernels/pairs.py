@@ -3,14 +3,18 @@
 Each occupied cell ``a`` pairs its points with the cells of the half stencil: the cells of
 its own row from ``a`` on (within the cell, pairs ``i < j``), and every row after its own in
 (z, y) order. Each unordered pair of cells, hence of points, is met once. Rows are scanned
-as runs of contiguous points (`cells.collect_runs`). A cell whose runs need no periodic image
-copies their points next to each other once (coordinates and sorted indices), so each of
-its points then scans one long run, the candidates after it, in a loop that vectorizes;
-scanning the few short runs point by point cost more in loop set-up and scalar remainders
-than in distances (ad hoc, one thread, the same process, both versions alternately: 5,000
-points in 3-D 3.5 -> 2.1 ms, 200,000 in 3-D 133 -> 85 ms, the cloth demo's contact list
-6.8 -> 4.5 ms; the rows are the same, in the same order). Cells with image shifts (at the
-ends of periodic axes) or minimum images scan their runs one by one.
+as runs of contiguous points (`cells.collect_runs`).
+
+Grids of several points per cell (`GATHER_MIN_POINTS_PER_CELL`; the caller picks the kernel)
+use `pairs_scan_cells_gathered`: a cell whose runs need no periodic image copies their
+points next to each other once (coordinates and sorted indices), so each of its points
+then scans one long run, the candidates after it, in a loop that vectorizes; scanning the
+few short runs point by point cost more in loop set-up and scalar remainders than in
+distances (ad hoc, one thread, the same process, both versions alternately: 5,000 points
+in 3-D 3.5 -> 2.1 ms, 200,000 in 3-D 133 -> 85 ms, the cloth demo's contact list 6.8 -> 4.5
+ms; the rows are the same, in the same order). Cells with image shifts (at the ends of
+periodic axes) or minimum images scan their runs one by one. With fewer points per cell
+(the 5,000 discs of the particle demo: 2.4) the copy costs more than it saves.
 
 When the search range covers a whole periodic axis (a box of fewer than ``2 * reach + 1``
 cells), stencil offsets alias the same cell; there, and when the stencil holds more cells
@@ -47,6 +51,9 @@ from .cells import (
 
 #: Occupied cells handed to a thread at a time.
 CELLS_PER_CHUNK = 16
+#: Grids of at least this many points per occupied cell gather each cell's candidates
+#: into one run (`pairs_scan_cells_gathered`).
+GATHER_MIN_POINTS_PER_CELL = 3.0
 
 
 @jit
@@ -95,6 +102,186 @@ def pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin
     The distance loops are written out here rather than in helpers: a call that passes
     arrays costs numba an atomic reference-count update per array, which in these loops
     cost more than the distances themselves.
+    """
+    points, order, cell_start = state.points, state.order, state.cell_start
+    cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
+    dense_lookup, dense_start = state.dense_lookup, state.dense_start
+    hash_keys, hash_ids = state.hash_keys, state.hash_ids
+    box_x, box_y, box_z = box_axis[0], box_axis[1], box_axis[2]
+    with_radii = radii.shape[0] > 0
+    want_distances = out_distances.shape[0] > 0
+    run_bounds, run_shifts = run_buffers(32)
+    found_cells, cell_shifts = cell_buffers(32)
+    hit_index = np.empty(256, np.int64)
+    hit_d2 = np.empty(256, np.float64)
+    first = np.empty(3, np.int64)
+    last = np.empty(3, np.int64)
+    half = np.empty(3, np.float64)
+    n_occupied = cell_coords.shape[0]
+    # One strategy for every cell: mixing them would meet some pairs of cells twice.
+    by_id = stencil_by_id(n_cells, box_axis, reach_cells, n_occupied)
+    appending = write and positions.shape[0] == 0
+    n_appended = 0
+    # In a dense grid, a cell whose stencil wraps no periodic axis (every cell when no
+    # axis is periodic) finds its runs inline: the general path (ranges, images, probing)
+    # cost about 270 ns a cell, as much as the distance tests of a cell of a few points.
+    inline_runs = dense_start.shape[0] > 0 and not by_id
+    nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
+    reach_x, reach_y, reach_z = reach_cells[0], reach_cells[1], reach_cells[2]
+    # A periodic axis has 2 * reach + 1 cells or more here (else `by_id`): cells this
+    # far from its ends do not wrap.
+    wrap_x, wrap_y, wrap_z = (reach_x if not math.isinf(box_x) else -nx,
+                              reach_y if not math.isinf(box_y) else -ny,
+                              reach_z if not math.isinf(box_z) else -nz)
+    if inline_runs:
+        most_runs = 1 + min(2 * reach_y + 1, ny) * (min(reach_z, nz - 1) + 1)
+        if most_runs > run_bounds.shape[0]:
+            run_bounds, run_shifts = run_buffers(most_runs)
+    for a in range(cell_lo, cell_hi):
+        center = (cell_coords[a, 0], cell_coords[a, 1], cell_coords[a, 2])
+        cx, cy, cz = center
+        if (inline_runs and wrap_x <= cx < nx - wrap_x and wrap_y <= cy < ny - wrap_y
+                and wrap_z <= cz < nz - wrap_z):
+            # The half stencil of `cells.gather_runs`, in its order: the own row from
+            # cell a on, the other rows of the own plane, then the planes after it.
+            use_min_image = False
+            half_x = half_y = half_z = np.inf
+            x_lo, x_hi = max(cx - reach_x, 0), min(cx + reach_x, nx - 1)
+            row = (cz * ny + cy) * nx
+            run_bounds[0, 0], run_bounds[0, 1] = cell_start[a], dense_start[row + x_hi + 1]
+            n_runs = 1
+            for z in range(cz, min(cz + reach_z, nz - 1) + 1):
+                for y in range(cy + 1 if z == cz else max(cy - reach_y, 0),
+                               min(cy + reach_y, ny - 1) + 1):
+                    row = (z * ny + y) * nx
+                    start, end = dense_start[row + x_lo], dense_start[row + x_hi + 1]
+                    if end > start:
+                        run_bounds[n_runs, 0], run_bounds[n_runs, 1] = start, end
+                        n_runs += 1
+            for r in range(n_runs):
+                run_shifts[r, 0] = run_shifts[r, 1] = run_shifts[r, 2] = 0.0
+        else:
+            for axis in range(3):
+                first[axis], last[axis] = axis_range(
+                    n_cells[axis], box_axis[axis], float(center[axis] - reach_cells[axis]),
+                    float(center[axis] + reach_cells[axis]),
+                )
+            use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last,
+                                            half)
+            half_x, half_y, half_z = half[0], half[1], half[2]
+            if by_id:
+                # The occupied cells b >= a, each once, by id, with cell a first.
+                needed = cells_needed(first, last, n_occupied)
+                if needed > found_cells.shape[0]:
+                    found_cells, cell_shifts = cell_buffers(needed)
+                n_found = gather_cells(n_cells, box_axis, cell_coords, dense_lookup, hash_keys,
+                                       hash_ids, first, last, found_cells, cell_shifts)
+                if n_found + 1 > run_bounds.shape[0]:
+                    run_bounds, run_shifts = run_buffers(n_found + 1)
+                run_bounds[0, 0], run_bounds[0, 1] = cell_start[a], cell_start[a + 1]
+                run_shifts[0, 0] = run_shifts[0, 1] = run_shifts[0, 2] = 0.0
+                n_runs = 1
+                for f in range(n_found):
+                    b = found_cells[f]
+                    if b > a:
+                        run_bounds[n_runs, 0] = cell_start[b]
+                        run_bounds[n_runs, 1] = cell_start[b + 1]
+                        for axis in range(3):
+                            run_shifts[n_runs, axis] = cell_shifts[f, axis]
+                        n_runs += 1
+            else:
+                needed = runs_capacity(first, last, n_occupied)
+                if needed > run_bounds.shape[0]:
+                    run_bounds, run_shifts = run_buffers(needed)
+                n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start,
+                                     hash_keys, hash_ids, first, last, True, center,
+                                     run_bounds, run_shifts)
+        n_candidates = 0
+        for r in range(n_runs):
+            n_candidates += run_bounds[r, 1] - run_bounds[r, 0]
+        if n_candidates > hit_index.shape[0]:
+            hit_index = np.empty(n_candidates, np.int64)
+            hit_d2 = np.empty(n_candidates, np.float64)
+        c = a - cell_begin
+        if appending:
+            position = n_appended
+        else:
+            position = positions[c] if write else 0
+        # Run 0 starts at cell a: point i pairs with the points after it there.
+        for i in range(cell_start[a], cell_start[a + 1]):
+            x, y, z = points[0, i], points[1, i], points[2, i]
+            radius = radii[i] if with_radii else 0.0
+            n_hits = 0
+            for r in range(n_runs):
+                # Unsigned bounds: see the `cells` docstring.
+                start = np.uint64(i + 1 if r == 0 else run_bounds[r, 0])
+                end = np.uint64(run_bounds[r, 1])
+                shift_x, shift_y, shift_z = run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2]
+                if not write and not use_min_image:
+                    # Counting: branch-free, so LLVM vectorizes it.
+                    if with_radii:
+                        for j in range(start, end):
+                            dx = (x - points[0, j]) - shift_x
+                            dy = (y - points[1, j]) - shift_y
+                            dz = (z - points[2, j]) - shift_z
+                            limit = radius + radii[j]
+                            if dx * dx + dy * dy + dz * dz <= limit * limit:
+                                n_hits += 1
+                    else:
+                        for j in range(start, end):
+                            dx = (x - points[0, j]) - shift_x
+                            dy = (y - points[1, j]) - shift_y
+                            dz = (z - points[2, j]) - shift_z
+                            if dx * dx + dy * dy + dz * dz <= r2:
+                                n_hits += 1
+                    continue
+                for j in range(start, end):
+                    dx = (x - points[0, j]) - shift_x
+                    dy = (y - points[1, j]) - shift_y
+                    dz = (z - points[2, j]) - shift_z
+                    if use_min_image:
+                        dx = min_image(dx, box_x, half_x)
+                        dy = min_image(dy, box_y, half_y)
+                        dz = min_image(dz, box_z, half_z)
+                    d2 = dx * dx + dy * dy + dz * dz
+                    if with_radii:
+                        limit = radius + radii[j]
+                        hit = d2 <= limit * limit
+                    else:
+                        hit = d2 <= r2
+                    # Written unconditionally, kept only on a hit: no branch to mispredict.
+                    hit_index[n_hits] = j
+                    hit_d2[n_hits] = d2
+                    n_hits += 1 if hit else 0
+            if appending and position + n_hits > out_indices.shape[0]:
+                out_indices, out_distances = grown_outputs(out_indices, out_distances,
+                                                           position + n_hits)
+            if write:
+                oi = order[i]
+                for h in range(n_hits):
+                    oj = order[hit_index[h]]
+                    out_indices[position + h, 0] = min(oi, oj)
+                    out_indices[position + h, 1] = max(oi, oj)
+                    if want_distances:
+                        out_distances[position + h] = math.sqrt(hit_d2[h])
+            position += n_hits
+        if appending:
+            n_appended = position
+        elif not write:
+            positions[c] = position
+    return out_indices, out_distances, n_appended
+
+
+@jit
+def pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin,
+                              positions, out_indices, out_distances, write):
+    """`pairs_scan_cells` for grids of several points per cell: a cell whose runs need
+    no periodic image first copies their points next to each other (see the module
+    docstring), and each of its points scans one long run. The same rows in the same order.
+
+    A kernel of its own rather than a branch of `pairs_scan_cells`: the copy's buffers,
+    live across the loops, made LLVM spill registers in the run-by-run loops, which ran
+    1.3-1.8 times slower for grids of few points per cell.
     """
     points, order, cell_start = state.points, state.order, state.cell_start
     cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
@@ -366,7 +553,7 @@ def grown_outputs(indices, distances, needed):
 
 @jit_parallel
 def pairs_scan(state, r2, radii, reach_cells, cell_begin, n_cells, positions, out_indices,
-               out_distances, write):
+               out_distances, write, gather):
     """Count or write the pairs found from cells ``cell_begin .. cell_begin + n_cells - 1``.
 
     Counting (``write`` false): ``positions[c]`` receives the number of pairs of cell
@@ -378,13 +565,17 @@ def pairs_scan(state, r2, radii, reach_cells, cell_begin, n_cells, positions, ou
     for chunk in prange(n_chunks):
         cell_lo = cell_begin + chunk * CELLS_PER_CHUNK
         cell_hi = min(cell_begin + n_cells, cell_lo + CELLS_PER_CHUNK)
-        pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin, positions,
-                         out_indices, out_distances, write)
+        if gather:
+            pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell_lo, cell_hi,
+                                      cell_begin, positions, out_indices, out_distances, write)
+        else:
+            pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin,
+                             positions, out_indices, out_distances, write)
 
 
 @jit_parallel
 def pairs_append_regions(state, r2, radii, reach_cells, region_cells, region_rows, out_indices,
-                         out_distances, n_written):
+                         out_distances, n_written, gather):
     """All pairs in one pass on every thread: region ``k`` (cells ``region_cells[k]`` to
     ``region_cells[k + 1] - 1``) appends its pairs to rows ``region_rows[k]`` to
     ``region_rows[k + 1] - 1`` of the outputs.
@@ -400,9 +591,14 @@ def pairs_append_regions(state, r2, radii, reach_cells, region_cells, region_row
         lo, hi = region_rows[k], region_rows[k + 1]
         indices = out_indices[lo:hi]
         distances = out_distances[lo:hi] if want_distances else out_distances[0:0]
-        written, _, n = pairs_scan_cells(state, r2, radii, reach_cells, region_cells[k],
-                                         region_cells[k + 1], region_cells[k], no_positions,
-                                         indices, distances, True)
+        if gather:
+            written, _, n = pairs_scan_cells_gathered(
+                state, r2, radii, reach_cells, region_cells[k], region_cells[k + 1],
+                region_cells[k], no_positions, indices, distances, True)
+        else:
+            written, _, n = pairs_scan_cells(state, r2, radii, reach_cells, region_cells[k],
+                                             region_cells[k + 1], region_cells[k],
+                                             no_positions, indices, distances, True)
         # Outputs that had to grow are copies: what they hold is lost, the region is redone.
         n_written[k] = n if written.shape[0] == indices.shape[0] else -1
 
