@@ -213,6 +213,25 @@ def test_pairs_within_keeps_exactly_the_close_pairs_in_order(rng):
     np.testing.assert_array_equal(kept[:n_kept], pairs[distances < reach])
 
 
+def test_split_contacts_is_far_in_rest_then_pairs_within(rng):
+    cloth = Cloth(8, seed=4)
+    positions = cloth.positions + rng.normal(scale=0.5 * cloth.spacing,
+                                             size=cloth.positions.shape)
+    i, j = np.triu_indices(len(positions), 1)
+    pairs = np.stack([i, j], axis=1).astype(np.int32)
+    rest, reach = 1.5 * cloth.spacing, 2.0 * cloth.spacing
+    far = np.empty_like(pairs)
+    n_far = kernels.far_in_rest(pairs, cloth.rows, cloth.columns, cloth.spacing, rest, far)
+    close = np.empty_like(pairs)
+    n_close = kernels.pairs_within(positions, far[:n_far], reach, close)
+    outer, inner = np.empty_like(pairs), np.empty_like(pairs)
+    n_outer, n_inner = kernels.split_contacts(positions, pairs, cloth.rows, cloth.columns,
+                                              cloth.spacing, rest, reach, outer, inner)
+    assert 0 < n_inner < n_outer < len(pairs)
+    np.testing.assert_array_equal(outer[:n_outer], far[:n_far])
+    np.testing.assert_array_equal(inner[:n_inner], close[:n_close])
+
+
 def test_inner_list_is_the_close_part_of_the_outer_one():
     # The solver's list (`pairs`) is refreshed from the outer list more often than the
     # outer list is rebuilt, and holds only listed pairs.

@@ -275,16 +275,20 @@ class Cloth:
     def _build_contact_list(self) -> None:
         reach = self.thickness + self.margin
         found = Grid(self.positions, cell_size=reach).query_pairs(reach).indices
-        # Pairs that touch at rest (grid neighbours) are the constraints' business.
-        kept = np.empty_like(found)
-        n_kept = kernels.far_in_rest(found, self.rows, self.columns, self.spacing,
-                                     self.thickness, kept)
-        self._candidates = kept[:n_kept]
-        self._close = np.empty_like(self._candidates)
-        self._touching = np.empty(len(self._candidates), dtype=np.int64)
+        # Pairs that touch at rest (grid neighbours) are the constraints' business; the
+        # inner list is made in the same pass.
+        self._candidates = np.empty_like(found)
+        self._close = np.empty_like(found)
+        n_outer, n_inner = kernels.split_contacts(
+            self.positions, found, self.rows, self.columns, self.spacing, self.thickness,
+            self.thickness + self._hot_margin, self._candidates, self._close)
+        self._candidates = self._candidates[:n_outer]
+        self.pairs = self._close[:n_inner]
+        self._touching = np.empty(n_outer, dtype=np.int64)
         self._reference = self.positions.copy()
+        self._hot_reference = self._reference.copy()
         self.times.n_builds += 1
-        self._refresh_contact_list()
+        self.times.n_refreshes += 1
 
     def _refresh_contact_list(self) -> None:
         """The inner list: the listed pairs within ``thickness + hot margin`` now."""
