@@ -191,15 +191,22 @@ def test_spread_of_displacements_matches_numpy(rng):
     assert np.sqrt((differences**2).sum(axis=2)).max() <= 2 * expected + 1e-12
 
 
-def test_spreads_of_displacements_match_one_reference_at_a_time(rng):
+def test_spreads_of_displacements_bound_every_pair_and_learn_the_centres(rng):
     positions = rng.normal(size=(40, 3))
     first = positions + rng.normal(size=(40, 3)) * 0.2
     second = positions + rng.normal(size=(40, 3)) * 0.05 - 2.0
-    spreads = np.empty(2)
-    kernels.spreads_of_displacements(positions, first, second, spreads)
-    assert spreads[0] == kernels.spread_of_displacements(positions, first)
-    assert spreads[1] == kernels.spread_of_displacements(positions, second)
-    assert spreads[0] > spreads[1] > 0.0
+    centres, spreads = np.zeros((2, 3)), np.empty(2)
+    for reference, k in [(first, 0), (second, 1)]:
+        displacement = positions - reference
+        differences = displacement[:, None, :] - displacement[None, :, :]
+        # From any centre (here zero, as for a new reference) a valid bound...
+        kernels.spreads_of_displacements(positions, first, second, centres, spreads)
+        assert np.sqrt((differences**2).sum(axis=2)).max() <= 2 * spreads[k] + 1e-12
+        # ...and from the learned centre (the bounding box's), the exact spread.
+        kernels.spreads_of_displacements(positions, first, second, centres, spreads)
+        exact = kernels.spread_of_displacements(positions, reference)
+        assert spreads[k] == pytest.approx(exact)
+        centres[:] = 0.0
 
 
 def test_pairs_within_keeps_exactly_the_close_pairs_in_order(rng):

@@ -189,23 +189,47 @@ def spread_of_displacements(positions, reference):
     box, ``|d_i - d_j| <= 2 * spread`` for every pair: a rigid drift of the whole cloth
     (falling) does not count, only motion of particles relative to each other does.
     """
-    spreads = np.empty(2)
-    spreads_of_displacements(positions, reference, reference, spreads)
-    return spreads[0]
+    n = positions.shape[0]
+    if n == 0:
+        return 0.0
+    low = np.full(3, np.inf)
+    high = np.full(3, -np.inf)
+    for i in range(n):
+        for axis in range(3):
+            d = positions[i, axis] - reference[i, axis]
+            low[axis] = min(low[axis], d)
+            high[axis] = max(high[axis], d)
+    centre = 0.5 * (low + high)
+    largest2 = 0.0
+    for i in range(n):
+        total = 0.0
+        for axis in range(3):
+            d = positions[i, axis] - reference[i, axis] - centre[axis]
+            total += d * d
+        largest2 = max(largest2, total)
+    return math.sqrt(largest2)
 
 
 @jit
-def spreads_of_displacements(positions, reference_a, reference_b, spreads):
-    """`spread_of_displacements` since two references at once (one pass over positions
-    for the centres, one for the largest distances): ``spreads[0]`` for ``reference_a``,
-    ``spreads[1]`` for ``reference_b``."""
-    n = positions.shape[0]
+def spreads_of_displacements(positions, reference_a, reference_b, centres, spreads):
+    """Bounds like `spread_of_displacements` since two references at once, in one pass.
+
+    Any centre ``c`` gives ``|d_i - d_j| <= 2 max_i |d_i - c|``; the one that makes the
+    bound smallest is about the centre of the displacements' bounding box, which a second
+    pass would need. So ``centres[0]`` (for ``reference_a``) and ``centres[1]`` hold the
+    centres of the previous call's bounding boxes (zeros for a new reference): they move
+    little between substeps. ``spreads[0]`` and ``spreads[1]`` receive the bounds, and
+    ``centres`` this call's bounding-box centres for the next.
+    """
     spreads[0] = spreads[1] = 0.0
+    n = positions.shape[0]
     if n == 0:
         return
     low = np.full((2, 3), np.inf)
     high = np.full((2, 3), -np.inf)
+    largest_a = largest_b = 0.0
     for i in range(n):
+        sa = sb = 0.0
         for axis in range(3):
             p = positions[i, axis]
             da = p - reference_a[i, axis]
@@ -214,21 +238,15 @@ def spreads_of_displacements(positions, reference_a, reference_b, spreads):
             high[0, axis] = max(high[0, axis], da)
             low[1, axis] = min(low[1, axis], db)
             high[1, axis] = max(high[1, axis], db)
-    ca = 0.5 * (low[0] + high[0])
-    cb = 0.5 * (low[1] + high[1])
-    largest_a = largest_b = 0.0
-    for i in range(n):
-        sa = sb = 0.0
-        for axis in range(3):
-            p = positions[i, axis]
-            da = p - reference_a[i, axis] - ca[axis]
-            db = p - reference_b[i, axis] - cb[axis]
-            sa += da * da
-            sb += db * db
+            sa += (da - centres[0, axis]) ** 2
+            sb += (db - centres[1, axis]) ** 2
         largest_a = max(largest_a, sa)
         largest_b = max(largest_b, sb)
     spreads[0] = math.sqrt(largest_a)
     spreads[1] = math.sqrt(largest_b)
+    for axis in range(3):
+        centres[0, axis] = 0.5 * (low[0, axis] + high[0, axis])
+        centres[1, axis] = 0.5 * (low[1, axis] + high[1, axis])
 
 
 @jit

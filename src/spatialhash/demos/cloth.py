@@ -217,6 +217,7 @@ class Cloth:
         self._hot_reference = None  # ...and when the inner one was
         self._hot_margin = HOT_MARGIN_FRACTION * self.margin
         self._spreads = np.zeros(2)  # since the outer and the inner list were made
+        self._centres = np.zeros((2, 3))  # of the displacements since then
         self.frame = 0
         self.times = FrameTimes()
         self._mesh_cache = None
@@ -256,12 +257,12 @@ class Cloth:
     def _update_contact_lists(self) -> None:
         """Rebuild the outer list, or refresh the inner one, where it may miss a contact:
         each holds while twice the spread of the displacements since it was made stays
-        within its margin (both spreads from one kernel call)."""
+        within its margin (both spreads from one pass over the positions)."""
         clock = time.perf_counter
         start = clock()
         if self._reference is not None:
             kernels.spreads_of_displacements(self.positions, self._reference,
-                                             self._hot_reference, self._spreads)
+                                             self._hot_reference, self._centres, self._spreads)
         if self._reference is None or 2.0 * self._spreads[0] > self.margin:
             self.times.solve += clock() - start
             start = clock()
@@ -287,6 +288,7 @@ class Cloth:
         self._touching = np.empty(n_outer, dtype=np.int64)
         self._reference = self.positions.copy()
         self._hot_reference = self._reference.copy()
+        self._centres[:] = 0.0
         self.times.n_builds += 1
         self.times.n_refreshes += 1
 
@@ -296,6 +298,7 @@ class Cloth:
                                        self.thickness + self._hot_margin, self._close)
         self.pairs = self._close[:n_close]
         self._hot_reference = self.positions.copy()
+        self._centres[1] = 0.0
         self.times.n_refreshes += 1
 
     # ------------------------------------------------------------------ measurements
