@@ -283,6 +283,28 @@ def test_query_knn_periodic_matches_oracle(n_dims, n, k, periods, cell_size, see
     np.testing.assert_array_equal(result.indices, indices)
 
 
+@pytest.mark.parametrize("n_dims", [2, 3])
+@pytest.mark.parametrize("box", [None, 3.0])
+@pytest.mark.parametrize("r_max", [None, 0.25])
+def test_query_knn_on_dense_lattices_matches_oracle(n_dims, box, r_max):
+    # Dense grids of many occupied cells, queries inside them and on their edges: rings 0
+    # and 1 are read as one gathered block of cells (and, on periodic axes of at least five
+    # cells, without minimum images). Dyadic coordinates make ties and cell faces common.
+    rng = np.random.default_rng(31 + n_dims)
+    n = 3000 if n_dims == 3 else 800
+    points = rng.integers(0, 24, size=(n, n_dims)) * 0.125
+    queries = np.concatenate([rng.integers(-2, 26, size=(300, n_dims)) * 0.125,
+                              points[:50]])
+    box3 = None if box is None else oracles.periods(box, None, n_dims)
+    for cell_size in (0.25, 0.375, 0.5):
+        grid = Grid(points, cell_size, box=box, algorithm="grid")
+        result = grid.query_knn(queries, 9, r_max=r_max)
+        indices, distances, counts = oracles.knn(points, queries, 9, r_max, box3=box3)
+        np.testing.assert_array_equal(result.counts, counts)
+        np.testing.assert_array_equal(result.distances, distances)
+        np.testing.assert_array_equal(result.indices, indices)
+
+
 @given(scene=scenes(max_points=12), data=st.data())
 def test_query_knn_k_larger_than_n_returns_every_point(scene, data):
     queries = queries_for(data.draw, scene)

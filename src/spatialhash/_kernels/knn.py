@@ -15,6 +15,13 @@ A ring is read row by row as runs of contiguous points (see `cells.gather_runs`)
 would hold more cells than there are occupied cells (a sparse grid around a far query, or a
 grid of very few cells), the occupied cells not yet visited are scanned directly instead,
 which bounds the work per query by the number of occupied cells.
+
+Rings 0 and 1 of a query inside a dense grid are read together, as one block of cells
+whose points are gathered once for all the queries of a cell (queries go in cell order):
+the distances then come from one vectorized loop (`gathered_block` says when; the heap
+gets the same candidates, so the result is the same). Ad hoc, both versions alternately
+in one process, two threads, query only: 1e6 queries in 3-D 3.41 -> 3.22 s, 300,000 in
+2-D 0.663 -> 0.624 s; the heap's offers, not the distances, take most of the time.
 """
 
 from __future__ import annotations
@@ -206,13 +213,78 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
     lowest = np.empty(3, np.int64)  # smallest cell offset that holds cells, per axis
     highest = np.empty(3, np.int64)
     run_bounds, _ = run_buffers(64)
+    n_cells, dense_start = state.n_cells, state.dense_start
+    nx, ny = n_cells[0], n_cells[1]
+    # The points of the block of cells around the last query's cell (rings 0 and 1: 3 x 3
+    # x 3 inside the grid), gathered once for the queries of that cell (`gathered_block`).
+    near_x = np.empty(256, np.float64)
+    near_y = np.empty(256, np.float64)
+    near_z = np.empty(256, np.float64)
+    near_index = np.empty(256, order.dtype)
+    near_d2 = np.empty(256, np.float64)
+    n_near = 0
+    block = np.full(6, -1, np.int64)
+    block_lo = np.empty(3, np.int64)
+    block_hi = np.empty(3, np.int64)
     for t in range(t_lo, t_hi):
         q = visit_order[t]
         qx, qy, qz = queries[q, 0], queries[q, 1], queries[q, 2]
         max_d2 = max_distance[q] * max_distance[q]
         first_ring, last_ring = ring_limits(state, (qx, qy, qz), center, u, lowest, highest)
         size = 0
-        for s in range(first_ring, last_ring + 1):
+        next_ring = first_ring
+        if gathered_block(n_cells, box, dense_start.shape[0], n_occupied, center, lowest,
+                          highest, first_ring, last_ring, block_lo, block_hi):
+            if (block_lo[0] != block[0] or block_lo[1] != block[1] or block_lo[2] != block[2]
+                    or block_hi[0] != block[3] or block_hi[1] != block[4]
+                    or block_hi[2] != block[5]):
+                n_near = 0
+                for z in range(block_lo[2], block_hi[2] + 1):
+                    for y in range(block_lo[1], block_hi[1] + 1):
+                        row = (z * ny + y) * nx
+                        n_near += (dense_start[row + block_hi[0] + 1]
+                                   - dense_start[row + block_lo[0]])
+                if n_near > near_x.shape[0]:
+                    near_x = np.empty(n_near, np.float64)
+                    near_y = np.empty(n_near, np.float64)
+                    near_z = np.empty(n_near, np.float64)
+                    near_index = np.empty(n_near, order.dtype)
+                    near_d2 = np.empty(n_near, np.float64)
+                e = 0
+                for z in range(block_lo[2], block_hi[2] + 1):
+                    for y in range(block_lo[1], block_hi[1] + 1):
+                        row = (z * ny + y) * nx
+                        for j in range(np.uint64(dense_start[row + block_lo[0]]),
+                                       np.uint64(dense_start[row + block_hi[0] + 1])):
+                            near_x[e] = points[0, j]
+                            near_y[e] = points[1, j]
+                            near_z[e] = points[2, j]
+                            near_index[e] = order[j]
+                            e += 1
+                for axis in range(3):
+                    block[axis] = block_lo[axis]
+                    block[3 + axis] = block_hi[axis]
+            # Rings 0 and 1 at once: the distances in a loop LLVM vectorizes (no image is
+            # nearer within the block, see `gathered_block`), then the offers.
+            for e in range(np.uint64(0), np.uint64(n_near)):
+                dx = qx - near_x[e]
+                dy = qy - near_y[e]
+                dz = qz - near_z[e]
+                near_d2[e] = dx * dx + dy * dy + dz * dz
+            for e in range(n_near):
+                d2 = near_d2[e]
+                if d2 > max_d2:
+                    continue
+                if size == k and not _before(d2, near_index[e], heap_d2[0], heap_index[0]):
+                    continue
+                size = heap_offer(heap_d2, heap_index, size, d2, near_index[e])
+            next_ring = 2
+            bound = unvisited_distance(u, center, lowest, highest, 1, state.cell_size,
+                                       n_cells, box)
+            if bound < 0.0 or bound * bound > max_d2 or (size == k
+                                                          and heap_d2[0] < bound * bound):
+                next_ring = last_ring + 1
+        for s in range(next_ring, last_ring + 1):
             span_y = min(highest[1], s) - max(lowest[1], -s) + 1.0
             span_z = min(highest[2], s) - max(lowest[2], -s) + 1.0
             span_x = min(highest[0], s) - max(lowest[0], -s) + 1.0
@@ -251,6 +323,33 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
             out_indices[q, rank] = heap_index[rank]
             out_distances[q, rank] = math.sqrt(heap_d2[rank])
         out_counts[q] = size
+
+
+@jit
+def gathered_block(n_cells, box, n_dense, n_occupied, center, lowest, highest, first_ring,
+                   last_ring, block_lo, block_hi):
+    """Whether a query's rings 0 and 1 are read as one gathered block of cells, from
+    ``block_lo`` to ``block_hi`` per axis (set here): a dense grid, the query inside the
+    box of cells, no periodic wrap (on a periodic axis the query's cell has both
+    neighbours, and the axis at least 5 cells, so that no other image of a block point is
+    nearer: a difference within the block is under 2 cells, at most half the box), and
+    at most as many cells in the block as are occupied (else the ring loop would scan
+    every cell at ring 1)."""
+    if n_dense == 0 or first_ring != 0 or last_ring < 1:
+        return False
+    volume = 1
+    for axis in range(3):
+        if math.isinf(box[axis]):
+            # Open: the block stops where the cells do, as `ring_runs` does.
+            block_lo[axis] = center[axis] + max(lowest[axis], -1)
+            block_hi[axis] = center[axis] + min(highest[axis], 1)
+        else:
+            if not 1 <= center[axis] <= n_cells[axis] - 2 or n_cells[axis] < 5:
+                return False
+            block_lo[axis] = center[axis] - 1
+            block_hi[axis] = center[axis] + 1
+        volume *= block_hi[axis] - block_lo[axis] + 1
+    return volume <= n_occupied
 
 
 @jit
