@@ -85,7 +85,9 @@ def solve_distances_parallel(positions, constraints, rest_lengths, share_a, shar
     """`solve_distances` with each group (constraints ``group_start[g]`` to
     ``group_start[g + 1] - 1``, which share no particle) cut into ``n_chunks`` chunks on
     all threads. Within a group no constraint reads what another writes, so the result is
-    the sequential one, bit for bit."""
+    the sequential one, bit for bit. The loop body repeats the one of `solve_distances`:
+    as a helper called per constraint it ran ten times slower, even with numba's
+    ``inline="always"`` (0.57 -> 5.8-7.8 ms for the 59,000 constraints of 100 x 100)."""
     for g in range(group_start.shape[0] - 1):
         begin = group_start[g]
         size = group_start[g + 1] - begin
