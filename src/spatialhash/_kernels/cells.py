@@ -359,7 +359,7 @@ def gather_runs(n_cells, box, cell_coords, cell_start, dense_start, hash_keys, h
 
 @jit
 def run_buffers(size):
-    """Scratch buffers for `collect_runs`: slices and image shifts."""
+    """Scratch buffers for `gather_runs`: slices and image shifts."""
     size = max(size, 1)
     return np.empty((size, 2), np.int64), np.empty((size, 3), np.float64)
 

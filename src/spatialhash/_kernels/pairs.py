@@ -3,7 +3,7 @@
 Each occupied cell ``a`` pairs its points with the cells of the half stencil: the cells of
 its own row from ``a`` on (within the cell, pairs ``i < j``), and every row after its own in
 (z, y) order. Each unordered pair of cells, hence of points, is met once. Rows are scanned
-as runs of contiguous points (`cells.collect_runs`).
+as runs of contiguous points (`cells.gather_runs`).
 
 Grids of several points per cell (`GATHER_MIN_POINTS_PER_CELL`; the caller picks the kernel)
 use `pairs_scan_cells_gathered`: a cell whose runs need no periodic image copies their
