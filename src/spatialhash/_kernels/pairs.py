@@ -279,9 +279,10 @@ def pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell_lo, cell_hi, c
     no periodic image first copies their points next to each other (see the module
     docstring), and each of its points scans one long run. The same rows in the same order.
 
-    A kernel of its own rather than a branch of `pairs_scan_cells`: the copy's buffers,
-    live across the loops, made LLVM spill registers in the run-by-run loops, which ran
-    1.3-1.8 times slower for grids of few points per cell.
+    A kernel of its own rather than a branch of `pairs_scan_cells`: with the copy's
+    buffers live across the loops of one kernel, its run-by-run loops ran 1.4-1.8 times
+    slower for grids of few points per cell (register spills, most likely; the assembly
+    was not checked).
     """
     points, order, cell_start = state.points, state.order, state.cell_start
     cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
