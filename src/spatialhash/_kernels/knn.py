@@ -21,7 +21,10 @@ whose points are gathered once for all the queries of a cell (queries go in cell
 the distances then come from one vectorized loop (`gathered_block` says when; the heap
 gets the same candidates, so the result is the same). Ad hoc, both versions alternately
 in one process, two threads, query only: 1e6 queries in 3-D 3.41 -> 3.22 s, 300,000 in
-2-D 0.663 -> 0.624 s; the heap's offers, not the distances, take most of the time.
+2-D 0.663 -> 0.624 s. The heap's offers, not the distances, took most of the time, so the
+block's rows are gathered nearest first (the query's own row, then those beside it, then
+the diagonal ones): the heap fills with near points and later ones rarely displace its
+top (the same measurement: 3.27 -> 2.52 s in 3-D, 0.636 -> 0.615 s in 2-D).
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ from .cells import (
 
 #: Queries handed to a thread at a time.
 QUERIES_PER_CHUNK = 64
+#: (z, y) offsets of the rows of a gathered block, nearest the query's cell first.
+ROW_OFFSETS = np.array([(0, 0), (0, -1), (0, 1), (-1, 0), (1, 0), (-1, -1), (-1, 1), (1, -1),
+                        (1, 1)], dtype=np.int64)
 
 
 @jit
@@ -250,17 +256,23 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
                     near_z = np.empty(n_near, np.float64)
                     near_index = np.empty(n_near, order.dtype)
                     near_d2 = np.empty(n_near, np.float64)
+                # Rows nearest the query's cell first (its own, then those beside it, then
+                # the diagonal ones): the heap fills with near points early, and fewer
+                # later candidates displace its top.
                 e = 0
-                for z in range(block_lo[2], block_hi[2] + 1):
-                    for y in range(block_lo[1], block_hi[1] + 1):
-                        row = (z * ny + y) * nx
-                        for j in range(np.uint64(dense_start[row + block_lo[0]]),
-                                       np.uint64(dense_start[row + block_hi[0] + 1])):
-                            near_x[e] = points[0, j]
-                            near_y[e] = points[1, j]
-                            near_z[e] = points[2, j]
-                            near_index[e] = order[j]
-                            e += 1
+                for rank in range(ROW_OFFSETS.shape[0]):
+                    z = center[2] + ROW_OFFSETS[rank, 0]
+                    y = center[1] + ROW_OFFSETS[rank, 1]
+                    if not (block_lo[2] <= z <= block_hi[2] and block_lo[1] <= y <= block_hi[1]):
+                        continue
+                    row = (z * ny + y) * nx
+                    for j in range(np.uint64(dense_start[row + block_lo[0]]),
+                                   np.uint64(dense_start[row + block_hi[0] + 1])):
+                        near_x[e] = points[0, j]
+                        near_y[e] = points[1, j]
+                        near_z[e] = points[2, j]
+                        near_index[e] = order[j]
+                        e += 1
                 for axis in range(3):
                     block[axis] = block_lo[axis]
                     block[3 + axis] = block_hi[axis]
