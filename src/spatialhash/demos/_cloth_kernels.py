@@ -184,44 +184,18 @@ def update_velocities(positions, previous, velocities, dt):
 
 
 @jit
-def spread_of_displacements(positions, reference):
-    """Largest distance of a particle's displacement from the centre of all displacements.
-
-    With ``d_i`` the displacement since ``reference`` and ``c`` the centre of their bounding
-    box, ``|d_i - d_j| <= 2 * spread`` for every pair: a rigid drift of the whole cloth
-    (falling) does not count, only motion of particles relative to each other does.
-    """
-    n = positions.shape[0]
-    if n == 0:
-        return 0.0
-    low = np.full(3, np.inf)
-    high = np.full(3, -np.inf)
-    for i in range(n):
-        for axis in range(3):
-            d = positions[i, axis] - reference[i, axis]
-            low[axis] = min(low[axis], d)
-            high[axis] = max(high[axis], d)
-    centre = 0.5 * (low + high)
-    largest2 = 0.0
-    for i in range(n):
-        total = 0.0
-        for axis in range(3):
-            d = positions[i, axis] - reference[i, axis] - centre[axis]
-            total += d * d
-        largest2 = max(largest2, total)
-    return math.sqrt(largest2)
-
-
-@jit
 def spreads_of_displacements(positions, reference_a, reference_b, centres, spreads):
-    """Bounds like `spread_of_displacements` since two references at once, in one pass.
+    """Bounds on how far the particles have moved relative to each other since two
+    references, both in one pass.
 
-    Any centre ``c`` gives ``|d_i - d_j| <= 2 max_i |d_i - c|``; the one that makes the
-    bound smallest is about the centre of the displacements' bounding box, which a second
-    pass would need. So ``centres[0]`` (for ``reference_a``) and ``centres[1]`` hold the
-    centres of the previous call's bounding boxes (zeros for a new reference): they move
-    little between substeps. ``spreads[0]`` and ``spreads[1]`` receive the bounds, and
-    ``centres`` this call's bounding-box centres for the next.
+    With ``d_i`` the displacement since a reference, any centre ``c`` gives
+    ``|d_i - d_j| <= 2 max_i |d_i - c|`` for every pair: a rigid drift of the whole cloth
+    (falling) does not count, only motion of particles relative to each other does. The
+    centre that makes the bound smallest is about that of the displacements' bounding
+    box, which a second pass would need. So ``centres[0]`` (for ``reference_a``) and
+    ``centres[1]`` hold the centres of the previous call's bounding boxes (zeros for a
+    new reference): they move little between substeps. ``spreads[0]`` and ``spreads[1]``
+    receive the bounds, and ``centres`` this call's bounding-box centres for the next.
     """
     spreads[0] = spreads[1] = 0.0
     n = positions.shape[0]
