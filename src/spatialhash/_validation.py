@@ -6,11 +6,12 @@ modified: conversions copy when they must, and kernels only read what they are g
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
-from ._kernels.build import bounds, first_overflowing_axis, pad_columns
+from ._kernels.build import bounds, pad_columns, pad_with_bounds
 from ._kernels.state import N_AXES
 
 
@@ -46,8 +47,11 @@ def check_finite(array: np.ndarray, name: str) -> None:
         )
 
 
-def as_points(points, name: str = "points", n_dims: int | None = None) -> np.ndarray:
-    """Validate an (n, d) coordinate array, d in 1..3 (or ``n_dims``); returns float64."""
+def as_points(points, name: str = "points", n_dims: int | None = None, *,
+              finite: bool = True) -> np.ndarray:
+    """Validate an (n, d) coordinate array, d in 1..3 (or ``n_dims``); returns float64.
+
+    With ``finite`` false the caller checks for NaN and infinity itself."""
     array = as_float_array(points, name)
     if array.ndim != 2:
         hint = " Use `.reshape(-1, 1)` for 1-D coordinates." if array.ndim == 1 else ""
@@ -63,27 +67,38 @@ def as_points(points, name: str = "points", n_dims: int | None = None) -> np.nda
             f"`{name}` must have {n_dims} columns, like the grid's points; got shape "
             f"{array.shape}."
         )
-    check_finite(array, name)
+    if finite:
+        check_finite(array, name)
     return array
 
 
-def check_spread(points3: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Smallest and largest coordinate per axis, shape (3,) each (zeros for no points).
+def grid_points(points, box: np.ndarray, name: str = "points"
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The private (n, 3) float64 copy of validated points a grid keeps, wrapped into the
+    periodic axes of ``box``, and their smallest and largest coordinate per axis (zeros
+    for no points). One compiled pass copies, bounds and checks finiteness.
 
     Raises when the coordinates on some axis span more than float64 can hold: differences
     of such coordinates overflow to infinity, and no cell size can cover them.
     """
-    if points3.shape[0] == 0:
-        return np.zeros(N_AXES), np.zeros(N_AXES)
-    lowest, highest = bounds(points3)
-    axis = first_overflowing_axis(lowest, highest)
-    if axis >= 0:
-        raise ValueError(
-            f"`{name}` must span a finite range on every axis; got coordinates from "
-            f"{lowest[axis]} to {highest[axis]} on axis {axis}, whose difference overflows "
-            "float64."
-        )
-    return lowest, highest
+    array = np.ascontiguousarray(as_points(points, name, finite=False))
+    points3 = np.empty((array.shape[0], N_AXES), dtype=np.float64)
+    lowest, highest, poison = pad_with_bounds(array, points3)
+    if poison != 0.0:
+        check_finite(array, name)
+    if np.isfinite(box).any():
+        wrap_into_box(points3, box)
+        if points3.shape[0]:
+            lowest, highest = bounds(points3)
+    for axis in range(N_AXES):
+        # Python floats: an overflow gives inf without NumPy's warning.
+        if math.isinf(float(highest[axis]) - float(lowest[axis])):
+            raise ValueError(
+                f"`{name}` must span a finite range on every axis; got coordinates from "
+                f"{lowest[axis]} to {highest[axis]} on axis {axis}, whose difference "
+                "overflows float64."
+            )
+    return points3, lowest, highest
 
 
 def pad_to_3d(points: np.ndarray) -> np.ndarray:

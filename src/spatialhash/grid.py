@@ -64,7 +64,7 @@ from ._validation import (
     as_positive_scalar,
     as_radii,
     as_rays,
-    check_spread,
+    grid_points,
     pad_to_3d,
     wrap_into_box,
 )
@@ -170,7 +170,7 @@ class Grid:
         algorithm: str = "auto",
         n_threads: int | None = None,
     ) -> None:
-        coords = as_points(points)
+        coords = as_points(points, finite=False)
         n, n_dims = coords.shape
         self._n_dims = n_dims
         self._box, self._periodic = as_box(box, periodic, n_dims)
@@ -180,9 +180,9 @@ class Grid:
         if algorithm == "auto":
             algorithm = "brute" if n <= BRUTE_FORCE_MAX_POINTS else "grid"
         self._algorithm = algorithm
-        points3 = wrap_into_box(pad_to_3d(coords), self._box)
-        # One pass for the bounds: the spread check, the default cell size and the origin.
-        lowest, highest = check_spread(points3, "points")
+        # One pass for the copy, the finiteness check and the bounds (the spread check,
+        # the default cell size and the origin).
+        points3, lowest, highest = grid_points(coords, self._box)
         if cell_size is None:
             cell_size = _default_cell_size(n, lowest, highest, self._box, n_dims)
         self._cell_size = as_positive_scalar(cell_size, "cell_size")
@@ -244,6 +244,8 @@ class Grid:
         return wrap_into_box(pad_to_3d(coords), self._box)
 
     def _check_periodic_reach(self, reach: float, name: str, seen: float) -> None:
+        if not self._periodic.any():
+            return
         half = self._box / 2.0
         too_far = np.flatnonzero(reach > half)
         if too_far.size:
@@ -258,10 +260,20 @@ class Grid:
         if (r is None) == (radii is None):
             raise TypeError("give exactly one of `r` (a distance) and `radii` (one per point).")
         if radii is not None:
-            radii = as_radii(radii, "radii", self.n_points)
-            largest = float(radii.max()) if radii.size else 0.0
+            array = np.asarray(radii)
+            if array.dtype == np.float64 and array.shape == (self.n_points,):
+                # One compiled pass: sorted copy, largest, validity (the message comes
+                # from `as_radii` when something is wrong).
+                radii_sorted, largest, valid = pairs.sorted_radii(
+                    np.ascontiguousarray(array), self.state.order)
+                if not valid:
+                    as_radii(array, "radii", self.n_points)
+            else:
+                array = as_radii(radii, "radii", self.n_points)
+                largest = float(array.max()) if array.size else 0.0
+                radii_sorted = np.ascontiguousarray(array[self.state.order])
             self._check_periodic_reach(2.0 * largest, "radii", f"2 * max(radii) = {2 * largest}")
-            return 0.0, np.ascontiguousarray(radii[self.state.order]), 2.0 * largest
+            return 0.0, radii_sorted, 2.0 * largest
         r = as_positive_scalar(r, "r", allow_zero=True)
         self._check_periodic_reach(r, "r", r)
         return r * r, np.empty(0), r
@@ -324,27 +336,24 @@ class Grid:
         """
         n = self.n_points
         reach_cells = pairs.reach_in_cells(self.state, reach)
-        n_regions = PAIR_REGIONS_PER_THREAD * numba.get_num_threads()
-        cell_start = self.state.cell_start
-        region_cells = np.searchsorted(cell_start, np.linspace(0, n, n_regions + 1))
-        region_cells[0], region_cells[-1] = 0, self.n_occupied_cells
-        region_cells = np.unique(region_cells)
-        estimates = np.empty(region_cells.shape[0] - 1, dtype=np.float64)
+        region_cells = pairs.split_regions(self.state.cell_start,
+                                           PAIR_REGIONS_PER_THREAD * numba.get_num_threads())
         if n < PAIR_ESTIMATE_MIN_POINTS:
             # Small: reserve generously rather than pay a second parallel region.
-            estimates[:] = PAIRS_PER_POINT_RESERVED * np.diff(cell_start[region_cells])
+            estimates = np.empty(0)
         else:
+            estimates = np.empty(region_cells.shape[0] - 1, dtype=np.float64)
             pairs.pairs_estimate_regions(self.state, r2, radii_sorted, reach_cells,
                                          region_cells, PAIR_SAMPLE_STRIDE, estimates)
-        if estimates.sum() > ONE_PASS_MAX_PAIRS_PER_POINT * n and n >= PAIR_ESTIMATE_MIN_POINTS:
-            # So many pairs per point that moving the rows together would cost more than a
-            # count pass: count, then fill in place.
-            reach_cells, counts = self._count_pairs(r2, radii_sorted, reach)
-            return self._fill_pairs(r2, radii_sorted, reach_cells, counts, 0, counts.shape[0],
-                                    return_distances)
-        region_rows = np.zeros(region_cells.shape[0], dtype=np.int64)
-        np.cumsum(np.ceil(PAIR_ROWS_MARGIN * estimates).astype(np.int64) + PAIR_ROWS_SLACK,
-                  out=region_rows[1:])
+            if estimates.sum() > ONE_PASS_MAX_PAIRS_PER_POINT * n:
+                # So many pairs per point that moving the rows together would cost more
+                # than a count pass: count, then fill in place.
+                reach_cells, counts = self._count_pairs(r2, radii_sorted, reach)
+                return self._fill_pairs(r2, radii_sorted, reach_cells, counts, 0,
+                                        counts.shape[0], return_distances)
+        region_rows = pairs.region_rows(region_cells, self.state.cell_start, estimates,
+                                        PAIRS_PER_POINT_RESERVED, PAIR_ROWS_MARGIN,
+                                        PAIR_ROWS_SLACK)
         capacity = int(region_rows[-1])
         indices = np.empty((capacity, 2), dtype=self._index_dtype)
         distances = np.empty(capacity if return_distances else 0, dtype=np.float64)
@@ -353,16 +362,7 @@ class Grid:
                                    region_rows, indices, distances, n_written,
                                    self._gathers_candidates)
         if (n_written >= 0).all():
-            # Move each region's rows down after the previous one's, in order (a move to
-            # lower rows never overwrites rows not yet moved).
-            total = 0
-            for k, written in enumerate(n_written.tolist()):
-                source = int(region_rows[k])
-                if source != total:
-                    indices[total:total + written] = indices[source:source + written]
-                    if return_distances:
-                        distances[total:total + written] = distances[source:source + written]
-                total += written
+            total = pairs.close_region_gaps(indices, distances, region_rows, n_written)
             return Pairs(indices[:total], distances[:total] if return_distances else None,
                          (n, n))
         index_pieces, distance_pieces = [], []

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .._config import jit
@@ -11,19 +9,25 @@ from .cells import find_cell, floor_to_int, hash_cell
 
 
 @jit
-def dense_cell_ids(coords, n_cells):
-    """Dense mode: occupied-cell ids in row-major cell order (x fastest) and the lookup.
+def dense_sort(points3, coords, n_cells):
+    """Dense mode: the whole build from the cell coordinates of the points.
 
-    Returns ``(cell_id, n_occupied, dense_lookup, dense_start)``: ``dense_lookup`` maps the
-    linear index of every cell in the box of cells to its occupied-cell id or -1, and
-    ``dense_start`` counts the points before each linear index (see `GridState`).
+    Returns ``(cell_start, permutation, columns, dense_lookup, dense_start, cell_coords)``
+    (see `GridState` and `sort_points`): occupied cells take ids in row-major cell order
+    (x fastest), ``dense_lookup`` maps the linear index of every cell in the box of cells
+    to its id or -1, and ``dense_start`` counts the points before each linear index. The
+    counting sort runs on the linear index itself, so its histogram is ``dense_start``'s
+    and no per-point cell id is needed; the cells are walked in nested loops, since an
+    integer division per cell to recover its coordinates cost as much as the sort of a
+    small grid (ad hoc: 35 us of a 160 us build of 5,000 points).
     """
     n = coords.shape[0]
-    n_linear = n_cells[0] * n_cells[1] * n_cells[2]
+    nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
+    n_linear = nx * ny * nz
     linear = np.empty(n, np.int64)
     dense_start = np.zeros(n_linear + 1, np.int64)
     for i in range(n):
-        key = (coords[i, 2] * n_cells[1] + coords[i, 1]) * n_cells[0] + coords[i, 0]
+        key = (coords[i, 2] * ny + coords[i, 1]) * nx + coords[i, 0]
         linear[i] = key
         dense_start[key + 1] += 1
     dense_lookup = np.empty(n_linear, np.int64)
@@ -35,10 +39,30 @@ def dense_cell_ids(coords, n_cells):
         else:
             dense_lookup[key] = -1
         dense_start[key + 1] += dense_start[key]
-    cell_id = np.empty(n, np.int64)
+    cell_start = np.empty(n_occupied + 1, np.int64)
+    cell_coords = np.empty((n_occupied, 3), np.int64)
+    cell = 0
+    key = 0
+    for z in range(nz):
+        for y in range(ny):
+            for x in range(nx):
+                if dense_lookup[key] >= 0:
+                    cell_start[cell] = dense_start[key]
+                    cell_coords[cell, 0] = x
+                    cell_coords[cell, 1] = y
+                    cell_coords[cell, 2] = z
+                    cell += 1
+                key += 1
+    cell_start[n_occupied] = n
+    # Stable: each cell's points in increasing original index.
+    cursor = dense_start[:-1].copy()
+    permutation = np.empty(n, np.int64)
     for i in range(n):
-        cell_id[i] = dense_lookup[linear[i]]
-    return cell_id, n_occupied, dense_lookup, dense_start
+        key = linear[i]
+        permutation[cursor[key]] = i
+        cursor[key] += 1
+    return cell_start, permutation, gather_columns(points3, permutation), dense_lookup, \
+        dense_start, cell_coords
 
 
 @jit
@@ -121,19 +145,6 @@ def counting_sort(cell_id, n_occupied):
     return cell_start, permutation
 
 
-@jit
-def dense_cell_coords(dense_lookup, n_cells, n_occupied):
-    """Coordinates of each occupied cell from the dense lookup."""
-    coords = np.empty((n_occupied, 3), np.int64)
-    for key in range(dense_lookup.shape[0]):
-        cell = dense_lookup[key]
-        if cell >= 0:
-            coords[cell, 0] = key % n_cells[0]
-            coords[cell, 1] = (key // n_cells[0]) % n_cells[1]
-            coords[cell, 2] = key // (n_cells[0] * n_cells[1])
-    return coords
-
-
 def max_dense_cells(n_points: int) -> float:
     """Most cells a dense lookup may span: small next to the input (two int64 per cell)."""
     return max(4.0 * n_points, 65536.0)
@@ -204,13 +215,17 @@ def cell_coords_of(points3, origin, inv_cell_size, n_periodic):
     n = points3.shape[0]
     coords = np.empty((n, 3), np.int64)
     largest = np.zeros(3, np.int64)
-    for i in range(n):
-        for axis in range(3):
-            c = floor_to_int((points3[i, axis] - origin[axis]) * inv_cell_size[axis])
-            if n_periodic[axis] > 0:
-                c = min(max(c, 0), n_periodic[axis] - 1)
+    # Axis by axis, with the axis' constants hoisted out of the loop over points.
+    for axis in range(3):
+        low, inv_size, top = origin[axis], inv_cell_size[axis], n_periodic[axis] - 1
+        most = np.int64(0)
+        for i in range(n):
+            c = floor_to_int((points3[i, axis] - low) * inv_size)
+            if top >= 0:
+                c = min(max(c, 0), top)
             coords[i, axis] = c
-            largest[axis] = max(largest[axis], c)
+            most = max(most, c)
+        largest[axis] = most
     return coords, largest
 
 
@@ -221,10 +236,17 @@ def sort_points(points3, cell_id, n_occupied):
     Returns ``(cell_start, permutation, columns)``: sorted position ``s`` holds point
     ``permutation[s]`` with coordinates ``columns[:, s]`` (C-contiguous (3, n)), and the
     points of cell ``c`` fill ``cell_start[c]:cell_start[c + 1]`` in increasing original
-    index. Gathering the coordinates after the sort measured faster than scattering them
-    during it (42 ms against about 100 ms for a million points).
+    index.
     """
     cell_start, permutation = counting_sort(cell_id, n_occupied)
+    return cell_start, permutation, gather_columns(points3, permutation)
+
+
+@jit
+def gather_columns(points3, permutation):
+    """The (n, 3) points in sorted order as C-contiguous (3, n) columns. Gathering the
+    coordinates after the sort measured faster than scattering them during it (42 ms
+    against about 100 ms for a million points)."""
     n = permutation.shape[0]
     columns = np.empty((3, n), np.float64)
     for s in range(n):
@@ -232,7 +254,7 @@ def sort_points(points3, cell_id, n_occupied):
         columns[0, s] = points3[i, 0]
         columns[1, s] = points3[i, 1]
         columns[2, s] = points3[i, 2]
-    return cell_start, permutation, columns
+    return columns
 
 
 @jit
@@ -243,6 +265,33 @@ def pad_columns(points, padded):
     for i in range(points.shape[0]):
         for axis in range(3):
             padded[i, axis] = points[i, axis] if axis < d else 0.0
+
+
+@jit
+def pad_with_bounds(points, padded):
+    """`pad_columns` and `bounds` in one pass, and a finiteness test: returns ``(lowest,
+    highest, poison)``, where ``poison`` is NaN when some value is NaN or infinite (the sum
+    of ``x * 0``, so the loop needs no branch) and 0 otherwise. Zeros for no points.
+
+    One compiled call instead of NumPy's ``isfinite`` and two kernels: a grid of 5,000
+    points is built in a few hundred microseconds, and each of those cost 10-30 us.
+    """
+    n, d = points.shape
+    lowest = np.zeros(3)
+    highest = np.zeros(3)
+    poison = 0.0
+    if n == 0:
+        return lowest, highest, poison
+    for axis in range(d):
+        lowest[axis] = highest[axis] = points[0, axis]
+    for i in range(n):
+        for axis in range(3):
+            x = points[i, axis] if axis < d else 0.0
+            padded[i, axis] = x
+            lowest[axis] = min(lowest[axis], x)
+            highest[axis] = max(highest[axis], x)
+            poison += x * 0.0
+    return lowest, highest, poison
 
 
 @jit
@@ -260,16 +309,6 @@ def bounds(points3):
             lowest[axis] = min(lowest[axis], x)
             highest[axis] = max(highest[axis], x)
     return lowest, highest
-
-
-@jit
-def first_overflowing_axis(lowest, highest):
-    """The first axis whose ``highest - lowest`` overflows float64, or -1 (no warnings
-    raised, unlike NumPy's subtraction)."""
-    for axis in range(lowest.shape[0]):
-        if math.isinf(highest[axis] - lowest[axis]):
-            return axis
-    return -1
 
 
 @jit
@@ -293,8 +332,7 @@ def build_cells(points3, origin, inv_cell_size, n_periodic, max_dense_cells):
     if n_linear > max_dense_cells:
         return (False, n_cells, coords, empty, empty, np.empty((3, 0), np.float64), empty,
                 empty, np.empty((0, 3), np.int64))
-    cell_id, n_occupied, dense_lookup, dense_start = dense_cell_ids(coords, n_cells)
-    cell_coords = dense_cell_coords(dense_lookup, n_cells, n_occupied)
-    cell_start, permutation, columns = sort_points(points3, cell_id, n_occupied)
+    cell_start, permutation, columns, dense_lookup, dense_start, cell_coords = dense_sort(
+        points3, coords, n_cells)
     return (True, n_cells, coords, cell_start, permutation, columns, dense_lookup, dense_start,
             cell_coords)
