@@ -233,6 +233,19 @@ def test_split_contacts_is_far_in_rest_then_pairs_within(rng):
     assert 0 < n_inner < n_outer < len(pairs)
     np.testing.assert_array_equal(outer[:n_outer], far[:n_far])
     np.testing.assert_array_equal(inner[:n_inner], close[:n_close])
+    # The threaded version: the same lists for any number of chunks, even more chunks
+    # than pairs.
+    for n_chunks in (1, 2, 3, 7):
+        for chosen in (pairs, pairs[:5]):
+            expected = kernels.split_contacts(positions, chosen, cloth.rows, cloth.columns,
+                                              cloth.spacing, rest, reach, outer, inner)
+            expected_outer, expected_inner = outer[:expected[0]].copy(), inner[:expected[1]].copy()
+            threaded = kernels.split_contacts_parallel(
+                positions, chosen, cloth.rows, cloth.columns, cloth.spacing, rest, reach,
+                outer, inner, n_chunks)
+            assert threaded == expected
+            np.testing.assert_array_equal(outer[:threaded[0]], expected_outer)
+            np.testing.assert_array_equal(inner[:threaded[1]], expected_inner)
 
 
 def test_inner_list_is_the_close_part_of_the_outer_one():

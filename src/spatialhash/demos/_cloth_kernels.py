@@ -271,6 +271,38 @@ def split_contacts(positions, pairs, rows, columns, spacing, rest_distance, reac
     return n_outer, n_inner
 
 
+@jit_parallel
+def split_contacts_parallel(positions, pairs, rows, columns, spacing, rest_distance, reach,
+                            outer, inner, n_chunks):
+    """`split_contacts` on every thread, with the same outputs: chunk ``k`` of the pairs
+    splits into the same rows of ``outer`` and ``inner`` as it reads, and the chunks' rows
+    are then moved down after one another (a move to lower rows never overwrites rows
+    not yet moved). Returns both counts."""
+    n = pairs.shape[0]
+    bounds = np.empty(n_chunks + 1, np.int64)
+    for k in range(n_chunks + 1):
+        bounds[k] = n * k // n_chunks
+    counts = np.empty((n_chunks, 2), np.int64)
+    for k in prange(n_chunks):
+        lo, hi = bounds[k], bounds[k + 1]
+        counts[k, 0], counts[k, 1] = split_contacts(
+            positions, pairs[lo:hi], rows, columns, spacing, rest_distance, reach,
+            outer[lo:hi], inner[lo:hi])
+    n_outer = counts[0, 0]
+    n_inner = counts[0, 1]
+    for k in range(1, n_chunks):
+        lo = bounds[k]
+        for row in range(counts[k, 0]):
+            outer[n_outer + row, 0] = outer[lo + row, 0]
+            outer[n_outer + row, 1] = outer[lo + row, 1]
+        for row in range(counts[k, 1]):
+            inner[n_inner + row, 0] = inner[lo + row, 0]
+            inner[n_inner + row, 1] = inner[lo + row, 1]
+        n_outer += counts[k, 0]
+        n_inner += counts[k, 1]
+    return n_outer, n_inner
+
+
 @jit
 def far_in_rest(pairs, rows, columns, spacing, rest_distance, kept):
     """Copy the pairs farther apart than ``rest_distance`` in the flat rest cloth to the

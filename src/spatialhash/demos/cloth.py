@@ -294,9 +294,12 @@ class Cloth:
         # inner list is made in the same pass.
         self._candidates = np.empty_like(found)
         self._close = np.empty_like(found)
-        n_outer, n_inner = kernels.split_contacts(
+        # On every thread (the same lists): ad hoc, 164,000 pairs at 100 x 100, 0.97 ->
+        # 0.76 ms on two threads.
+        n_outer, n_inner = kernels.split_contacts_parallel(
             self.positions, found, self.rows, self.columns, self.spacing, self.thickness,
-            self.thickness + self._hot_margin, self._candidates, self._close)
+            self.thickness + self._hot_margin, self._candidates, self._close,
+            numba.get_num_threads())
         self._candidates = self._candidates[:n_outer]
         self.pairs = self._close[:n_inner]
         self._touching = np.empty(n_outer, dtype=np.int64)
