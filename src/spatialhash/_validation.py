@@ -115,9 +115,9 @@ def as_positive_scalar(value, name: str, *, allow_zero: bool = False,
         raise TypeError(f"`{name}` must be a real number; got {value!r}.")
     value = float(value)
     bound = ">= 0" if allow_zero else "> 0"
-    if np.isnan(value) or (value < 0 if allow_zero else value <= 0):
+    if math.isnan(value) or (value < 0 if allow_zero else value <= 0):
         raise ValueError(f"`{name}` must be {bound}; got {value}.")
-    if np.isinf(value) and not allow_inf:
+    if math.isinf(value) and not allow_inf:
         raise ValueError(f"`{name}` must be finite; got {value}.")
     return value
 

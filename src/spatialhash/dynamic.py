@@ -144,6 +144,10 @@ CROSS_INVERT_WEIGHT = 8.0
 #: all entries instead of probing each cell (a box larger than the world costs O(n), not
 #: O(world / cell)).
 CROSS_SCAN_RATIO = 16.0
+#: `query_pairs` keeps its sort of the entries between calls and updates it when at most
+#: this fraction of the objects changed cells (or were inserted or removed) since; above,
+#: it sorts from scratch (see the module docstring).
+SORT_UPDATE_FRACTION = 0.25
 #: Smallest capacity (slots) allocated.
 MIN_CAPACITY = 64
 _NO_SPHERES = np.empty((0, 4))
@@ -246,6 +250,10 @@ class DynamicHash:
         self._level_cells = np.zeros((N_LEVELS, 6), np.int64)
         storage_kernels.reset_level_cells(self._level_cells)
         self._stamp = np.zeros(capacity, np.int64)
+        # Slots whose entries changed since `query_pairs` last sorted (set by the kernels
+        # that place and release objects); a new storage drops the kept sort.
+        self._changed = np.zeros(capacity, np.uint8)
+        self._sort_kept = False
         self._pack()
 
     def __getstate__(self) -> dict:
@@ -256,7 +264,8 @@ class DynamicHash:
     def _pack(self) -> None:
         self._place_one = None  # the compiled entry point for these arrays (`move`)
         self._storage = (self._bounds, self._spheres, self._meta, self._links, self._head,
-                         self._inv_size, self._level_count, self._status, self._level_cells)
+                         self._inv_size, self._level_count, self._status, self._level_cells,
+                         self._changed)
 
     def _grow(self, needed: int) -> None:
         """Make room for ``needed`` slots in all, copying the objects."""
@@ -348,6 +357,7 @@ class DynamicHash:
         self._id_values = np.full(1024, -1, np.int64)
         self._n_int_ids = 0
         self._pair_scratch = None
+        self._sort_kept = False
         self._last_lookup = None
         self._rows = np.empty((0, 6))
         self._ray_count = 0
@@ -811,29 +821,32 @@ class DynamicHash:
                 ids[i] = self._id_of[slot]
         return Hits(ids, distances[order])
 
-    def query_pairs(self) -> np.ndarray:
-        """Every pair of overlapping objects, once: ids of shape (n_pairs, 2).
-
-        Pairs pass the category filters both ways. With integer ids, each row holds the
-        smaller id first; the order of the rows is unspecified (but the same for any
-        thread count).
-        """
-        scratch = self._pair_scratch
-        if scratch is None:
-            n = max(len(self), 1)
-            scratch = {"bucket_start": np.empty(_power_of_two(n) + 1, np.int64),
-                       "codes": np.empty(0, np.int64), "records": np.empty((0, 6)),
-                       "entry_bucket": np.empty(0, np.int64),
-                       "entry_code": np.empty(0, np.int64),
-                       "part_bucket": np.empty(0, np.int64),
-                       "part_code": np.empty(0, np.int64),
-                       "coarse_start": np.empty(1025, np.int64),
-                       "coarse_codes": np.empty(0, np.int64),
-                       "coarse_records": np.empty((0, 6)),
-                       "pairs": np.empty((dynamic_pairs.N_CHUNKS * max(n // 8, 16), 2),
-                                         np.int64),
-                       "counts": np.zeros(dynamic_pairs.N_CHUNKS, np.int64)}
-            self._pair_scratch = scratch
+    def _sort_entries(self, scratch: dict) -> tuple[int, int, bool]:
+        """Sort every (object, cell) entry by bucket into the scratch (`dynamic_sort`):
+        from the sort kept from the last call when few slots changed since, else from
+        scratch. Returns ``(n_entries, n_coarse, filtered)``."""
+        if self._sort_kept:
+            changed_slots = np.flatnonzero(self._changed)
+            if changed_slots.size <= SORT_UPDATE_FRACTION * len(self):
+                n_entries, n_coarse, filtered = dynamic_sort.update_sort(
+                    self._bounds, self._spheres, self._meta, self._level_count, self._changed,
+                    changed_slots, scratch["lowest"], scratch["bucket_start"], scratch["codes"],
+                    scratch["part_code"], scratch["n_coarse"], scratch["coarse_start"],
+                    scratch["coarse_codes"], scratch["coarse_spare"],
+                    scratch["coarse_records"], scratch["entry_bucket"], scratch["entry_code"])
+                if n_entries >= 0:
+                    if changed_slots.size:
+                        # The merged sorts were written to the spare buffers.
+                        scratch["codes"], scratch["part_code"] = (scratch["part_code"],
+                                                                  scratch["codes"])
+                        scratch["coarse_codes"], scratch["coarse_spare"] = (
+                            scratch["coarse_spare"], scratch["coarse_codes"])
+                    # Other bits than all may only stay set (a removal does not clear it):
+                    # the sweep then tests filters it could skip, never the other way.
+                    filtered = bool(filtered or scratch["filtered"])
+                    scratch["n_coarse"] = n_coarse
+                    scratch["filtered"] = filtered
+                    return n_entries, n_coarse, filtered
         parallel = self._meta.shape[0] >= PARALLEL_MIN_ENTRIES
         n_chunks = numba.get_num_threads() if parallel else 1
         sort = dynamic_sort.sort_entries_parallel if parallel else dynamic_sort.sort_entries
@@ -860,10 +873,43 @@ class DynamicHash:
                 scratch["bucket_start"] = np.empty(_power_of_two(n_entries) + 1, np.int64)
             if n_coarse > scratch["coarse_codes"].shape[0]:
                 scratch["coarse_codes"] = np.empty(int(1.25 * n_coarse) + 16, np.int64)
+                scratch["coarse_spare"] = np.empty_like(scratch["coarse_codes"])
                 scratch["coarse_records"] = np.empty((scratch["coarse_codes"].shape[0], 6))
                 scratch["coarse_start"] = np.empty(
                     min(_power_of_two(n_coarse), scratch["bucket_start"].shape[0] - 1) + 1,
                     np.int64)
+        self._changed[:] = 0
+        self._sort_kept = True
+        scratch["lowest"] = int(dynamic_sort.lowest_used_level(self._level_count))
+        scratch["n_coarse"] = n_coarse
+        scratch["filtered"] = bool(filtered)
+        return n_entries, n_coarse, filtered
+
+    def query_pairs(self) -> np.ndarray:
+        """Every pair of overlapping objects, once: ids of shape (n_pairs, 2).
+
+        Pairs pass the category filters both ways. With integer ids, each row holds the
+        smaller id first; the order of the rows is unspecified (but the same for any
+        thread count).
+        """
+        scratch = self._pair_scratch
+        if scratch is None:
+            n = max(len(self), 1)
+            scratch = {"bucket_start": np.empty(_power_of_two(n) + 1, np.int64),
+                       "codes": np.empty(0, np.int64), "records": np.empty((0, 6)),
+                       "entry_bucket": np.empty(0, np.int64),
+                       "entry_code": np.empty(0, np.int64),
+                       "part_bucket": np.empty(0, np.int64),
+                       "part_code": np.empty(0, np.int64),
+                       "coarse_start": np.empty(1025, np.int64),
+                       "coarse_codes": np.empty(0, np.int64),
+                       "coarse_spare": np.empty(0, np.int64),
+                       "coarse_records": np.empty((0, 6)),
+                       "pairs": np.empty((dynamic_pairs.N_CHUNKS * max(n // 8, 16), 2),
+                                         np.int64),
+                       "counts": np.zeros(dynamic_pairs.N_CHUNKS, np.int64)}
+            self._pair_scratch = scratch
+        n_entries, n_coarse, filtered = self._sort_entries(scratch)
         used_levels = np.flatnonzero(self._level_count)
         chunks = (dynamic_pairs.pairs_chunks_parallel if n_entries >= PARALLEL_MIN_ENTRIES
                   else dynamic_pairs.pairs_chunks)

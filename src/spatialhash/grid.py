@@ -107,8 +107,9 @@ PAIR_SAMPLE_STRIDE = 16
 PAIR_ROWS_MARGIN = 1.2
 PAIR_ROWS_SLACK = 4096
 #: Up to this many pair rows, the regions' rows are moved together by a compiled loop (one
-#: call); above, by NumPy block moves (faster per row, slower per call).
-COMPILED_MOVE_MAX_ROWS = 1 << 16
+#: call); above, by NumPy block moves (faster per row, slower per call: ad hoc, 66,000 rows
+#: in 8 regions took 74-135 us in the loop, 52-56 us by NumPy).
+COMPILED_MOVE_MAX_ROWS = 1 << 14
 #: Regions of cells per thread in the parallel one-pass search (load balance).
 PAIR_REGIONS_PER_THREAD = 4
 #: Average points per cell aimed at when no cell size is given.
@@ -338,7 +339,7 @@ class Grid:
         copied out instead.
         """
         n = self.n_points
-        reach_cells = pairs.reach_in_cells(self.state, reach)
+        reach_cells = pairs.reach_in_cells(self.state.inv_cell_size, self.state.n_cells, reach)
         region_cells = pairs.split_regions(self.state.cell_start,
                                            PAIR_REGIONS_PER_THREAD * numba.get_num_threads())
         if n < PAIR_ESTIMATE_MIN_POINTS:
@@ -364,15 +365,16 @@ class Grid:
         pairs.pairs_append_regions(self.state, r2, radii_sorted, reach_cells, region_cells,
                                    region_rows, indices, distances, n_written,
                                    self._gathers_candidates)
-        if (n_written >= 0).all():
-            if n_written.sum() <= COMPILED_MOVE_MAX_ROWS:
+        rows_written = n_written.tolist()
+        if min(rows_written) >= 0:
+            if sum(rows_written) <= COMPILED_MOVE_MAX_ROWS:
                 total = pairs.close_region_gaps(indices, distances, region_rows, n_written)
             else:
-                total = _move_regions_down(indices, distances, region_rows, n_written)
+                total = _move_regions_down(indices, distances, region_rows, rows_written)
             return Pairs(indices[:total], distances[:total] if return_distances else None,
                          (n, n))
         index_pieces, distance_pieces = [], []
-        for k, written in enumerate(n_written.tolist()):
+        for k, written in enumerate(rows_written):
             rows = slice(region_rows[k], region_rows[k + 1])
             if written < 0:
                 index_piece, distance_piece, written = self._scan_cells(
@@ -392,7 +394,7 @@ class Grid:
         """All pairs in one sequential pass into growing outputs (small inputs): the same
         rows in the same order as the count and fill passes, without the count pass."""
         n = self.n_points
-        reach_cells = pairs.reach_in_cells(self.state, reach)
+        reach_cells = pairs.reach_in_cells(self.state.inv_cell_size, self.state.n_cells, reach)
         capacity = max(64, PAIRS_PER_POINT_GUESS * n)
         indices = np.empty((capacity, 2), dtype=self._index_dtype)
         distances = np.empty(capacity if return_distances else 0, dtype=np.float64)
@@ -433,7 +435,7 @@ class Grid:
         return pairs.pairs_scan_cells
 
     def _count_pairs(self, r2, radii_sorted, reach):
-        reach_cells = pairs.reach_in_cells(self.state, reach)
+        reach_cells = pairs.reach_in_cells(self.state.inv_cell_size, self.state.n_cells, reach)
         counts = np.zeros(self.n_occupied_cells, dtype=np.int64)
         self._scan_pairs(r2, radii_sorted, reach_cells, 0, counts.shape[0], counts,
                          np.empty((0, 2), self._index_dtype), _NO_DISTANCES, False)
@@ -882,12 +884,11 @@ def _grid_state(columns, permutation, index_dtype, origin, size, inv_size, n_cel
     )
 
 
-def _move_regions_down(indices, distances, region_rows, n_written) -> int:
+def _move_regions_down(indices, distances, region_rows, rows_written: list[int]) -> int:
     """`pairs.close_region_gaps` with NumPy's block moves, for many rows (the compiled
     row-by-row loop cost 20 ms more for the 15 million pairs of a million points)."""
     total = 0
-    for k, written in enumerate(n_written.tolist()):
-        source = int(region_rows[k])
+    for source, written in zip(region_rows.tolist(), rows_written, strict=False):
         if source != total:
             indices[total:total + written] = indices[source:source + written]
             if distances.shape[0]:

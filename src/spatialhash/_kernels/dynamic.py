@@ -114,12 +114,14 @@ def place_many(storage, slots, new_bounds, new_spheres, is_new):
     helper per object tripled the time; `set_cells` takes five plain arrays and costs
     nothing measurable.)
     """
-    bounds, spheres, meta, links, head, inv_size, level_count, status, level_cells = storage
+    (bounds, spheres, meta, links, head, inv_size, level_count, status, level_cells,
+     changed) = storage
     linked = status[0] == 1
     boxes_only = new_spheres.shape[0] == 0
     n_changed = 0
     for i in range(slots.shape[0]):
         slot = slots[i]
+        was_sphere = spheres[slot, 3] >= 0.0
         for axis in range(6):
             bounds[slot, axis] = new_bounds[i, axis]
         if boxes_only:
@@ -134,19 +136,28 @@ def place_many(storage, slots, new_bounds, new_spheres, is_new):
                 meta[slot, LEVEL] == level and meta[slot, LO] == lx and meta[slot, LO + 1] == ly
                 and meta[slot, LO + 2] == lz and meta[slot, HI] == hx
                 and meta[slot, HI + 1] == hy and meta[slot, HI + 2] == hz):
+            if was_sphere != (spheres[slot, 3] >= 0.0):
+                changed[slot] = 1  # its entries' sphere bit (see `set_cells`)
             continue
         n_changed += 1
-        set_cells(meta, links, head, level_count, level_cells, linked, not is_new, slot, level,
-                  lx, ly, lz, hx, hy, hz)
+        set_cells(meta, links, head, level_count, level_cells, changed, linked, not is_new,
+                  slot, level, lx, ly, lz, hx, hy, hz)
     return n_changed
 
 
 @jit
-def set_cells(meta, links, head, level_count, level_cells, linked, is_placed, slot, level, lx,
-              ly, lz, hx, hy, hz):
+def set_cells(meta, links, head, level_count, level_cells, changed, linked, is_placed, slot,
+              level, lx, ly, lz, hx, hy, hz):
     """Give ``slot`` the level and cell range ``level, lx..hz``: counts, the level's box of
     cells and (while ``linked``) the bucket lists follow. ``is_placed``: the slot held the
-    object in other cells until now (False for a new object)."""
+    object in other cells until now (False for a new object).
+
+    ``changed[slot]`` is set: `query_pairs` keeps its sort of the entries between calls and
+    redoes only the entries of changed slots (`dynamic_sort.update_sort`). Everything that
+    decides an entry's place or code sets it: new cells or level, an insert, a removal
+    (`release_many`), a box that becomes a sphere or back (the sphere bit of its codes).
+    """
+    changed[slot] = 1
     if is_placed:
         if linked:
             unlink_object(meta, links, head, slot)
@@ -171,7 +182,9 @@ def place_one(storage, slot, x0, y0, z0, x1, y1, z1, cx, cy, cz, radius):
     point). Written straight into the slot, without the temporary one-row arrays that
     `place_many` would need (they were half of this kernel's time). Returns whether the
     object changed cells."""
-    bounds, spheres, meta, links, head, inv_size, level_count, status, level_cells = storage
+    (bounds, spheres, meta, links, head, inv_size, level_count, status, level_cells,
+     changed) = storage
+    was_sphere = spheres[slot, 3] >= 0.0
     bounds[slot, 0] = x0
     bounds[slot, 1] = y0
     bounds[slot, 2] = z0
@@ -186,9 +199,11 @@ def place_one(storage, slot, x0, y0, z0, x1, y1, z1, cx, cy, cz, radius):
     if (meta[slot, LEVEL] == level and meta[slot, LO] == lx and meta[slot, LO + 1] == ly
             and meta[slot, LO + 2] == lz and meta[slot, HI] == hx and meta[slot, HI + 1] == hy
             and meta[slot, HI + 2] == hz):
+        if was_sphere != (radius >= 0.0):
+            changed[slot] = 1
         return False
-    set_cells(meta, links, head, level_count, level_cells, status[0] == 1, True, slot, level,
-              lx, ly, lz, hx, hy, hz)
+    set_cells(meta, links, head, level_count, level_cells, changed, status[0] == 1, True, slot,
+              level, lx, ly, lz, hx, hy, hz)
     return True
 
 
@@ -217,13 +232,14 @@ def box_rows(lower, upper, rows):
 @jit
 def release_many(storage, slots):
     """Take the objects in ``slots`` out of their cells and mark the slots free."""
-    _, _, meta, links, head, _, level_count, status, _ = storage
+    _, _, meta, links, head, _, level_count, status, _, changed = storage
     for i in range(slots.shape[0]):
         slot = slots[i]
         if status[0] == 1:
             unlink_object(meta, links, head, slot)
         level_count[meta[slot, LEVEL]] -= 1
         meta[slot, LEVEL] = -1
+        changed[slot] = 1
 
 
 @jit

@@ -20,15 +20,17 @@ from .dynamic import HI, LEVEL, LO, object_cells
 
 
 @jit
-def move_chunk(bounds, spheres, meta, inv_size, slots, new_bounds, new_spheres, begin, end,
-               level_change, cells):
+def move_chunk(bounds, spheres, meta, inv_size, changed, slots, new_bounds, new_spheres, begin,
+               end, level_change, cells):
     """Move the objects ``begin .. end - 1`` (rows of ``new_bounds``); count changes per
-    level go to ``level_change`` and the cell ranges of changed objects widen ``cells``
-    (``(n_levels, 6)``, like ``level_cells``). Returns how many changed cells."""
+    level go to ``level_change``, the cell ranges of changed objects widen ``cells``
+    (``(n_levels, 6)``, like ``level_cells``) and their ``changed`` flags are set (as
+    `dynamic.set_cells` does). Returns how many changed cells."""
     boxes_only = new_spheres.shape[0] == 0
     n_changed = 0
     for i in range(begin, end):
         slot = slots[i]
+        was_sphere = spheres[slot, 3] >= 0.0
         for axis in range(6):
             bounds[slot, axis] = new_bounds[i, axis]
         if boxes_only:
@@ -42,8 +44,11 @@ def move_chunk(bounds, spheres, meta, inv_size, slots, new_bounds, new_spheres, 
         if (meta[slot, LEVEL] == level and meta[slot, LO] == lx and meta[slot, LO + 1] == ly
                 and meta[slot, LO + 2] == lz and meta[slot, HI] == hx
                 and meta[slot, HI + 1] == hy and meta[slot, HI + 2] == hz):
+            if was_sphere != (spheres[slot, 3] >= 0.0):
+                changed[slot] = 1
             continue
         n_changed += 1
+        changed[slot] = 1
         level_change[meta[slot, LEVEL]] -= 1
         level_change[level] += 1
         meta[slot, LEVEL] = level
@@ -76,7 +81,8 @@ def move_many_unlinked(storage, slots, new_bounds, new_spheres, n_chunks):
     """`dynamic.place_many` for objects already placed (distinct ``slots``) while the
     bucket lists are dropped, on all threads; the same storage afterwards. Returns how
     many objects changed cells."""
-    bounds, spheres, meta, links, head, inv_size, level_count, status, level_cells = storage
+    (bounds, spheres, meta, links, head, inv_size, level_count, status, level_cells,
+     changed_slots) = storage
     m = slots.shape[0]
     n_levels = level_count.shape[0]
     level_change = np.zeros((n_chunks, n_levels), np.int64)
@@ -86,8 +92,8 @@ def move_many_unlinked(storage, slots, new_bounds, new_spheres, n_chunks):
         # Empty boxes, as `dynamic.reset_level_cells` makes them.
         cells[k, :, :3] = np.iinfo(np.int64).max
         cells[k, :, 3:] = np.iinfo(np.int64).min
-        changed[k] = move_chunk(bounds, spheres, meta, inv_size, slots, new_bounds,
-                                new_spheres, k * m // n_chunks, (k + 1) * m // n_chunks,
-                                level_change[k], cells[k])
+        changed[k] = move_chunk(bounds, spheres, meta, inv_size, changed_slots, slots,
+                                new_bounds, new_spheres, k * m // n_chunks,
+                                (k + 1) * m // n_chunks, level_change[k], cells[k])
     merge_chunks(level_count, level_cells, level_change, cells)
     return changed.sum()

@@ -76,7 +76,7 @@ def count_chunk(meta, begin, end):
 @jit
 def entry_keys(meta, spheres, mask, begin, end, e, entry_bucket, entry_code):
     """Bucket and code (see `dynamic_pairs`) of every entry of slots ``begin .. end - 1``,
-    written from ``e`` on."""
+    written from ``e`` on; returns the index after the last written."""
     for slot in range(begin, end):
         level = meta[slot, LEVEL]
         if level < 0:
@@ -91,6 +91,7 @@ def entry_keys(meta, spheres, mask, begin, end, e, entry_bucket, entry_code):
                     entry_bucket[e] = tile_bucket(level, cx, cy, cz, mask)
                     entry_code[e] = head + (cx != lx) + 2 * (cy != ly) + 4 * (cz != lz)
                     e += 1
+    return e
 
 
 #: Buckets of one part (`sort_part`) at most: 2**14 starts (128 kB) stay in a core's L2.
@@ -301,4 +302,109 @@ def sort_entries_parallel(bounds, spheres, meta, level_count, bucket_start, code
     bucket_start[n_buckets] = n_entries
     n_coarse = finish_sort(bounds, level_count, entry_bucket, entry_code, n_entries,
                            coarse_start, coarse_codes, coarse_records)
+    return n_entries, n_coarse, filtered
+
+
+# ---------------------------------------------------------------------- kept sort
+@jit
+def merge_runs(bucket_start, codes, changed, new_bucket, new_code, out):
+    """The sort of ``codes`` (runs ``bucket_start``) without the entries of ``changed``
+    slots and with the entries ``new_code`` (sorted by ``new_bucket``, then code) merged
+    in, into ``out``; ``bucket_start`` is rewritten in place. Within a bucket the codes of
+    a fresh sort ascend (slot order, then the cell loop, whose offset bits ascend too), so
+    the merge compares codes. Returns the number of entries."""
+    n_buckets = bucket_start.shape[0] - 1
+    n_new = new_bucket.shape[0]
+    o = 0
+    p = 0
+    end = bucket_start[0]
+    for b in range(n_buckets):
+        begin = end
+        end = bucket_start[b + 1]
+        bucket_start[b] = o
+        if p < n_new and new_bucket[p] == b:
+            for i in range(np.uint64(begin), np.uint64(end)):
+                code = codes[i]
+                if changed[np.uint64(code) >> np.uint64(SLOT_SHIFT)]:
+                    continue
+                while p < n_new and new_bucket[p] == b and new_code[p] < code:
+                    out[o] = new_code[p]
+                    o += 1
+                    p += 1
+                out[o] = code
+                o += 1
+            while p < n_new and new_bucket[p] == b:
+                out[o] = new_code[p]
+                o += 1
+                p += 1
+        else:
+            for i in range(np.uint64(begin), np.uint64(end)):
+                code = codes[i]
+                out[o] = code
+                # Written always, kept only when the slot did not change: no branch.
+                o += 1 - changed[np.uint64(code) >> np.uint64(SLOT_SHIFT)]
+    bucket_start[n_buckets] = o
+    return o
+
+
+@jit
+def update_sort(bounds, spheres, meta, level_count, changed, changed_slots, kept_lowest,
+                bucket_start, codes, codes_out, n_coarse, coarse_start, coarse_codes,
+                coarse_out, coarse_records, new_bucket, new_code):
+    """The sort of `sort_entries` from the one kept from the last call, when the slots
+    ``changed_slots`` (ascending, their ``changed`` flags set) are the only ones whose
+    entries may differ: their entries are taken out of the kept runs and their new
+    entries merged in (`merge_runs`), for the main sort into ``codes_out`` and for the
+    coarse one into ``coarse_out``; the coarse records are copied again (boxes moved).
+    The result is the fresh sort's, byte for byte. Returns ``(n_entries, n_coarse,
+    filtered)``, where ``filtered`` covers the changed slots only (the caller ORs it with
+    the kept one); ``n_entries = -1`` when the sort must be redone from scratch (the
+    lowest level changed, or a buffer is too small) and nothing was written. The flags
+    of ``changed_slots`` are cleared."""
+    if lowest_used_level(level_count) != kept_lowest:
+        return -1, 0, False
+    n_buckets = bucket_start.shape[0] - 1
+    n_old = bucket_start[n_buckets]
+    if changed_slots.shape[0] == 0:
+        # Nothing to merge: the kept codes stand (the caller keeps its buffers).
+        copy_records(coarse_codes, bounds, coarse_records, 0, n_coarse)
+        return n_old, n_coarse, False
+    n_new = 0
+    filtered = False
+    for i in range(changed_slots.shape[0]):
+        slot = changed_slots[i]
+        n, some = count_chunk(meta, slot, slot + 1)
+        n_new += n
+        filtered |= some
+    if n_new > new_bucket.shape[0] or n_old + n_new > codes_out.shape[0]:
+        return -1, 0, False
+    e = 0
+    for i in range(changed_slots.shape[0]):
+        slot = changed_slots[i]
+        e = entry_keys(meta, spheres, n_buckets - 1, slot, slot + 1, e, new_bucket, new_code)
+    # Entries come in code order; a stable sort by bucket gives (bucket, code) order.
+    order = np.argsort(new_bucket[:n_new], kind="mergesort")
+    coarse_mask = coarse_start.shape[0] - 2
+    n_new_coarse = 0
+    for k in range(n_new):
+        if (new_code[k] >> LEVEL_SHIFT) & LEVEL_FIELD > kept_lowest:
+            n_new_coarse += 1
+    if n_coarse + n_new_coarse > coarse_out.shape[0]:
+        return -1, 0, False
+    coarse_bucket = np.empty(n_new_coarse, np.int64)
+    coarse_code = np.empty(n_new_coarse, np.int64)
+    c = 0
+    for k in range(n_new):
+        if (new_code[k] >> LEVEL_SHIFT) & LEVEL_FIELD > kept_lowest:
+            coarse_bucket[c] = new_bucket[k] & coarse_mask
+            coarse_code[c] = new_code[k]
+            c += 1
+    coarse_order = np.argsort(coarse_bucket, kind="mergesort")
+    n_entries = merge_runs(bucket_start, codes, changed, new_bucket[:n_new][order],
+                           new_code[:n_new][order], codes_out)
+    n_coarse = merge_runs(coarse_start, coarse_codes, changed, coarse_bucket[coarse_order],
+                          coarse_code[coarse_order], coarse_out)
+    copy_records(coarse_out, bounds, coarse_records, 0, n_coarse)
+    for i in range(changed_slots.shape[0]):
+        changed[changed_slots[i]] = 0
     return n_entries, n_coarse, filtered

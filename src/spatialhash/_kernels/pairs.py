@@ -57,7 +57,7 @@ GATHER_MIN_POINTS_PER_CELL = 3.0
 
 
 @jit
-def reach_in_cells(state, reach):
+def reach_in_cells(inv_cell_size, n_cells, reach):
     """Cells to search on each side of a cell so that no pair within ``reach`` is missed.
 
     Two cell coordinates of points within ``reach`` differ by at most ``reach / cell_size``
@@ -65,8 +65,8 @@ def reach_in_cells(state, reach):
     """
     cells = np.empty(3, np.int64)
     for axis in range(3):
-        u_reach = reach * state.inv_cell_size[axis]
-        rounding = 2.0 * (state.n_cells[axis] + 1.0) * 2.0**-50
+        u_reach = reach * inv_cell_size[axis]
+        rounding = 2.0 * (n_cells[axis] + 1.0) * 2.0**-50
         cells[axis] = math.ceil(
             u_reach * (1.0 + RANGE_RELATIVE_TOLERANCE) + rounding + RANGE_ABSOLUTE_TOLERANCE
         )
