@@ -444,7 +444,10 @@ def pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell_lo, cell_hi, c
                     near_x[k] = points[0, j]
                     near_y[k] = points[1, j]
                     near_z[k] = points[2, j]
-                    near_j[k] = j
+                    # The original index: read in order here, once per cell, rather than
+                    # at random for every pair (ad hoc, 5,000 points in 3-D, one thread:
+                    # 5-8% less time).
+                    near_j[k] = order[j]
                     if with_radii:
                         near_radii[k] = radii[j]
                     k += 1
@@ -498,7 +501,7 @@ def pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell_lo, cell_hi, c
                 oi = order[i]
                 for h in range(n_hits):
                     k = hit_index[h]
-                    oj = order[near_j[k]]
+                    oj = near_j[k]
                     out_indices[position + h, 0] = min(oi, oj)
                     out_indices[position + h, 1] = max(oi, oj)
                     if want_distances:
@@ -573,7 +576,7 @@ def pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell_lo, cell_hi, c
 
 @jit
 def near_buffers(size):
-    """Room for ``size`` gathered candidates: coordinates, sorted indices and radii."""
+    """Room for ``size`` gathered candidates: coordinates, original indices and radii."""
     return (np.empty(size, np.float64), np.empty(size, np.float64), np.empty(size, np.float64),
             np.empty(size, np.int64), np.empty(size, np.float64))
 
