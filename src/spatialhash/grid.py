@@ -347,8 +347,10 @@ class Grid:
             estimates = np.empty(0)
         else:
             estimates = np.empty(region_cells.shape[0] - 1, dtype=np.float64)
-            pairs.pairs_estimate_regions(self.state, r2, radii_sorted, reach_cells,
-                                         region_cells, PAIR_SAMPLE_STRIDE, estimates)
+            estimate = (pairs.pairs_estimate_regions_gathered if self._gathers_candidates
+                        else pairs.pairs_estimate_regions)
+            estimate(self.state, r2, radii_sorted, reach_cells, region_cells,
+                     PAIR_SAMPLE_STRIDE, estimates)
             if estimates.sum() > ONE_PASS_MAX_PAIRS_PER_POINT * n:
                 # So many pairs per point that moving the rows together would cost more
                 # than a count pass: count, then fill in place.
@@ -362,9 +364,10 @@ class Grid:
         indices = np.empty((capacity, 2), dtype=self._index_dtype)
         distances = np.empty(capacity if return_distances else 0, dtype=np.float64)
         n_written = np.empty(region_cells.shape[0] - 1, dtype=np.int64)
-        pairs.pairs_append_regions(self.state, r2, radii_sorted, reach_cells, region_cells,
-                                   region_rows, indices, distances, n_written,
-                                   self._gathers_candidates)
+        append = (pairs.pairs_append_regions_gathered if self._gathers_candidates
+                  else pairs.pairs_append_regions)
+        append(self.state, r2, radii_sorted, reach_cells, region_cells, region_rows, indices,
+               distances, n_written)
         rows_written = n_written.tolist()
         if min(rows_written) >= 0:
             if sum(rows_written) <= COMPILED_MOVE_MAX_ROWS:
@@ -416,8 +419,9 @@ class Grid:
     def _scan_pairs(self, r2, radii_sorted, reach_cells, begin, n_cells, positions, indices,
                     distances, write):
         if self._parallel(self.n_points, PARALLEL_MIN_POINTS):
-            pairs.pairs_scan(self.state, r2, radii_sorted, reach_cells, begin, n_cells,
-                             positions, indices, distances, write, self._gathers_candidates)
+            scan = pairs.pairs_scan_gathered if self._gathers_candidates else pairs.pairs_scan
+            scan(self.state, r2, radii_sorted, reach_cells, begin, n_cells, positions, indices,
+                 distances, write)
         else:
             self._scan_cells(self.state, r2, radii_sorted, reach_cells, begin,
                              begin + n_cells, begin, positions, indices, distances, write)

@@ -671,10 +671,18 @@ def grown_outputs(indices, distances, needed):
     return grown_indices, grown_distances
 
 
+# One parallel driver per kernel, not one that picks the kernel with a flag: numba links
+# every kernel a function can call into it and optimizes them again there, so a driver
+# that could call both cost the compile of both, twice (ad hoc, cold cache, CPU time on the
+# loaded machine: the regions driver 32 s with both kernels, 20 s with the gathering one
+# only, on top of that kernel's own compile), and a grid uses one of them. Numba cannot
+# cache a driver that takes the kernel as an argument or closes over it (its cache key
+# holds the function object), hence the pairs of short drivers below.
 @jit_parallel
 def pairs_scan(state, r2, radii, reach_cells, cell_begin, n_cells, positions, out_indices,
-               out_distances, write, gather):
-    """Count or write the pairs found from cells ``cell_begin .. cell_begin + n_cells - 1``.
+               out_distances, write):
+    """Count or write the pairs found from cells ``cell_begin .. cell_begin + n_cells - 1``
+    with `pairs_scan_cells`.
 
     Counting (``write`` false): ``positions[c]`` receives the number of pairs of cell
     ``cell_begin + c``. Writing: cell ``cell_begin + c`` writes from ``positions[c]``, and
@@ -685,20 +693,28 @@ def pairs_scan(state, r2, radii, reach_cells, cell_begin, n_cells, positions, ou
     for chunk in prange(n_chunks):
         cell_lo = cell_begin + chunk * CELLS_PER_CHUNK
         cell_hi = min(cell_begin + n_cells, cell_lo + CELLS_PER_CHUNK)
-        if gather:
-            pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell_lo, cell_hi,
-                                      cell_begin, positions, out_indices, out_distances, write)
-        else:
-            pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin,
-                             positions, out_indices, out_distances, write)
+        pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin,
+                         positions, out_indices, out_distances, write)
+
+
+@jit_parallel
+def pairs_scan_gathered(state, r2, radii, reach_cells, cell_begin, n_cells, positions,
+                        out_indices, out_distances, write):
+    """`pairs_scan` with `pairs_scan_cells_gathered`."""
+    n_chunks = (n_cells + CELLS_PER_CHUNK - 1) // CELLS_PER_CHUNK
+    for chunk in prange(n_chunks):
+        cell_lo = cell_begin + chunk * CELLS_PER_CHUNK
+        cell_hi = min(cell_begin + n_cells, cell_lo + CELLS_PER_CHUNK)
+        pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin,
+                                  positions, out_indices, out_distances, write)
 
 
 @jit_parallel
 def pairs_append_regions(state, r2, radii, reach_cells, region_cells, region_rows, out_indices,
-                         out_distances, n_written, gather):
-    """All pairs in one pass on every thread: region ``k`` (cells ``region_cells[k]`` to
-    ``region_cells[k + 1] - 1``) appends its pairs to rows ``region_rows[k]`` to
-    ``region_rows[k + 1] - 1`` of the outputs.
+                         out_distances, n_written):
+    """All pairs in one pass on every thread, with `pairs_scan_cells`: region ``k`` (cells
+    ``region_cells[k]`` to ``region_cells[k + 1] - 1``) appends its pairs to rows
+    ``region_rows[k]`` to ``region_rows[k + 1] - 1`` of the outputs.
 
     ``n_written[k]`` receives the number of rows region ``k`` wrote, or -1 when they did not
     fit in its rows (the caller redoes that region). The regions' rows, taken in order,
@@ -711,21 +727,33 @@ def pairs_append_regions(state, r2, radii, reach_cells, region_cells, region_row
         lo, hi = region_rows[k], region_rows[k + 1]
         indices = out_indices[lo:hi]
         distances = out_distances[lo:hi] if want_distances else out_distances[0:0]
-        if gather:
-            written, _, n = pairs_scan_cells_gathered(
-                state, r2, radii, reach_cells, region_cells[k], region_cells[k + 1],
-                region_cells[k], no_positions, indices, distances, True)
-        else:
-            written, _, n = pairs_scan_cells(state, r2, radii, reach_cells, region_cells[k],
-                                             region_cells[k + 1], region_cells[k],
-                                             no_positions, indices, distances, True)
+        written, _, n = pairs_scan_cells(state, r2, radii, reach_cells, region_cells[k],
+                                         region_cells[k + 1], region_cells[k], no_positions,
+                                         indices, distances, True)
         # Outputs that had to grow are copies: what they hold is lost, the region is redone.
         n_written[k] = n if written.shape[0] == indices.shape[0] else -1
 
 
 @jit_parallel
+def pairs_append_regions_gathered(state, r2, radii, reach_cells, region_cells, region_rows,
+                                  out_indices, out_distances, n_written):
+    """`pairs_append_regions` with `pairs_scan_cells_gathered`."""
+    want_distances = out_distances.shape[0] > 0
+    no_positions = np.empty(0, np.int64)
+    for k in prange(region_cells.shape[0] - 1):
+        lo, hi = region_rows[k], region_rows[k + 1]
+        indices = out_indices[lo:hi]
+        distances = out_distances[lo:hi] if want_distances else out_distances[0:0]
+        written, _, n = pairs_scan_cells_gathered(
+            state, r2, radii, reach_cells, region_cells[k], region_cells[k + 1],
+            region_cells[k], no_positions, indices, distances, True)
+        n_written[k] = n if written.shape[0] == indices.shape[0] else -1
+
+
+@jit_parallel
 def pairs_estimate_regions(state, r2, radii, reach_cells, region_cells, stride, estimates):
-    """Estimate the pairs of each region from every ``stride``-th of its cells.
+    """Estimate the pairs of each region from every ``stride``-th of its cells, counted
+    with `pairs_scan_cells`.
 
     ``estimates[k]`` receives the pairs counted from the sampled cells of region ``k``,
     scaled by the fraction of the region's points they hold. A twentieth of a count pass
@@ -742,6 +770,27 @@ def pairs_estimate_regions(state, r2, radii, reach_cells, region_cells, stride, 
         for cell in range(lo, hi, stride):
             pairs_scan_cells(state, r2, radii, reach_cells, cell, cell + 1, cell, count,
                              no_indices, no_distances, False)
+            sampled_pairs += count[0]
+            sampled_points += cell_start[cell + 1] - cell_start[cell]
+        points = cell_start[hi] - cell_start[lo]
+        estimates[k] = sampled_pairs * points / max(sampled_points, 1)
+
+
+@jit_parallel
+def pairs_estimate_regions_gathered(state, r2, radii, reach_cells, region_cells, stride,
+                                    estimates):
+    """`pairs_estimate_regions` with `pairs_scan_cells_gathered`."""
+    cell_start = state.cell_start
+    no_indices = np.empty((0, 2), state.order.dtype)
+    no_distances = np.empty(0, np.float64)
+    for k in prange(region_cells.shape[0] - 1):
+        lo, hi = region_cells[k], region_cells[k + 1]
+        count = np.zeros(1, np.int64)
+        sampled_pairs = 0
+        sampled_points = 0
+        for cell in range(lo, hi, stride):
+            pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell, cell + 1, cell,
+                                      count, no_indices, no_distances, False)
             sampled_pairs += count[0]
             sampled_points += cell_start[cell + 1] - cell_start[cell]
         points = cell_start[hi] - cell_start[lo]
