@@ -7,9 +7,11 @@ Run from the repository root::
 
 (a) Cold: a subprocess with ``NUMBA_CACHE_DIR`` set to a fresh temporary folder imports
 numba, then spatialhash, then calls every query once on small data (1,000 points, so the
-grid path is used rather than brute force), timing the imports and each first call. Each
-first call compiles what it needs and writes it to the cache; the total is what a new user
-waits for once.
+grid path is used rather than brute force), timing the imports and each first call; then
+the main queries once more on 60,000 points, where they take their multi-threaded paths
+(parallel drivers, which numba compiles apart, with the kernels they call). Each first call
+compiles what it needs and writes it to the cache; the total is what a new user who uses
+everything waits for once.
 
 (b) Warm: the same cache, now filled, in new subprocesses (``--warm-runs`` of them): the
 import time and the first ``Grid(points, cell_size=r).query_pairs(r)`` on 1,000 points,
@@ -37,6 +39,8 @@ except ImportError:  # run as a script, or loaded by path
 
 N_POINTS = 1_000
 N_QUERIES = 100
+#: Points and queries of the calls that take the multi-threaded paths.
+N_PARALLEL = 60_000
 
 
 # ---------------------------------------------------------------------- child process
@@ -82,6 +86,31 @@ def _first_calls(seed: int) -> list[tuple[str, object]]:
     ]
 
 
+def _first_parallel_calls(seed: int) -> list[tuple[str, object]]:
+    """The main queries once on `N_PARALLEL` points, as (name, call): the multi-threaded
+    paths (the pair search of that many points also estimates its regions' rows)."""
+    from spatialhash import Grid
+
+    points = common.uniform_points(N_PARALLEL, 3, seed)
+    queries = common.uniform_points(N_PARALLEL, 3, seed + 1)
+    r = common.radius_for_neighbors_3d(N_PARALLEL)
+    grids = {}
+
+    def build():
+        grids["open"] = Grid(points, cell_size=r)
+
+    grid = lambda: grids["open"]  # noqa: E731 (reads the grid built by the first call)
+    label = f"{N_PARALLEL:,} points: "
+    return [
+        (label + "Grid build", build),
+        (label + "query_pairs", lambda: grid().query_pairs(r)),
+        (label + "iter_pairs", lambda: list(grid().iter_pairs(r, chunk_size=100_000))),
+        (label + "query_radius", lambda: grid().query_radius(queries, r)),
+        (label + "query_knn", lambda: grid().query_knn(queries, 16)),
+        (label + "query_box", lambda: grid().query_box(queries, queries + r)),
+    ]
+
+
 def _cache_counts() -> dict:
     """numba cache hits and misses summed over spatialhash's kernel dispatchers."""
     from numba.core.registry import CPUDispatcher
@@ -111,6 +140,8 @@ def child(phase: str, seed: int) -> dict:
     calls = _first_calls(seed)
     if phase == "warm":
         calls = calls[:2]  # Grid build, query_pairs
+    else:
+        calls += _first_parallel_calls(seed)
     steps = {name: _timed(call) for name, call in calls}
     return {"phase": phase, "import_numba_numpy_s": import_numba_s,
             "import_spatialhash_s": import_spatialhash_s, "first_calls_s": steps,
@@ -156,7 +187,11 @@ def cold_table(cold: dict) -> str:
     rows = [["import numpy + numba", f"{cold['import_numba_numpy_s']:.2f}"],
             ["import spatialhash", f"{cold['import_spatialhash_s']:.2f}"]]
     rows += [[name, f"{seconds:.2f}"] for name, seconds in cold["first_calls_s"].items()]
+    parallel = sum(seconds for name, seconds in cold["first_calls_s"].items()
+                   if name.startswith(f"{N_PARALLEL:,} points"))
     total = (cold["import_spatialhash_s"] + sum(cold["first_calls_s"].values()))
+    rows.append([f"of which the {N_PARALLEL:,}-point calls (multi-threaded paths)",
+                 f"{parallel:.2f}"])
     rows.append(["total (import spatialhash + first calls)", f"{total:.2f}"])
     rows.append(["whole process (interpreter start to exit)", f"{cold['process_wall_s']:.2f}"])
     return common.markdown_table(["cold start: step", "seconds"], rows)
