@@ -212,47 +212,6 @@ def pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin
             x, y, z = points[0, i], points[1, i], points[2, i]
             radius = radii[i] if with_radii else 0.0
             n_hits = 0
-            if appending:
-                # Every candidate's row is written where the next hit goes and kept only
-                # on a hit: one short loop per run instead of a second loop over the hits
-                # (ad hoc, one thread, alternately: the particle demo's 5,000 discs
-                # 0.82 -> 0.71 ms, 5,000 points in 2-D 1.31 -> 1.19 ms; the same rows).
-                # So the outputs need room for all the candidates of the point. The loop
-                # is written out again rather than shared with the one below through an
-                # array chosen per point: that form ran 1.3-1.6x slower (same test).
-                if position + n_candidates > out_indices.shape[0]:
-                    out_indices, out_distances = grown_outputs(out_indices, out_distances,
-                                                               position + n_candidates)
-                oi = order[i]
-                for r in range(n_runs):
-                    start = np.uint64(i + 1 if r == 0 else run_bounds[r, 0])
-                    end = np.uint64(run_bounds[r, 1])
-                    shift_x, shift_y, shift_z = run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2]
-                    for j in range(start, end):
-                        dx = (x - points[0, j]) - shift_x
-                        dy = (y - points[1, j]) - shift_y
-                        dz = (z - points[2, j]) - shift_z
-                        if use_min_image:
-                            dx = min_image(dx, box_x, half_x)
-                            dy = min_image(dy, box_y, half_y)
-                            dz = min_image(dz, box_z, half_z)
-                        d2 = dx * dx + dy * dy + dz * dz
-                        if with_radii:
-                            limit = radius + radii[j]
-                            hit = d2 <= limit * limit
-                        else:
-                            hit = d2 <= r2
-                        oj = order[j]
-                        out_indices[position + n_hits, 0] = min(oi, oj)
-                        out_indices[position + n_hits, 1] = max(oi, oj)
-                        if want_distances:
-                            out_distances[position + n_hits] = d2
-                        n_hits += 1 if hit else 0
-                if want_distances:
-                    for h in range(position, position + n_hits):
-                        out_distances[h] = math.sqrt(out_distances[h])
-                position += n_hits
-                continue
             for r in range(n_runs):
                 # Unsigned bounds: see the `cells` docstring.
                 start = np.uint64(i + 1 if r == 0 else run_bounds[r, 0])
