@@ -637,9 +637,15 @@ class Grid:
         counts = np.zeros(m, dtype=np.int64)
         with _config.threads(self._n_threads):
             visit_order = self._query_order(query_points)
-            kernel = knn.knn_query if self._parallel(m, PARALLEL_MIN_QUERIES) else knn.knn_serial
-            kernel(self.state, query_points, k, np.full(m, limit), visit_order, indices,
-                   distances, counts)
+            limits = np.full(m, limit)
+            if self._parallel(m, PARALLEL_MIN_QUERIES):
+                knn.knn_query(self.state, query_points, k, limits, visit_order, indices,
+                              distances, counts)
+            else:
+                # The kernel itself, not a sequential driver: numba would compile the kernel
+                # into a driver once more.
+                knn.knn_queries(self.state, query_points, k, limits, visit_order, 0, m,
+                                indices, distances, counts)
         return KNearest(indices, distances, counts)
 
     # ------------------------------------------------------------------ boxes
@@ -669,14 +675,22 @@ class Grid:
         with _config.threads(self._n_threads):
             visit_order = self._query_order(lower3)
             m = lower3.shape[0]
-            kernel = (box_kernels.box_scan if self._parallel(m, PARALLEL_MIN_QUERIES)
-                      else box_kernels.box_serial)
+            parallel = self._parallel(m, PARALLEL_MIN_QUERIES)
+
+            def scan(positions, indices, write, sort_rows):
+                if parallel:
+                    box_kernels.box_scan(self.state, lower3, upper3, width, visit_order,
+                                         positions, indices, write, sort_rows)
+                else:
+                    # The kernel on all boxes, not a sequential driver (see `query_knn`).
+                    box_kernels.box_scan_boxes(self.state, lower3, upper3, width, visit_order,
+                                               0, m, positions, indices, write, sort_rows)
+
             counts = np.zeros(m, dtype=np.int64)
-            kernel(self.state, lower3, upper3, width, visit_order, counts,
-                   np.empty(0, self._index_dtype), False, False)
+            scan(counts, np.empty(0, self._index_dtype), False, False)
             indptr = _indptr(counts)
             indices = np.empty(int(indptr[-1]), dtype=self._index_dtype)
-            kernel(self.state, lower3, upper3, width, visit_order, indptr, indices, True, sort)
+            scan(indptr, indices, True, sort)
         return Neighbors(indptr, indices, None, self.n_points)
 
     # ------------------------------------------------------------------ rays

@@ -114,11 +114,3 @@ def box_scan(state, lower, upper, width, visit_order, positions, out_indices, wr
         t_lo = chunk * BOXES_PER_CHUNK
         box_scan_boxes(state, lower, upper, width, visit_order, t_lo,
                        min(m, t_lo + BOXES_PER_CHUNK), positions, out_indices, write, sort_rows)
-
-
-@jit
-def box_serial(state, lower, upper, width, visit_order, positions, out_indices, write,
-               sort_rows):
-    """`box_scan` on the calling thread alone (for few boxes)."""
-    box_scan_boxes(state, lower, upper, width, visit_order, 0, lower.shape[0], positions,
-                   out_indices, write, sort_rows)

@@ -192,14 +192,6 @@ def knn_query(state, queries, k, max_distance, visit_order, out_indices, out_dis
 
 
 @jit
-def knn_serial(state, queries, k, max_distance, visit_order, out_indices, out_distances,
-               out_counts):
-    """`knn_query` on the calling thread alone (for few queries)."""
-    knn_queries(state, queries, k, max_distance, visit_order, 0, queries.shape[0], out_indices,
-                out_distances, out_counts)
-
-
-@jit
 def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_indices,
                 out_distances, out_counts):
     """Sequential kernel of `knn_query` over queries ``visit_order[t_lo:t_hi]``.
