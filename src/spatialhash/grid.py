@@ -36,6 +36,11 @@ memory); the regions' rows are then moved down into one block, in order. Same ro
 order, about a third less time. Coordinates are float64 throughout; float32 input is
 converted once.
 
+Compiling. Numba compiles a kernel once by itself and again inside every function that
+calls it (it links the callee in and optimizes the whole again), so each parallel driver
+calls exactly one kernel (one driver per pair kernel), and small inputs call the
+sequential kernels directly rather than through a sequential driver.
+
 Brute force. ``algorithm="brute"`` puts every point into a single cell, so every query
 compares every candidate pair: the same arithmetic with no spatial pruning, which is the
 fastest choice for a handful of points and a second opinion for checking.
