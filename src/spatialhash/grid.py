@@ -351,11 +351,8 @@ class Grid:
             # Small: reserve generously rather than pay a second parallel region.
             estimates = np.empty(0)
         else:
-            estimates = np.empty(region_cells.shape[0] - 1, dtype=np.float64)
-            estimate = (pairs.pairs_estimate_regions_gathered if self._gathers_candidates
-                        else pairs.pairs_estimate_regions)
-            estimate(self.state, r2, radii_sorted, reach_cells, region_cells,
-                     PAIR_SAMPLE_STRIDE, estimates)
+            estimates = self._estimate_region_pairs(r2, radii_sorted, reach_cells,
+                                                    region_cells)
             if estimates.sum() > ONE_PASS_MAX_PAIRS_PER_POINT * n:
                 # So many pairs per point that moving the rows together would cost more
                 # than a count pass: count, then fill in place.
@@ -398,6 +395,21 @@ class Grid:
         distances = np.concatenate(distance_pieces) if return_distances else None
         return Pairs(indices, distances, (n, n))
 
+    def _estimate_region_pairs(self, r2, radii_sorted, reach_cells, region_cells):
+        """Pairs of each region, estimated from a count over every `PAIR_SAMPLE_STRIDE`-th
+        cell, scaled by the share of the region's points those cells hold."""
+        cell_start = self.state.cell_start
+        counts = np.zeros(self.n_occupied_cells, dtype=np.int64)
+        scan = pairs.pairs_scan_gathered if self._gathers_candidates else pairs.pairs_scan
+        scan(self.state, r2, radii_sorted, reach_cells, 0, counts.shape[0], counts,
+             np.empty((0, 2), self._index_dtype), _NO_DISTANCES, False, PAIR_SAMPLE_STRIDE)
+        sampled_points = np.zeros(self.n_occupied_cells, dtype=np.int64)
+        sampled_points[::PAIR_SAMPLE_STRIDE] = np.diff(cell_start)[::PAIR_SAMPLE_STRIDE]
+        starts = region_cells[:-1]
+        points = np.diff(cell_start[region_cells])
+        return (np.add.reduceat(counts, starts) * points
+                / np.maximum(np.add.reduceat(sampled_points, starts), 1))
+
     def _append_pairs(self, r2, radii_sorted, reach, return_distances) -> Pairs:
         """All pairs in one sequential pass into growing outputs (small inputs): the same
         rows in the same order as the count and fill passes, without the count pass."""
@@ -426,7 +438,7 @@ class Grid:
         if self._parallel(self.n_points, PARALLEL_MIN_POINTS):
             scan = pairs.pairs_scan_gathered if self._gathers_candidates else pairs.pairs_scan
             scan(self.state, r2, radii_sorted, reach_cells, begin, n_cells, positions, indices,
-                 distances, write)
+                 distances, write, 1)
         else:
             self._scan_cells(self.state, r2, radii_sorted, reach_cells, begin,
                              begin + n_cells, begin, positions, indices, distances, write)

@@ -639,33 +639,47 @@ def grown_outputs(indices, distances, needed):
 # holds the function object), hence the pairs of short drivers below.
 @jit_parallel
 def pairs_scan(state, r2, radii, reach_cells, cell_begin, n_cells, positions, out_indices,
-               out_distances, write):
+               out_distances, write, stride):
     """Count or write the pairs found from cells ``cell_begin .. cell_begin + n_cells - 1``
     with `pairs_scan_cells`.
 
     Counting (``write`` false): ``positions[c]`` receives the number of pairs of cell
     ``cell_begin + c``. Writing: cell ``cell_begin + c`` writes from ``positions[c]``, and
     ``out_distances`` is empty when distances are not wanted. One kernel does both so that
-    the two passes share their code and compile once.
+    the two passes share their code and compile once. With ``stride`` above 1 (counting
+    only), every ``stride``-th cell from ``cell_begin`` on is counted and the other
+    positions are left as they are: a sample, to estimate how many pairs there are.
     """
-    n_chunks = (n_cells + CELLS_PER_CHUNK - 1) // CELLS_PER_CHUNK
-    for chunk in prange(n_chunks):
-        cell_lo = cell_begin + chunk * CELLS_PER_CHUNK
-        cell_hi = min(cell_begin + n_cells, cell_lo + CELLS_PER_CHUNK)
-        pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin,
-                         positions, out_indices, out_distances, write)
+    if stride == 1:
+        n_chunks = (n_cells + CELLS_PER_CHUNK - 1) // CELLS_PER_CHUNK
+        for chunk in prange(n_chunks):
+            cell_lo = cell_begin + chunk * CELLS_PER_CHUNK
+            cell_hi = min(cell_begin + n_cells, cell_lo + CELLS_PER_CHUNK)
+            pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin,
+                             positions, out_indices, out_distances, write)
+    else:
+        for sample in prange((n_cells + stride - 1) // stride):
+            cell = cell_begin + sample * stride
+            pairs_scan_cells(state, r2, radii, reach_cells, cell, cell + 1, cell_begin,
+                             positions, out_indices, out_distances, False)
 
 
 @jit_parallel
 def pairs_scan_gathered(state, r2, radii, reach_cells, cell_begin, n_cells, positions,
-                        out_indices, out_distances, write):
+                        out_indices, out_distances, write, stride):
     """`pairs_scan` with `pairs_scan_cells_gathered`."""
-    n_chunks = (n_cells + CELLS_PER_CHUNK - 1) // CELLS_PER_CHUNK
-    for chunk in prange(n_chunks):
-        cell_lo = cell_begin + chunk * CELLS_PER_CHUNK
-        cell_hi = min(cell_begin + n_cells, cell_lo + CELLS_PER_CHUNK)
-        pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin,
-                                  positions, out_indices, out_distances, write)
+    if stride == 1:
+        n_chunks = (n_cells + CELLS_PER_CHUNK - 1) // CELLS_PER_CHUNK
+        for chunk in prange(n_chunks):
+            cell_lo = cell_begin + chunk * CELLS_PER_CHUNK
+            cell_hi = min(cell_begin + n_cells, cell_lo + CELLS_PER_CHUNK)
+            pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell_lo, cell_hi,
+                                      cell_begin, positions, out_indices, out_distances, write)
+    else:
+        for sample in prange((n_cells + stride - 1) // stride):
+            cell = cell_begin + sample * stride
+            pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell, cell + 1,
+                                      cell_begin, positions, out_indices, out_distances, False)
 
 
 @jit_parallel
@@ -707,50 +721,3 @@ def pairs_append_regions_gathered(state, r2, radii, reach_cells, region_cells, r
             state, r2, radii, reach_cells, region_cells[k], region_cells[k + 1],
             region_cells[k], no_positions, indices, distances, True)
         n_written[k] = n if written.shape[0] == indices.shape[0] else -1
-
-
-@jit_parallel
-def pairs_estimate_regions(state, r2, radii, reach_cells, region_cells, stride, estimates):
-    """Estimate the pairs of each region from every ``stride``-th of its cells, counted
-    with `pairs_scan_cells`.
-
-    ``estimates[k]`` receives the pairs counted from the sampled cells of region ``k``,
-    scaled by the fraction of the region's points they hold. A twentieth of a count pass
-    for ``stride = 16``, and enough to size each region's rows for `pairs_append_regions`.
-    """
-    cell_start = state.cell_start
-    no_indices = np.empty((0, 2), state.order.dtype)
-    no_distances = np.empty(0, np.float64)
-    for k in prange(region_cells.shape[0] - 1):
-        lo, hi = region_cells[k], region_cells[k + 1]
-        count = np.zeros(1, np.int64)
-        sampled_pairs = 0
-        sampled_points = 0
-        for cell in range(lo, hi, stride):
-            pairs_scan_cells(state, r2, radii, reach_cells, cell, cell + 1, cell, count,
-                             no_indices, no_distances, False)
-            sampled_pairs += count[0]
-            sampled_points += cell_start[cell + 1] - cell_start[cell]
-        points = cell_start[hi] - cell_start[lo]
-        estimates[k] = sampled_pairs * points / max(sampled_points, 1)
-
-
-@jit_parallel
-def pairs_estimate_regions_gathered(state, r2, radii, reach_cells, region_cells, stride,
-                                    estimates):
-    """`pairs_estimate_regions` with `pairs_scan_cells_gathered`."""
-    cell_start = state.cell_start
-    no_indices = np.empty((0, 2), state.order.dtype)
-    no_distances = np.empty(0, np.float64)
-    for k in prange(region_cells.shape[0] - 1):
-        lo, hi = region_cells[k], region_cells[k + 1]
-        count = np.zeros(1, np.int64)
-        sampled_pairs = 0
-        sampled_points = 0
-        for cell in range(lo, hi, stride):
-            pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell, cell + 1, cell,
-                                      count, no_indices, no_distances, False)
-            sampled_pairs += count[0]
-            sampled_points += cell_start[cell + 1] - cell_start[cell]
-        points = cell_start[hi] - cell_start[lo]
-        estimates[k] = sampled_pairs * points / max(sampled_points, 1)
