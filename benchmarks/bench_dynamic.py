@@ -4,6 +4,7 @@ Run from the repository root::
 
     python benchmarks/bench_dynamic.py              # 100,000 boxes, 2-D
     python benchmarks/bench_dynamic.py --quick      # 5,000 boxes: a check that it all works
+    python benchmarks/bench_dynamic.py --peers pymunk   # skip rtree (minutes per run)
 
 Workloads (2-D, since pymunk is a 2-D engine):
 
@@ -168,13 +169,17 @@ def time_steps(peer, steps) -> list[float]:
     return times
 
 
-def bench_moves(n: int, n_steps: int, slow_steps: int, seed: int) -> tuple[list, bool]:
+PEERS = {"pymunk": Pymunk, "rtree": Rtree}
+
+
+def bench_moves(n: int, n_steps: int, slow_steps: int, seed: int,
+                peer_names=tuple(PEERS)) -> tuple[list, bool]:
     lower, sizes = make_boxes(n, seed, WORLD * (n / 100_000) ** 0.5)
     rows = []
     ok = True
     for fraction in FRACTIONS:
         steps = make_steps(n, fraction, 1 + n_steps, lower, seed + 1)
-        peers = [Ours(lower, sizes), Pymunk(lower, sizes), Rtree(lower, sizes)]
+        peers = [Ours(lower, sizes)] + [PEERS[name](lower, sizes) for name in peer_names]
         # The first step (compile, first touches) doubles as the answer check.
         ids, new_lower = steps[0]
         answers = [pair_set(peer.step(ids, new_lower).tolist()) for peer in peers]
@@ -245,16 +250,24 @@ def main(argv=None) -> int:
     parser.add_argument("--slow-steps", type=int, default=1,
                         help="timed steps for rtree (seconds per step)")
     parser.add_argument("--quick", action="store_true", help="n = 5,000")
+    parser.add_argument("--peers", default=",".join(PEERS),
+                        help="comma-separated peers to run (default: %(default)s; rtree "
+                             "takes minutes per run, '' runs none)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     n = 5_000 if args.quick else args.n
     print(f"n = {n:,} boxes, {numba.get_num_threads()} numba threads, "
           f"{common.usable_cores()} cores ({common.cpu_model()})")
-    rows, ok = bench_moves(n, args.steps, args.slow_steps, args.seed)
+    peer_names = [name for name in args.peers.split(",") if name]
+    unknown = sorted(set(peer_names) - set(PEERS))
+    if unknown:
+        parser.error(f"--peers must name peers among {sorted(PEERS)}; got {unknown}.")
+    rows, ok = bench_moves(n, args.steps, args.slow_steps, args.seed, peer_names)
     print()
-    print(common.markdown_table(
-        ["workload (per step)", "spatialhash (ms)", "pymunk (ms)", "ratio", "rtree (ms)",
-         "ratio"], rows))
+    header = ["workload (per step)", "spatialhash (ms)"]
+    for name in peer_names:
+        header += [f"{name} (ms)", "ratio"]
+    print(common.markdown_table(header, rows))
     print()
     print(common.markdown_table(["bulk move against a batch rebuild", "ms"],
                                 bench_rebuild(n, args.steps, args.seed)))

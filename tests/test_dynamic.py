@@ -512,3 +512,168 @@ def test_pickled_hash_answers_and_moves_the_same():
     assert set(clone.query_radius([3.0, 3.0, 3.0], 0.2)) == set(
         hash_.query_radius([3.0, 3.0, 3.0], 0.2))
     assert sorted(clone, key=str) == sorted(hash_, key=str)
+
+
+def fresh_sort(hash_):
+    """The codes, starts and coarse sort a sort from scratch gives for ``hash_`` now, in its
+    own tables: what the sort `query_pairs` kept and updated must equal."""
+    scratch = hash_._pair_scratch
+    n_buckets = scratch["bucket_start"].shape[0] - 1
+    n_coarse_buckets = scratch["coarse_start"].shape[0] - 1
+    lowest = int(np.flatnonzero(hash_.level_counts)[0])
+    codes, starts = reference_sort(hash_._meta, hash_._spheres, n_buckets, 0)
+    coarse, coarse_starts = reference_sort(hash_._meta, hash_._spheres, n_coarse_buckets,
+                                           lowest + 1)
+    return codes, starts, coarse, coarse_starts
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("seed", range(2))
+def test_kept_sort_equals_a_fresh_sort_after_random_histories(monkeypatch, seed, parallel):
+    """`query_pairs` keeps its sort and merges in the entries of the slots changed since
+    (moves out of their cells, box <-> sphere, inserts, removals); the result must be the
+    codes and starts of a sort from scratch, after any history, with either driver for the
+    sorts from scratch (forced by the thresholds), and so give the same rows as a twin
+    hash that always sorts from scratch."""
+    import spatialhash.dynamic as dynamic_module
+    from spatialhash._kernels import dynamic_sort
+
+    monkeypatch.setattr(dynamic_module, "PARALLEL_MIN_ENTRIES", 0 if parallel else 2**62)
+    merged = []
+    update_sort = dynamic_sort.update_sort
+
+    def counted(*args):
+        result = update_sort(*args)
+        merged.append((args[5].size, result[0] >= 0))
+        return result
+
+    monkeypatch.setattr(dynamic_sort, "update_sort", counted)
+    kept, model = mixed_scene(30 + seed, 300, filters=seed == 1)
+    twin, _ = mixed_scene(30 + seed, 300, filters=seed == 1)
+    rng = np.random.default_rng(seed)
+    next_id = 1000
+    for step in range(12):
+        ids = np.array(sorted(model))
+        kind = step % 6
+        if kind == 0:  # small moves of some objects: most keep their cells
+            chosen = rng.choice(ids, len(ids) // 5, replace=False)
+            bounds = np.array([model[i].lower + model[i].upper for i in chosen.tolist()])
+            shift = rng.integers(-2, 3, (len(chosen), 1)) / 16
+            args = [(list(row[:3] + d), list(row[3:] + d), None)
+                    for row, d in zip(bounds, shift, strict=True)]
+        elif kind == 1:  # a few jump far
+            chosen = rng.choice(ids, 7, replace=False)
+            args = [((rng.integers(-40, 40, 3) / 4).tolist(), None, 0.25 * (i % 3))
+                    for i in range(7)]
+        elif kind == 2:  # all move (bulk path that drops the bucket lists), spheres
+            chosen = ids
+            args = [((np.array(model[i].lower) + np.array(model[i].upper)) / 2 + 0.125, None,
+                     float(np.max(np.array(model[i].upper) - model[i].lower)) / 2)
+                    for i in chosen.tolist()]
+        elif kind == 3:  # inserts, one with filter bits
+            for _ in range(5):
+                lower = (rng.integers(-40, 40, 3) / 4).tolist()
+                upper = [x + float(rng.choice([0.0, 0.5, 3.0])) for x in lower]
+                bits = (1, 1) if next_id % 2 else (ALL_BITS, ALL_BITS)
+                for hash_ in (kept, twin):
+                    hash_.insert(next_id, lower, upper, category=bits[0], mask=bits[1])
+                model[next_id] = oracle.make_shape(lower, upper, category=bits[0],
+                                                   mask=bits[1])
+                next_id += 1
+            chosen, args = [], []
+        elif kind == 4:  # removals
+            chosen, args = [], []
+            gone = rng.choice(ids, 6, replace=False)
+            for hash_ in (kept, twin):
+                hash_.remove_many(gone)
+            for i in gone.tolist():
+                del model[i]
+        else:  # nothing changed
+            chosen, args = [], []
+        if len(chosen):
+            for i, (lower, upper, radius) in zip(np.asarray(chosen).tolist(), args, strict=True):
+                old = model[i]
+                model[i] = oracle.make_shape(lower, upper, radius, category=old.category,
+                                             mask=old.mask)
+            for hash_ in (kept, twin):
+                if kind == 2:
+                    centres = np.array([a[0] for a in args])
+                    hash_.move_many(chosen, centres, radius=np.array([a[2] for a in args]))
+                else:
+                    for i, (lower, upper, radius) in zip(np.asarray(chosen).tolist(), args,
+                                                         strict=True):
+                        hash_.move(i, lower, upper, radius=radius)
+        monkeypatch.setattr(dynamic_module, "SORT_UPDATE_FRACTION", math.inf)
+        found = kept.query_pairs()
+        monkeypatch.setattr(dynamic_module, "SORT_UPDATE_FRACTION", -1.0)
+        expected = twin.query_pairs()
+        assert np.array_equal(found, expected)
+        assert {tuple(row) for row in found.tolist()} == oracle.query_pairs(model)
+        scratch = kept._pair_scratch
+        codes, starts, coarse, coarse_starts = fresh_sort(kept)
+        n_coarse = scratch["n_coarse"]
+        assert np.array_equal(scratch["codes"][: len(codes)], codes)
+        assert np.array_equal(scratch["bucket_start"], starts)
+        assert np.array_equal(scratch["coarse_codes"][:n_coarse], coarse)
+        assert np.array_equal(scratch["coarse_start"], coarse_starts)
+        assert np.array_equal(scratch["coarse_records"][:n_coarse], kept._bounds[coarse >> 10])
+        assert not kept._changed.any()
+    # Every step after the first (a sort from scratch) tried the kept sort, and nearly all
+    # merged (one may fall back when the entries outgrow the buffers: checked the same),
+    # the steps without changes included.
+    assert len(merged) == 11 and sum(ok for _, ok in merged) >= 9, str(merged)
+    assert sum(1 for n, _ in merged if n == 0) >= 1
+
+
+def test_kept_sort_falls_back_when_the_lowest_level_changes(monkeypatch):
+    """The coarse sort holds the entries above the lowest non-empty level: when that
+    level changes (a point joins big boxes, then leaves), the kept sort is dropped and
+    the sort redone; clear and growth drop it without trying."""
+    import spatialhash.dynamic as dynamic_module
+    from spatialhash._kernels import dynamic_sort
+
+    monkeypatch.setattr(dynamic_module, "SORT_UPDATE_FRACTION", math.inf)
+    results = []
+    update_sort = dynamic_sort.update_sort
+
+    def recorded(*args):
+        result = update_sort(*args)
+        results.append(result[0])
+        return result
+
+    monkeypatch.setattr(dynamic_sort, "update_sort", recorded)
+    hash_ = DynamicHash(1.0, n_dims=2)
+    model = {}
+    for i in range(30):
+        lower = [float(i % 6) * 3, float(i // 6) * 3]
+        upper = [lower[0] + 3.5, lower[1] + 3.5]
+        hash_.insert(i, lower, upper)
+        model[i] = oracle.make_shape(lower, upper, n_dims=2)
+    hash_.query_pairs()
+    for change in ("point in", "point out", "clear", "grow"):
+        if change == "point in":
+            hash_.insert(99, [4.0, 4.0])
+            model[99] = oracle.make_shape([4.0, 4.0], n_dims=2)
+        elif change == "point out":
+            hash_.remove(99)
+            del model[99]
+        elif change == "clear":
+            hash_.clear()
+            hash_.insert_many(np.arange(40), np.zeros((40, 2)), np.ones((40, 2)))
+            model = {i: oracle.make_shape([0.0, 0.0], [1.0, 1.0], n_dims=2) for i in range(40)}
+        else:
+            hash_.insert_many(np.arange(40, 200), np.full((160, 2), 0.5))
+            model.update({i: oracle.make_shape([0.5, 0.5], n_dims=2) for i in range(40, 200)})
+        calls = len(results)
+        found = {tuple(row) for row in hash_.query_pairs().tolist()}
+        if change.startswith("point"):
+            assert results[calls:] == [-1]  # tried, fell back
+        else:
+            assert len(results) == calls  # not tried
+        assert found == oracle.query_pairs(model)
+        codes, starts, coarse, coarse_starts = fresh_sort(hash_)
+        scratch = hash_._pair_scratch
+        assert np.array_equal(scratch["codes"][: len(codes)], codes)
+        assert np.array_equal(scratch["bucket_start"], starts)
+        assert np.array_equal(scratch["coarse_codes"][: scratch["n_coarse"]], coarse)
+        assert np.array_equal(scratch["coarse_start"], coarse_starts)

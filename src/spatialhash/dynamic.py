@@ -71,6 +71,27 @@ CPU time, medians of 15, two runs each, the old code alternately) went from 44-4
 37-52 / 55-58 ms to 39-41 / 37 / 38-46 ms on the loaded machine; the 20 ms target is
 not met.
 
+Kept sort. Between two calls of a simulation few objects change cells: in the benchmark
+(steps of at most 0.5 in cells of 2), 0.4% / 4% / 40% of the objects at 1% / 10% / 100%
+moved. So `query_pairs` keeps its sort (``codes``, ``bucket_start``, the coarse sort) in
+its scratch, and every kernel that changes what decides an entry (cells, level, the sphere
+bit; inserts and removals) sets a per-slot flag in ``_changed`` (one byte a slot, outside
+the storage tuple: one more array there cost `move` about 0.1 us a call to unbox). The next
+call counts the flags (5 us for 100,000), takes the entries of the flagged slots out of the
+kept runs and merges their new entries in, sorted by a small radix sort
+(`dynamic_sort.update_sort`); within a bucket a fresh sort's codes ascend, so the merge
+gives exactly its codes, for any history and thread count (tested against a fresh sort).
+With no flag set the sort is reused as it is. The records are copied again in any case
+(boxes moved). Above `SORT_UPDATE_FRACTION` of the objects flagged (the crossover, one
+core), when the lowest non-empty level changed (the coarse sort depends on it), or when the
+buffers might overflow, it sorts from scratch; `clear` and growth drop the kept sort. The
+sort inside a step (one core, CPU time, medians of 15, the old code alternately in one
+process, fast phase of the machine): 7.0 / 7.0 / 7.0 ms -> 1.5 / 2.6 / 7.4 ms at 1% / 10% /
+100% moved, the whole step (move and pairs) 28.0 / 30.1 / 32.9 -> 22.5 / 25.8 / 32.9 ms; on
+two threads (wall-clock, medians of 15, load average 1.1, another run) 25.2 / 29.6 / 30.7
+-> 20.4 / 26.5 / 30.0 ms. Still short of 20 ms at 2 threads: the sweep and the cross-level
+lookups are most of a step, and at 100% moved 40% of the objects change cells.
+
 Bulk lookups. `move_many` keeps the ids and slots of its last lookup: a simulation that
 moves the same ids every step compares them with the kept copy (0.05 ms for 100,000)
 instead of looking each up in the open-addressing table (a cache miss each: 4 ms). Only a
@@ -147,7 +168,7 @@ CROSS_SCAN_RATIO = 16.0
 #: `query_pairs` keeps its sort of the entries between calls and updates it when at most
 #: this fraction of the objects changed cells (or were inserted or removed) since; above,
 #: it sorts from scratch (see the module docstring).
-SORT_UPDATE_FRACTION = 0.25
+SORT_UPDATE_FRACTION = 0.2
 #: Smallest capacity (slots) allocated.
 MIN_CAPACITY = 64
 _NO_SPHERES = np.empty((0, 4))
@@ -157,7 +178,8 @@ _FLOAT64 = np.dtype(np.float64)
 
 
 def _place_one_entry(storage, slot, shape):
-    """The compiled `place_one` of `_kernels/dynamic.py` for these arguments' types.
+    """The compiled `place_one` of `_kernels/dynamic.py` for these arguments' types, and
+    the result of calling it (the move is made).
 
     Called directly, it skips numba's dispatcher, which typed the twelve arguments (nine
     arrays among them) on every call: about 0.7 us of the 2.6 us a move took in a loop.
@@ -165,9 +187,9 @@ def _place_one_entry(storage, slot, shape):
     the storage changes) and passes only ints and floats besides, so the types it was
     compiled for always match.
     """
-    storage_kernels.place_one(storage, slot, *shape)  # compiles or loads from the cache
+    changed = storage_kernels.place_one(storage, slot, *shape)  # compiles or loads
     signature = tuple(numba.typeof(value) for value in (storage, slot, *shape))
-    return storage_kernels.place_one.get_overload(signature)
+    return storage_kernels.place_one.get_overload(signature), changed
 
 
 def _power_of_two(n: float, minimum: int = 1024) -> int:
@@ -264,8 +286,7 @@ class DynamicHash:
     def _pack(self) -> None:
         self._place_one = None  # the compiled entry point for these arrays (`move`)
         self._storage = (self._bounds, self._spheres, self._meta, self._links, self._head,
-                         self._inv_size, self._level_count, self._status, self._level_cells,
-                         self._changed)
+                         self._inv_size, self._level_count, self._status, self._level_cells)
 
     def _grow(self, needed: int) -> None:
         """Make room for ``needed`` slots in all, copying the objects."""
@@ -577,7 +598,7 @@ class DynamicHash:
     def _place_new(self, slots, rows, spheres, category, mask) -> None:
         self._meta[slots, CATEGORY] = category
         self._meta[slots, MASK] = mask
-        storage_kernels.place_many(self._storage, slots, rows, spheres, True)
+        storage_kernels.place_many(self._storage, self._changed, slots, rows, spheres, True)
 
     def move(self, id, lower, upper=None, *, radius=None) -> None:
         """Give object ``id`` a new shape: a point, a box (``upper``) or a sphere (``radius``).
@@ -625,17 +646,20 @@ class DynamicHash:
                     shape = (x0, y0, z0, x1, y1, z1, 0.0, 0.0, 0.0, -1.0)
                     place = self._place_one
                     if place is None:
-                        self._place_one = _place_one_entry(self._storage, slot, shape)
+                        self._place_one, changed = _place_one_entry(self._storage, slot, shape)
                     else:
-                        place(self._storage, slot, *shape)
+                        changed = place(self._storage, slot, *shape)
+                    if changed:
+                        self._changed[slot] = 1  # for the kept sort of `query_pairs`
                     return
-        storage_kernels.place_one(self._storage, slot, *self._shape(lower, upper, radius))
+        if storage_kernels.place_one(self._storage, slot, *self._shape(lower, upper, radius)):
+            self._changed[slot] = 1
 
     def remove(self, id) -> None:
         """Remove object ``id``."""
         slot = self._slot(id)
         slots = np.array([slot], np.int64)
-        storage_kernels.release_many(self._storage, slots)
+        storage_kernels.release_many(self._storage, self._changed, slots)
         self._unregister(slots)
 
     def insert_many(self, ids, lower, upper=None, *, radius=None, category=None,
@@ -669,7 +693,7 @@ class DynamicHash:
         slots = self._take_slots(m)
         self._meta[slots, CATEGORY] = categories
         self._meta[slots, MASK] = masks
-        storage_kernels.place_many(self._storage, slots, rows, spheres, True)
+        storage_kernels.place_many(self._storage, self._changed, slots, rows, spheres, True)
         self._commit_slots(slots)
         # Integer ids in bulk: the dict and the table in a few vectorized steps.
         slot_list = slots.tolist()
@@ -697,16 +721,16 @@ class DynamicHash:
         if m > RELINK_FRACTION * len(self):
             self._status[0] = 0
             if m >= PARALLEL_MIN_ENTRIES:
-                dynamic_move.move_many_unlinked(self._storage, slots, rows, spheres,
-                                                numba.get_num_threads())
+                dynamic_move.move_many_unlinked(self._storage, self._changed, slots, rows,
+                                                spheres, numba.get_num_threads())
                 return
-        storage_kernels.place_many(self._storage, slots, rows, spheres, False)
+        storage_kernels.place_many(self._storage, self._changed, slots, rows, spheres, False)
 
     def remove_many(self, ids) -> None:
         """Remove many objects by integer id."""
         ids = check.id_array(ids)
         slots = self._slots_of(ids)
-        storage_kernels.release_many(self._storage, slots)
+        storage_kernels.release_many(self._storage, self._changed, slots)
         self._unregister(slots)
 
     # ------------------------------------------------------------------ queries
@@ -825,28 +849,29 @@ class DynamicHash:
         """Sort every (object, cell) entry by bucket into the scratch (`dynamic_sort`):
         from the sort kept from the last call when few slots changed since, else from
         scratch. Returns ``(n_entries, n_coarse, filtered)``."""
-        if self._sort_kept:
+        # Counted first: listing 40,000 changed slots of 100,000 costs 0.7 ms (5 us to count).
+        if self._sort_kept and (np.count_nonzero(self._changed)
+                                <= SORT_UPDATE_FRACTION * len(self)):
             changed_slots = np.flatnonzero(self._changed)
-            if changed_slots.size <= SORT_UPDATE_FRACTION * len(self):
-                n_entries, n_coarse, filtered = dynamic_sort.update_sort(
-                    self._bounds, self._spheres, self._meta, self._level_count, self._changed,
-                    changed_slots, scratch["lowest"], scratch["bucket_start"], scratch["codes"],
-                    scratch["part_code"], scratch["n_coarse"], scratch["coarse_start"],
-                    scratch["coarse_codes"], scratch["coarse_spare"],
-                    scratch["coarse_records"], scratch["entry_bucket"], scratch["entry_code"])
-                if n_entries >= 0:
-                    if changed_slots.size:
-                        # The merged sorts were written to the spare buffers.
-                        scratch["codes"], scratch["part_code"] = (scratch["part_code"],
-                                                                  scratch["codes"])
-                        scratch["coarse_codes"], scratch["coarse_spare"] = (
-                            scratch["coarse_spare"], scratch["coarse_codes"])
-                    # Other bits than all may only stay set (a removal does not clear it):
-                    # the sweep then tests filters it could skip, never the other way.
-                    filtered = bool(filtered or scratch["filtered"])
-                    scratch["n_coarse"] = n_coarse
-                    scratch["filtered"] = filtered
-                    return n_entries, n_coarse, filtered
+            n_entries, n_coarse, filtered = dynamic_sort.update_sort(
+                self._bounds, self._spheres, self._meta, self._level_count, self._changed,
+                changed_slots, scratch["lowest"], scratch["bucket_start"], scratch["codes"],
+                scratch["part_code"], scratch["n_coarse"], scratch["coarse_start"],
+                scratch["coarse_codes"], scratch["coarse_spare"],
+                scratch["coarse_records"], scratch["entry_bucket"], scratch["entry_code"])
+            if n_entries >= 0:
+                if changed_slots.size:
+                    # The merged sorts were written to the spare buffers.
+                    scratch["codes"], scratch["part_code"] = (scratch["part_code"],
+                                                              scratch["codes"])
+                    scratch["coarse_codes"], scratch["coarse_spare"] = (
+                        scratch["coarse_spare"], scratch["coarse_codes"])
+                # Other bits than all may only stay set (a removal does not clear it):
+                # the sweep then tests filters it could skip, never the other way.
+                filtered = bool(filtered or scratch["filtered"])
+                scratch["n_coarse"] = n_coarse
+                scratch["filtered"] = filtered
+                return n_entries, n_coarse, filtered
         parallel = self._meta.shape[0] >= PARALLEL_MIN_ENTRIES
         n_chunks = numba.get_num_threads() if parallel else 1
         sort = dynamic_sort.sort_entries_parallel if parallel else dynamic_sort.sort_entries

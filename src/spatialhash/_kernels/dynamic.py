@@ -3,7 +3,9 @@
 Every object lives in one slot. Per slot (see `DynamicHash` for the layout):
 ``bounds[s] = (x0, y0, z0, x1, y1, z1)`` its bounding box, ``spheres[s] = (cx, cy, cz, r)``
 (``r < 0`` for a box or point), ``meta[s] = (level, lo_x, lo_y, lo_z, hi_x, hi_y, hi_z,
-category, mask)`` with ``level = -1`` for a free slot.
+category, mask)`` with ``level = -1`` for a free slot. Apart from the storage tuple,
+``changed[s]`` is set whenever what decides the slot's entries in `query_pairs`'s kept
+sort changes (see `set_cells`).
 
 An object at level ``L`` covers the cells ``lo..hi`` (at most two per axis) of the grid of
 cell size ``base * 2**L``; its cell ``lo + (dx, dy, dz)`` is entry ``8 * s + k`` with
@@ -102,7 +104,7 @@ def unlink_object(meta, links, head, slot):
 
 
 @jit
-def place_many(storage, slots, new_bounds, new_spheres, is_new):
+def place_many(storage, changed, slots, new_bounds, new_spheres, is_new):
     """Write the shapes of ``slots`` and keep levels and bucket lists up to date.
 
     Row ``i`` is ``new_bounds[i] = (x0, y0, z0, x1, y1, z1)``, the bounding box, and
@@ -114,8 +116,7 @@ def place_many(storage, slots, new_bounds, new_spheres, is_new):
     helper per object tripled the time; `set_cells` takes five plain arrays and costs
     nothing measurable.)
     """
-    (bounds, spheres, meta, links, head, inv_size, level_count, status, level_cells,
-     changed) = storage
+    bounds, spheres, meta, links, head, inv_size, level_count, status, level_cells = storage
     linked = status[0] == 1
     boxes_only = new_spheres.shape[0] == 0
     n_changed = 0
@@ -140,24 +141,25 @@ def place_many(storage, slots, new_bounds, new_spheres, is_new):
                 changed[slot] = 1  # its entries' sphere bit (see `set_cells`)
             continue
         n_changed += 1
-        set_cells(meta, links, head, level_count, level_cells, changed, linked, not is_new,
-                  slot, level, lx, ly, lz, hx, hy, hz)
+        changed[slot] = 1
+        set_cells(meta, links, head, level_count, level_cells, linked, not is_new, slot, level,
+                  lx, ly, lz, hx, hy, hz)
     return n_changed
 
 
 @jit
-def set_cells(meta, links, head, level_count, level_cells, changed, linked, is_placed, slot,
-              level, lx, ly, lz, hx, hy, hz):
+def set_cells(meta, links, head, level_count, level_cells, linked, is_placed, slot, level, lx,
+              ly, lz, hx, hy, hz):
     """Give ``slot`` the level and cell range ``level, lx..hz``: counts, the level's box of
     cells and (while ``linked``) the bucket lists follow. ``is_placed``: the slot held the
     object in other cells until now (False for a new object).
 
-    ``changed[slot]`` is set: `query_pairs` keeps its sort of the entries between calls and
-    redoes only the entries of changed slots (`dynamic_sort.update_sort`). Everything that
-    decides an entry's place or code sets it: new cells or level, an insert, a removal
-    (`release_many`), a box that becomes a sphere or back (the sphere bit of its codes).
+    The callers flag the slot in ``changed`` (`place_one`'s caller, from its result):
+    `query_pairs` keeps its sort of the entries between calls and redoes only the entries
+    of changed slots (`dynamic_sort.update_sort`). Everything that decides an entry's place
+    or code sets the flag: new cells or level, an insert, a removal (`release_many`), a box
+    that becomes a sphere or back (the sphere bit of its codes).
     """
-    changed[slot] = 1
     if is_placed:
         if linked:
             unlink_object(meta, links, head, slot)
@@ -181,9 +183,10 @@ def place_one(storage, slot, x0, y0, z0, x1, y1, z1, cx, cy, cz, radius):
     shape ``x0..z1`` (bounding box) and ``cx, cy, cz, radius`` (``radius < 0``: a box or
     point). Written straight into the slot, without the temporary one-row arrays that
     `place_many` would need (they were half of this kernel's time). Returns whether the
-    object changed cells."""
-    (bounds, spheres, meta, links, head, inv_size, level_count, status, level_cells,
-     changed) = storage
+    object changed cells or became a sphere or a box: the caller then flags the slot as
+    changed (the flags are not in ``storage``: one more array cost each call about 0.1 us
+    to unbox, hot loop, medians)."""
+    bounds, spheres, meta, links, head, inv_size, level_count, status, level_cells = storage
     was_sphere = spheres[slot, 3] >= 0.0
     bounds[slot, 0] = x0
     bounds[slot, 1] = y0
@@ -199,11 +202,9 @@ def place_one(storage, slot, x0, y0, z0, x1, y1, z1, cx, cy, cz, radius):
     if (meta[slot, LEVEL] == level and meta[slot, LO] == lx and meta[slot, LO + 1] == ly
             and meta[slot, LO + 2] == lz and meta[slot, HI] == hx and meta[slot, HI + 1] == hy
             and meta[slot, HI + 2] == hz):
-        if was_sphere != (radius >= 0.0):
-            changed[slot] = 1
-        return False
-    set_cells(meta, links, head, level_count, level_cells, changed, status[0] == 1, True, slot,
-              level, lx, ly, lz, hx, hy, hz)
+        return was_sphere != (radius >= 0.0)
+    set_cells(meta, links, head, level_count, level_cells, status[0] == 1, True, slot, level,
+              lx, ly, lz, hx, hy, hz)
     return True
 
 
@@ -230,9 +231,9 @@ def box_rows(lower, upper, rows):
 
 
 @jit
-def release_many(storage, slots):
+def release_many(storage, changed, slots):
     """Take the objects in ``slots`` out of their cells and mark the slots free."""
-    _, _, meta, links, head, _, level_count, status, _, changed = storage
+    _, _, meta, links, head, _, level_count, status, _ = storage
     for i in range(slots.shape[0]):
         slot = slots[i]
         if status[0] == 1:

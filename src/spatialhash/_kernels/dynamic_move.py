@@ -77,12 +77,11 @@ def merge_chunks(level_count, level_cells, level_change, cells):
 
 
 @jit_parallel
-def move_many_unlinked(storage, slots, new_bounds, new_spheres, n_chunks):
+def move_many_unlinked(storage, changed_slots, slots, new_bounds, new_spheres, n_chunks):
     """`dynamic.place_many` for objects already placed (distinct ``slots``) while the
     bucket lists are dropped, on all threads; the same storage afterwards. Returns how
     many objects changed cells."""
-    (bounds, spheres, meta, links, head, inv_size, level_count, status, level_cells,
-     changed_slots) = storage
+    bounds, spheres, meta, links, head, inv_size, level_count, status, level_cells = storage
     m = slots.shape[0]
     n_levels = level_count.shape[0]
     level_change = np.zeros((n_chunks, n_levels), np.int64)

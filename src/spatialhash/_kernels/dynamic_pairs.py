@@ -1,7 +1,8 @@
 """Overlapping pairs of the dynamic hash (the broad phase), and the shape tests.
 
 Sort. Every (object, cell) entry is sorted by bucket with a counting sort
-(`dynamic_sort.py`), so that a bucket is one contiguous run. An entry is a code, ``slot <<
+(`dynamic_sort.py`; kept between calls and updated for the objects that changed cells), so
+that a bucket is one contiguous run. An entry is a code, ``slot <<
 10 | level << 4 | sphere << 3 | offset``: ``offset`` has bit ``axis`` set when the cell is
 not the object's lowest on that axis. Buckets keep space local: a bucket is a hash of the
 tile of 4 x 4 x 4 cells plus the cell's place in the tile (`tile_bucket`), so neighbouring
