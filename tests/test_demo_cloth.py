@@ -214,6 +214,13 @@ def test_pairs_within_keeps_exactly_the_close_pairs_in_order(rng):
     kept = np.empty_like(pairs)
     n_kept = kernels.pairs_within(positions, pairs, reach, kept)
     np.testing.assert_array_equal(kept[:n_kept], pairs[distances < reach])
+    # The threaded version keeps the same rows for any number of chunks, even more
+    # chunks than pairs.
+    for n_chunks in (1, 2, 3, 7):
+        for chosen, close in ((pairs, distances < reach), (pairs[:5], distances[:5] < reach)):
+            kept[:] = -1
+            n_kept = kernels.pairs_within_parallel(positions, chosen, reach, kept, n_chunks)
+            np.testing.assert_array_equal(kept[:n_kept], chosen[close])
 
 
 def test_split_contacts_is_far_in_rest_then_pairs_within(rng):

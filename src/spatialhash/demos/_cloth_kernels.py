@@ -243,6 +243,41 @@ def pairs_within(positions, pairs, reach, kept):
     return n_kept
 
 
+@jit_parallel
+def pairs_within_parallel(positions, pairs, reach, kept, n_chunks):
+    """`pairs_within` on every thread, with the same output: chunk ``k`` of the pairs
+    keeps its pairs in the same rows of ``kept`` as it reads, then the chunks' rows are
+    moved down after one another (see `split_contacts_parallel`)."""
+    bounds = chunk_bounds(pairs.shape[0], n_chunks)
+    counts = np.empty(n_chunks, np.int64)
+    for k in prange(n_chunks):
+        lo, hi = bounds[k], bounds[k + 1]
+        counts[k] = pairs_within(positions, pairs[lo:hi], reach, kept[lo:hi])
+    n_kept = counts[0]
+    for k in range(1, n_chunks):
+        move_rows_down(kept, bounds[k], n_kept, counts[k])
+        n_kept += counts[k]
+    return n_kept
+
+
+@jit
+def chunk_bounds(n, n_chunks):
+    """Bounds of ``n_chunks`` chunks of ``n`` items as equal as can be, shape (n_chunks + 1,)."""
+    bounds = np.empty(n_chunks + 1, np.int64)
+    for k in range(n_chunks + 1):
+        bounds[k] = n * k // n_chunks
+    return bounds
+
+
+@jit
+def move_rows_down(rows, source, target, count):
+    """Rows ``source .. source + count - 1`` of the (m, 2) ``rows`` to ``target <= source``
+    on (in order, so that overlapping ranges move correctly)."""
+    for row in range(count):
+        rows[target + row, 0] = rows[source + row, 0]
+        rows[target + row, 1] = rows[source + row, 1]
+
+
 @jit
 def split_contacts(positions, pairs, rows, columns, spacing, rest_distance, reach, outer,
                    inner):
@@ -278,10 +313,7 @@ def split_contacts_parallel(positions, pairs, rows, columns, spacing, rest_dista
     splits into the same rows of ``outer`` and ``inner`` as it reads, and the chunks' rows
     are then moved down after one another (a move to lower rows never overwrites rows
     not yet moved). Returns both counts."""
-    n = pairs.shape[0]
-    bounds = np.empty(n_chunks + 1, np.int64)
-    for k in range(n_chunks + 1):
-        bounds[k] = n * k // n_chunks
+    bounds = chunk_bounds(pairs.shape[0], n_chunks)
     counts = np.empty((n_chunks, 2), np.int64)
     for k in prange(n_chunks):
         lo, hi = bounds[k], bounds[k + 1]
@@ -291,13 +323,8 @@ def split_contacts_parallel(positions, pairs, rows, columns, spacing, rest_dista
     n_outer = counts[0, 0]
     n_inner = counts[0, 1]
     for k in range(1, n_chunks):
-        lo = bounds[k]
-        for row in range(counts[k, 0]):
-            outer[n_outer + row, 0] = outer[lo + row, 0]
-            outer[n_outer + row, 1] = outer[lo + row, 1]
-        for row in range(counts[k, 1]):
-            inner[n_inner + row, 0] = inner[lo + row, 0]
-            inner[n_inner + row, 1] = inner[lo + row, 1]
+        move_rows_down(outer, bounds[k], n_outer, counts[k, 0])
+        move_rows_down(inner, bounds[k], n_inner, counts[k, 1])
         n_outer += counts[k, 0]
         n_inner += counts[k, 1]
     return n_outer, n_inner

@@ -44,7 +44,10 @@ machine: 1 (one list) 25.9 and 27.4 ms; 0.5: 21.6 and 22.4 ms; 0.4: 24.2 and 26.
 Threads. The constraints come in twelve groups that share no particle (every other link
 of one family along rows, columns or a diagonal), so `solve_distances_parallel` splits
 each group between threads with the same result, bit for bit. The neighbour search's
-`query_pairs` runs on every thread too. The rest is sequential: the contact pass is
+`query_pairs` runs on every thread too, and so do the list filters (`split_contacts` and
+`pairs_within`, by chunks whose kept rows are then moved together: the same lists; ad
+hoc, 164,000 pairs, order alternated: 1.35 -> 0.99 ms and 0.66 -> 0.41 ms). The rest is
+sequential: the contact pass is
 Gauss-Seidel over pairs that share particles. Per frame (ad hoc, seed 0, two threads,
 quiet machine): `query_pairs` 5.1 ms, the constraint pass 3.4 ms, the list filters 3.6 ms,
 the grid build 2.0 ms, the contact pass 1.6 ms, the bounds 0.8 ms, the rest 0.9 ms: 18.3
@@ -294,8 +297,7 @@ class Cloth:
         # inner list is made in the same pass.
         self._candidates = np.empty_like(found)
         self._close = np.empty_like(found)
-        # On every thread (the same lists): ad hoc, 164,000 pairs at 100 x 100, 0.97 ->
-        # 0.76 ms on two threads.
+        # On every thread (the same lists; see the module docstring).
         n_outer, n_inner = kernels.split_contacts_parallel(
             self.positions, found, self.rows, self.columns, self.spacing, self.thickness,
             self.thickness + self._hot_margin, self._candidates, self._close,
@@ -311,8 +313,9 @@ class Cloth:
 
     def _refresh_contact_list(self) -> None:
         """The inner list: the listed pairs within ``thickness + hot margin`` now."""
-        n_close = kernels.pairs_within(self.positions, self._candidates,
-                                       self.thickness + self._hot_margin, self._close)
+        n_close = kernels.pairs_within_parallel(self.positions, self._candidates,
+                                                self.thickness + self._hot_margin,
+                                                self._close, numba.get_num_threads())
         self.pairs = self._close[:n_close]
         self._hot_reference = self.positions.copy()
         self._centres[1] = 0.0
