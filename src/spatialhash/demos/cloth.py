@@ -51,7 +51,8 @@ sequential: the contact pass is
 Gauss-Seidel over pairs that share particles. Per frame (ad hoc, seed 0, two threads,
 quiet machine): `query_pairs` 5.1 ms, the constraint pass 3.4 ms, the list filters 3.6 ms,
 the grid build 2.0 ms, the contact pass 1.6 ms, the bounds 0.8 ms, the rest 0.9 ms: 18.3
-ms in all against 16.7 ms of real time; runs of the demo vary from 19.6 to 25.8 ms.
+ms in all against 16.7 ms of real time (before the list filters ran on every thread); runs
+of the demo vary from 18.8 to 25.8 ms.
 
 Measuring "passing through". `Cloth.count_crossings` meshes the grid into triangles and
 counts edges that pierce a triangle (candidates from the spatial hash); a surface that has
