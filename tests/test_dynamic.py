@@ -677,3 +677,32 @@ def test_kept_sort_falls_back_when_the_lowest_level_changes(monkeypatch):
         assert np.array_equal(scratch["bucket_start"], starts)
         assert np.array_equal(scratch["coarse_codes"][: scratch["n_coarse"]], coarse)
         assert np.array_equal(scratch["coarse_start"], coarse_starts)
+
+
+def test_bulk_moves_drop_the_lists_nobody_read_and_queries_stay_exact():
+    # A `move_many` after another with no list-reading query between them drops the bucket
+    # lists instead of updating them; the next query that reads them rebuilds them.
+    rng = np.random.default_rng(21)
+    n = 300
+    lower = rng.uniform(0.0, 20.0, (n, 2))
+    sizes = rng.uniform(0.1, 2.5, (n, 2))
+    grid = DynamicHash(1.0, n_dims=2)
+    grid.insert_many(np.arange(n), lower, lower + sizes)
+    linked = []
+    for step in range(8):
+        ids = rng.choice(n, 15, replace=False)  # 5%: below the bulk threshold
+        lower[ids] += rng.uniform(-1.5, 1.5, (15, 2))
+        grid.move_many(ids, lower[ids], lower[ids] + sizes[ids])
+        linked.append(int(grid._status[0]))
+        if step % 3 == 2:
+            continue  # no query: the next move drops the lists
+        box_lower = rng.uniform(0.0, 18.0, 2)
+        box_upper = box_lower + rng.uniform(0.5, 6.0, 2)
+        model = {i: oracle.make_shape(lower[i], lower[i] + sizes[i], n_dims=2)
+                 for i in range(n)}
+        assert set(grid.query_box(box_lower, box_upper).tolist()) == oracle.query_box(
+            model, oracle.pad(box_lower, 2), oracle.pad(box_upper, 2))
+        assert set(grid.query_pairs().ravel().tolist()) <= set(range(n))
+    # Not linked before the first reading query; then updated in place while queries read
+    # the lists, and dropped by the move after a step without one.
+    assert linked == [0, 1, 1, 0, 1, 1, 0, 1]
