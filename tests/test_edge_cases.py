@@ -426,9 +426,8 @@ def test_one_dimensional_points():
 
 # ---------------------------------------------------------------------- threads, pickling
 #: (threads, settings of `spatialhash.grid`) for every path a query can take: pairs by
-#: regions of cells on one thread and on two (their rows moved together by the compiled
-#: loop and by NumPy), with rows sized from a sampled count, with every region overflowing
-#: its rows
+#: regions of cells on one thread and on two, with rows sized from a sampled count, with
+#: every region overflowing its rows
 #: (redone alone), in one pass into outputs that grow (from one row: many times), and the
 #: count and fill passes on two threads (`iter_pairs`, radius, box, and pairs when there
 #: are many per point), with the grid built on two threads; and the pair paths again with
@@ -437,7 +436,6 @@ PATHS = [
     (1, {}),
     (2, {}),
     (2, {"PAIR_ESTIMATE_MIN_POINTS": 0}),
-    (2, {"COMPILED_MOVE_MAX_ROWS": 0}),
     (2, {"PAIRS_PER_POINT_RESERVED": 0, "PAIR_ROWS_MARGIN": 0.0, "PAIR_ROWS_SLACK": 1}),
     (1, {"PARALLEL_MIN_POINTS_ONE_PASS": 10**9, "PAIRS_PER_POINT_GUESS": 0}),
     (2, {"PARALLEL_MIN_POINTS": 0, "PARALLEL_MIN_QUERIES": 0,
@@ -447,7 +445,6 @@ PATHS = [
     # The pair kernel that gathers each cell's candidates, on the same paths.
     (1, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0}),
     (2, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0}),
-    (2, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0, "COMPILED_MOVE_MAX_ROWS": 0}),
     (1, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0, "PARALLEL_MIN_POINTS_ONE_PASS": 10**9,
          "PAIRS_PER_POINT_GUESS": 0}),
     (2, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0, "PARALLEL_MIN_POINTS": 0,
