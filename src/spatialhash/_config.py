@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 
 import numba
+from numba.core import types
 
 # On the 2-core development machine the OpenMP layer starts a parallel region in 4.7 us
 # back to back and 72 us after 5 ms idle; the workqueue layer takes 30 us and 263 us
@@ -28,12 +29,32 @@ _JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": False, "error_model": 
 
 def jit(func):
     """Compile ``func`` as a sequential, cached numba kernel."""
-    return numba.njit(**_JIT_OPTIONS)(func)
+    return _without_literal_specializations(numba.njit(**_JIT_OPTIONS)(func))
 
 
 def jit_parallel(func):
     """Compile ``func`` as a cached numba kernel whose ``prange`` loops run on all threads."""
-    return numba.njit(parallel=True, **_JIT_OPTIONS)(func)
+    return _without_literal_specializations(numba.njit(parallel=True, **_JIT_OPTIONS)(func))
+
+
+def _without_literal_specializations(dispatcher):
+    """Make calls from other kernels compile ``dispatcher`` for plain types only.
+
+    Numba types a constant argument in a call between kernels as a literal
+    (``Literal[bool](True)``, ``Literal[int](32)``) and compiles a separate specialization
+    of the callee for it: `pairs.pairs_scan_cells_gathered`, called with a flag, with
+    ``True`` and with ``False``, was compiled three times, 8 to 13 s each on a cold
+    cache. Literal types buy nothing here (no kernel uses ``numba.literally``), so calls
+    are typed with the literals widened to their plain types, as calls from Python are.
+    """
+    get_call_template = dispatcher.get_call_template
+
+    def call_template(args, kws):
+        return get_call_template(tuple(types.unliteral(arg) for arg in args),
+                                 {name: types.unliteral(arg) for name, arg in kws.items()})
+
+    dispatcher.get_call_template = call_template
+    return dispatcher
 
 
 def check_n_threads(n_threads: int | None) -> int | None:

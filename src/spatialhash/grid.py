@@ -118,6 +118,7 @@ DEFAULT_POINTS_PER_CELL = 4.0
 ALGORITHMS = ("auto", "grid", "brute")
 #: Passed where a kernel writes no distances (one specialization with or without them).
 _NO_DISTANCES = np.empty(0, dtype=np.float64)
+_NO_POSITIONS = np.empty(0, dtype=np.int64)
 #: The hash table of a dense grid.
 _NO_HASH_KEYS = np.empty((0, N_AXES), dtype=np.int64)
 _NO_HASH_IDS = np.empty(0, dtype=np.int64)
@@ -362,10 +363,9 @@ class Grid:
         indices = np.empty((capacity, 2), dtype=self._index_dtype)
         distances = np.empty(capacity if return_distances else 0, dtype=np.float64)
         n_written = np.empty(region_cells.shape[0] - 1, dtype=np.int64)
-        append = (pairs.pairs_append_regions_gathered if self._gathers_candidates
-                  else pairs.pairs_append_regions)
-        append(self.state, r2, radii_sorted, reach_cells, region_cells, region_rows, indices,
-               distances, n_written)
+        parts = np.column_stack((region_cells[:-1], region_cells[1:]))
+        self._pairs_parts(self.state, r2, radii_sorted, reach_cells, parts, 0, _NO_POSITIONS,
+                          region_rows, indices, distances, True, n_written)
         rows_written = n_written.tolist()
         if min(rows_written) >= 0:
             total = _move_regions_down(indices, distances, region_rows, rows_written)
@@ -393,9 +393,11 @@ class Grid:
         cell, scaled by the share of the region's points those cells hold."""
         cell_start = self.state.cell_start
         counts = np.zeros(self.n_occupied_cells, dtype=np.int64)
-        scan = pairs.pairs_scan_gathered if self._gathers_candidates else pairs.pairs_scan
-        scan(self.state, r2, radii_sorted, reach_cells, 0, counts.shape[0], counts,
-             np.empty((0, 2), self._index_dtype), _NO_DISTANCES, False, PAIR_SAMPLE_STRIDE)
+        sampled = np.arange(0, counts.shape[0], PAIR_SAMPLE_STRIDE)
+        self._pairs_parts(self.state, r2, radii_sorted, reach_cells,
+                          np.column_stack((sampled, sampled + 1)), 0, counts, _NO_POSITIONS,
+                          np.empty((0, 2), self._index_dtype), _NO_DISTANCES, False,
+                          _NO_POSITIONS)
         sampled_points = np.zeros(self.n_occupied_cells, dtype=np.int64)
         sampled_points[::PAIR_SAMPLE_STRIDE] = np.diff(cell_start)[::PAIR_SAMPLE_STRIDE]
         starts = region_cells[:-1]
@@ -429,9 +431,12 @@ class Grid:
     def _scan_pairs(self, r2, radii_sorted, reach_cells, begin, n_cells, positions, indices,
                     distances, write):
         if self._parallel(self.n_points, PARALLEL_MIN_POINTS):
-            scan = pairs.pairs_scan_gathered if self._gathers_candidates else pairs.pairs_scan
-            scan(self.state, r2, radii_sorted, reach_cells, begin, n_cells, positions, indices,
-                 distances, write, 1)
+            chunk_starts = np.arange(begin, begin + n_cells, pairs.CELLS_PER_CHUNK)
+            parts = np.column_stack((chunk_starts, np.minimum(
+                chunk_starts + pairs.CELLS_PER_CHUNK, begin + n_cells)))
+            self._pairs_parts(self.state, r2, radii_sorted, reach_cells, parts, begin,
+                              positions, _NO_POSITIONS, indices, distances, write,
+                              _NO_POSITIONS)
         else:
             self._scan_cells(self.state, r2, radii_sorted, reach_cells, begin,
                              begin + n_cells, begin, positions, indices, distances, write)
@@ -440,6 +445,13 @@ class Grid:
     def _gathers_candidates(self) -> bool:
         """Whether pair searches gather each cell's candidates (see `_kernels/pairs.py`)."""
         return self.n_points >= pairs.GATHER_MIN_POINTS_PER_CELL * self.n_occupied_cells
+
+    @property
+    def _pairs_parts(self):
+        """The parallel pair driver for this grid (see `_gathers_candidates`)."""
+        if self._gathers_candidates:
+            return pairs.pairs_parts_gathered
+        return pairs.pairs_parts
 
     @property
     def _scan_cells(self):

@@ -59,7 +59,7 @@ def kernel_cache() -> tuple[str, int]:
     try:
         from .._kernels import pairs
 
-        folder = Path(pairs.pairs_scan._cache._cache_path)
+        folder = Path(pairs.pairs_parts._cache._cache_path)
     except Exception as error:  # numba internals: report, never fail
         return f"unknown ({error})", 0
     return str(folder), len(list(folder.glob("*.nbi"))) if folder.is_dir() else 0

@@ -409,10 +409,11 @@ def sort_row(indices, distances, start, end, keys, values):
     if n > keys.shape[0]:
         by_index = np.argsort(indices[start:end], kind="mergesort")
         sorted_indices = indices[start:end][by_index]
-        indices[start:end] = sorted_indices
-        if with_distances:
-            sorted_distances = distances[start:end][by_index]
-            distances[start:end] = sorted_distances
+        sorted_distances = distances[start:end][by_index] if with_distances else distances
+        for t in range(n):  # not slice assignment: see `pairs.grown_outputs`
+            indices[start + t] = sorted_indices[t]
+            if with_distances:
+                distances[start + t] = sorted_distances[t]
         return
     for t in range(n):
         keys[t] = indices[start + t]

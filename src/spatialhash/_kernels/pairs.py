@@ -602,103 +602,88 @@ def region_rows(region_cells, cell_start, estimates, per_point, margin, slack):
 def grown_outputs(indices, distances, needed):
     """Copies of the pair outputs with room for at least ``needed`` rows (doubling)."""
     capacity = max(needed, 2 * indices.shape[0])
+    # Element loops, not slice assignment: numba compiles a shape-mismatch error message
+    # for every array slice assignment, seconds of cold compile (see `_config.jit`).
     grown_indices = np.empty((capacity, 2), indices.dtype)
-    grown_indices[: indices.shape[0]] = indices
+    for row in range(indices.shape[0]):
+        grown_indices[row, 0] = indices[row, 0]
+        grown_indices[row, 1] = indices[row, 1]
     grown_distances = distances
     if distances.shape[0] > 0:
         grown_distances = np.empty(capacity, np.float64)
-        grown_distances[: distances.shape[0]] = distances
+        for row in range(distances.shape[0]):
+            grown_distances[row] = distances[row]
     return grown_indices, grown_distances
 
 
-# One parallel driver per kernel, not one that picks the kernel with a flag: numba links
-# every kernel a function can call into it and optimizes them again there, so a driver
-# that could call both cost the compile of both, twice (ad hoc, cold cache, CPU time on the
-# loaded machine: the regions driver 32 s with both kernels, 20 s with the gathering one
-# only, on top of that kernel's own compile), and a grid uses one of them. Numba cannot
-# cache a driver that takes the kernel as an argument or closes over it (its cache key
-# holds the function object), hence the pairs of short drivers below.
+# One parallel driver per kernel, each with one `prange` loop and one call of its kernel.
+# Numba links every kernel a function calls into that function, and into the function
+# it outlines for each `prange` loop, and optimizes and emits the kernel's code again
+# there. A driver that could call both kernels cost the compile of both, twice (ad hoc,
+# cold cache, CPU time on the loaded machine: the regions driver 32 s with both kernels,
+# 20 s with the gathering one only); a count driver with one loop for whole chunks and
+# one for samples cost 21 s, on top of the kernel's own 9 s. Numba cannot cache a driver
+# that takes the kernel as an argument or closes over it (its cache key holds the
+# function object), hence the two short drivers below.
 @jit_parallel
-def pairs_scan(state, r2, radii, reach_cells, cell_begin, n_cells, positions, out_indices,
-               out_distances, write, stride):
-    """Count or write the pairs found from cells ``cell_begin .. cell_begin + n_cells - 1``
-    with `pairs_scan_cells`.
+def pairs_parts(state, r2, radii, reach_cells, parts, cell_begin, positions, part_rows,
+                out_indices, out_distances, write, n_written):
+    """Scan the parts of the cells on every thread with `pairs_scan_cells`: part ``k`` is
+    cells ``parts[k, 0]`` to ``parts[k, 1] - 1``.
 
-    Counting (``write`` false): ``positions[c]`` receives the number of pairs of cell
-    ``cell_begin + c``. Writing: cell ``cell_begin + c`` writes from ``positions[c]``, and
-    ``out_distances`` is empty when distances are not wanted. One kernel does both so that
-    the two passes share their code and compile once. With ``stride`` above 1 (counting
-    only), every ``stride``-th cell from ``cell_begin`` on is counted and the other
-    positions are left as they are: a sample, to estimate how many pairs there are.
+    Two modes, one loop and one call of the kernel (see above):
+
+    - ``part_rows`` empty: the count and fill passes. Counting (``write`` false),
+      ``positions[c]`` receives the number of pairs of cell ``cell_begin + c``; writing,
+      cell ``cell_begin + c`` writes from ``positions[c]``. Parts that skip cells give a
+      sample of the counts (to estimate how many pairs there are).
+    - ``part_rows`` of ``len(parts) + 1`` rows (``write`` true): part ``k`` appends its
+      pairs to rows ``part_rows[k]`` to ``part_rows[k + 1] - 1`` of the outputs, and
+      ``n_written[k]`` receives the number it wrote, or -1 when they did not fit (the caller
+      redoes that part). Every part must have at least one row.
+
+    ``out_distances`` is empty when distances are not wanted. The outputs are those of
+    the count and fill passes, in their order, for any thread count.
     """
-    if stride == 1:
-        n_chunks = (n_cells + CELLS_PER_CHUNK - 1) // CELLS_PER_CHUNK
-        for chunk in prange(n_chunks):
-            cell_lo = cell_begin + chunk * CELLS_PER_CHUNK
-            cell_hi = min(cell_begin + n_cells, cell_lo + CELLS_PER_CHUNK)
-            pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin,
-                             positions, out_indices, out_distances, write)
-    else:
-        for sample in prange((n_cells + stride - 1) // stride):
-            cell = cell_begin + sample * stride
-            pairs_scan_cells(state, r2, radii, reach_cells, cell, cell + 1, cell_begin,
-                             positions, out_indices, out_distances, False)
-
-
-@jit_parallel
-def pairs_scan_gathered(state, r2, radii, reach_cells, cell_begin, n_cells, positions,
-                        out_indices, out_distances, write, stride):
-    """`pairs_scan` with `pairs_scan_cells_gathered`."""
-    if stride == 1:
-        n_chunks = (n_cells + CELLS_PER_CHUNK - 1) // CELLS_PER_CHUNK
-        for chunk in prange(n_chunks):
-            cell_lo = cell_begin + chunk * CELLS_PER_CHUNK
-            cell_hi = min(cell_begin + n_cells, cell_lo + CELLS_PER_CHUNK)
-            pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell_lo, cell_hi,
-                                      cell_begin, positions, out_indices, out_distances, write)
-    else:
-        for sample in prange((n_cells + stride - 1) // stride):
-            cell = cell_begin + sample * stride
-            pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell, cell + 1,
-                                      cell_begin, positions, out_indices, out_distances, False)
-
-
-@jit_parallel
-def pairs_append_regions(state, r2, radii, reach_cells, region_cells, region_rows, out_indices,
-                         out_distances, n_written):
-    """All pairs in one pass on every thread, with `pairs_scan_cells`: region ``k`` (cells
-    ``region_cells[k]`` to ``region_cells[k + 1] - 1``) appends its pairs to rows
-    ``region_rows[k]`` to ``region_rows[k + 1] - 1`` of the outputs.
-
-    ``n_written[k]`` receives the number of rows region ``k`` wrote, or -1 when they did not
-    fit in its rows (the caller redoes that region). The regions' rows, taken in order,
-    are the rows of the count and fill passes in their order. ``out_distances`` is empty
-    when distances are not wanted; every region must have at least one row.
-    """
+    appending = part_rows.shape[0] > 0
     want_distances = out_distances.shape[0] > 0
     no_positions = np.empty(0, np.int64)
-    for k in prange(region_cells.shape[0] - 1):
-        lo, hi = region_rows[k], region_rows[k + 1]
-        indices = out_indices[lo:hi]
-        distances = out_distances[lo:hi] if want_distances else out_distances[0:0]
-        written, _, n = pairs_scan_cells(state, r2, radii, reach_cells, region_cells[k],
-                                         region_cells[k + 1], region_cells[k], no_positions,
-                                         indices, distances, True)
-        # Outputs that had to grow are copies: what they hold is lost, the region is redone.
-        n_written[k] = n if written.shape[0] == indices.shape[0] else -1
+    for k in prange(parts.shape[0]):
+        if appending:
+            rows_lo, rows_hi = part_rows[k], part_rows[k + 1]
+            begin, part_positions = parts[k, 0], no_positions
+        else:
+            rows_lo, rows_hi = 0, out_indices.shape[0]
+            begin, part_positions = cell_begin, positions
+        indices = out_indices[rows_lo:rows_hi]
+        distances = out_distances[rows_lo:rows_hi] if want_distances else out_distances
+        written, _, n = pairs_scan_cells(state, r2, radii, reach_cells, parts[k, 0],
+                                         parts[k, 1], begin, part_positions, indices,
+                                         distances, write)
+        if appending:
+            # Outputs that had to grow are copies: what they hold is lost, the part is
+            # redone.
+            n_written[k] = n if written.shape[0] == indices.shape[0] else -1
 
 
 @jit_parallel
-def pairs_append_regions_gathered(state, r2, radii, reach_cells, region_cells, region_rows,
-                                  out_indices, out_distances, n_written):
-    """`pairs_append_regions` with `pairs_scan_cells_gathered`."""
+def pairs_parts_gathered(state, r2, radii, reach_cells, parts, cell_begin, positions,
+                         part_rows, out_indices, out_distances, write, n_written):
+    """`pairs_parts` with `pairs_scan_cells_gathered`."""
+    appending = part_rows.shape[0] > 0
     want_distances = out_distances.shape[0] > 0
     no_positions = np.empty(0, np.int64)
-    for k in prange(region_cells.shape[0] - 1):
-        lo, hi = region_rows[k], region_rows[k + 1]
-        indices = out_indices[lo:hi]
-        distances = out_distances[lo:hi] if want_distances else out_distances[0:0]
-        written, _, n = pairs_scan_cells_gathered(
-            state, r2, radii, reach_cells, region_cells[k], region_cells[k + 1],
-            region_cells[k], no_positions, indices, distances, True)
-        n_written[k] = n if written.shape[0] == indices.shape[0] else -1
+    for k in prange(parts.shape[0]):
+        if appending:
+            rows_lo, rows_hi = part_rows[k], part_rows[k + 1]
+            begin, part_positions = parts[k, 0], no_positions
+        else:
+            rows_lo, rows_hi = 0, out_indices.shape[0]
+            begin, part_positions = cell_begin, positions
+        indices = out_indices[rows_lo:rows_hi]
+        distances = out_distances[rows_lo:rows_hi] if want_distances else out_distances
+        written, _, n = pairs_scan_cells_gathered(state, r2, radii, reach_cells, parts[k, 0],
+                                                  parts[k, 1], begin, part_positions, indices,
+                                                  distances, write)
+        if appending:
+            n_written[k] = n if written.shape[0] == indices.shape[0] else -1

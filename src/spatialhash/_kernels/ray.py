@@ -95,8 +95,11 @@ def sort_hits(indices, distances, start, end):
     by_index = np.argsort(indices[start:end], kind="mergesort")
     row_distances = distances[start:end][by_index]
     by_distance = by_index[np.argsort(row_distances, kind="mergesort")]
-    indices[start:end] = indices[start:end][by_distance]
-    distances[start:end] = distances[start:end][by_distance]
+    sorted_indices = indices[start:end][by_distance]
+    sorted_distances = distances[start:end][by_distance]
+    for t in range(end - start):  # not slice assignment: see `pairs.grown_outputs`
+        indices[start + t] = sorted_indices[t]
+        distances[start + t] = sorted_distances[t]
 
 
 @jit
