@@ -56,7 +56,7 @@ import numpy as np
 
 from . import _config
 from ._kernels import box as box_kernels
-from ._kernels import build, build_parallel, knn, pairs, radius
+from ._kernels import build, build_parallel, indirect, knn, pairs, radius
 from ._kernels import ray as ray_kernels
 from ._kernels.cells import floor_to_int
 from ._kernels.state import N_AXES, GridState
@@ -446,12 +446,15 @@ class Grid:
         """Whether pair searches gather each cell's candidates (see `_kernels/pairs.py`)."""
         return self.n_points >= pairs.GATHER_MIN_POINTS_PER_CELL * self.n_occupied_cells
 
-    @property
-    def _pairs_parts(self):
-        """The parallel pair driver for this grid (see `_gathers_candidates`)."""
-        if self._gathers_candidates:
-            return pairs.pairs_parts_gathered
-        return pairs.pairs_parts
+    def _pairs_parts(self, state, r2, radii_sorted, reach_cells, parts, cell_begin, positions,
+                     part_rows, indices, distances, write, n_written):
+        """Run the parallel pair driver of this grid (see `_gathers_candidates`)."""
+        driver = pairs.pairs_parts_gathered if self._gathers_candidates else pairs.pairs_parts
+        kernel = indirect.kernel_target(self._scan_cells, (
+            state, r2, radii_sorted, reach_cells, 0, 0, 0, positions, indices, distances, write),
+            self._index_dtype)
+        driver(state, r2, radii_sorted, reach_cells, parts, cell_begin, positions, part_rows,
+               indices, distances, write, n_written, kernel)
 
     @property
     def _scan_cells(self):
@@ -622,8 +625,11 @@ class Grid:
                      write, sort):
         m = query_points.shape[0]
         if self._parallel(m, PARALLEL_MIN_QUERIES):
+            kernel = indirect.kernel_target(radius.radius_scan_queries, (
+                self.state, query_points, radii, visit_order, 0, m, positions, indices,
+                distances, write, sort), self._index_dtype)
             radius.radius_scan(self.state, query_points, radii, visit_order, positions, indices,
-                               distances, write, sort)
+                               distances, write, sort, kernel)
         else:
             radius.radius_scan_queries(self.state, query_points, radii, visit_order, 0, m,
                                        positions, indices, distances, write, sort)
@@ -661,8 +667,11 @@ class Grid:
             visit_order = self._query_order(query_points)
             limits = np.full(m, limit)
             if self._parallel(m, PARALLEL_MIN_QUERIES):
+                kernel = indirect.kernel_target(knn.knn_queries, (
+                    self.state, query_points, k, limits, visit_order, 0, m, indices, distances,
+                    counts), self._index_dtype)
                 knn.knn_query(self.state, query_points, k, limits, visit_order, indices,
-                              distances, counts)
+                              distances, counts, kernel)
             else:
                 # The kernel itself, not a sequential driver: numba would compile the kernel
                 # into a driver once more.
@@ -701,8 +710,11 @@ class Grid:
 
             def scan(positions, indices, write, sort_rows):
                 if parallel:
+                    kernel = indirect.kernel_target(box_kernels.box_scan_boxes, (
+                        self.state, lower3, upper3, width, visit_order, 0, m, positions, indices,
+                        write, sort_rows), self._index_dtype)
                     box_kernels.box_scan(self.state, lower3, upper3, width, visit_order,
-                                         positions, indices, write, sort_rows)
+                                         positions, indices, write, sort_rows, kernel)
                 else:
                     # The kernel on all boxes, not a sequential driver (see `query_knn`).
                     box_kernels.box_scan_boxes(self.state, lower3, upper3, width, visit_order,

@@ -24,6 +24,7 @@ from .cells import (
     runs_capacity,
     sort_row,
 )
+from .indirect import kernel_caller
 
 #: Boxes handed to a thread at a time.
 BOXES_PER_CHUNK = 16
@@ -101,16 +102,22 @@ def box_scan_boxes(state, lower, upper, width, visit_order, t_lo, t_hi, position
             sort_row(out_indices, no_distances, start, position, sort_keys, sort_values)
 
 
+_call_box_scan_boxes = kernel_caller(box_scan_boxes)
+
+
 @jit_parallel
-def box_scan(state, lower, upper, width, visit_order, positions, out_indices, write, sort_rows):
+def box_scan(state, lower, upper, width, visit_order, positions, out_indices, write, sort_rows,
+             kernel):
     """Count (``positions[q]`` receives the row length) or write the points in each box.
 
     Writing, row ``q`` starts at ``positions[q]`` and is sorted by index when ``sort_rows``.
-    Boxes are taken in ``visit_order`` (see `build.query_order`).
+    Boxes are taken in ``visit_order`` (see `build.query_order`) and answered by
+    `box_scan_boxes`, called at ``kernel`` (see `indirect`).
     """
     m = lower.shape[0]
     n_chunks = (m + BOXES_PER_CHUNK - 1) // BOXES_PER_CHUNK
     for chunk in prange(n_chunks):
         t_lo = chunk * BOXES_PER_CHUNK
-        box_scan_boxes(state, lower, upper, width, visit_order, t_lo,
-                       min(m, t_lo + BOXES_PER_CHUNK), positions, out_indices, write, sort_rows)
+        _call_box_scan_boxes(kernel, (
+            state, lower, upper, width, visit_order, t_lo, min(m, t_lo + BOXES_PER_CHUNK),
+            positions, out_indices, write, sort_rows))

@@ -44,6 +44,7 @@ from .cells import (
     sparse_row_slice,
     wrap_cell,
 )
+from .indirect import kernel_caller
 
 #: Queries handed to a thread at a time.
 QUERIES_PER_CHUNK = 64
@@ -178,17 +179,19 @@ def unvisited_runs(state, center, lowest, s, run_bounds):
 
 @jit_parallel
 def knn_query(state, queries, k, max_distance, visit_order, out_indices, out_distances,
-              out_counts):
+              out_counts, kernel):
     """k nearest points of each query, nearest first; unfilled slots keep their values.
 
-    Queries are taken in ``visit_order`` (see `build.query_order`).
+    Queries are taken in ``visit_order`` (see `build.query_order`) and answered by
+    `knn_queries`, called at ``kernel`` (see `indirect`).
     """
     m = queries.shape[0]
     n_chunks = (m + QUERIES_PER_CHUNK - 1) // QUERIES_PER_CHUNK
     for chunk in prange(n_chunks):
         t_lo = chunk * QUERIES_PER_CHUNK
-        knn_queries(state, queries, k, max_distance, visit_order, t_lo,
-                    min(m, t_lo + QUERIES_PER_CHUNK), out_indices, out_distances, out_counts)
+        _call_knn_queries(kernel, (
+            state, queries, k, max_distance, visit_order, t_lo, min(m, t_lo + QUERIES_PER_CHUNK),
+            out_indices, out_distances, out_counts))
 
 
 @jit
@@ -327,6 +330,9 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
             out_indices[q, rank] = heap_index[rank]
             out_distances[q, rank] = math.sqrt(heap_d2[rank])
         out_counts[q] = size
+
+
+_call_knn_queries = kernel_caller(knn_queries)
 
 
 @jit

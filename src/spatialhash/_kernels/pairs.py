@@ -48,6 +48,7 @@ from .cells import (
     runs_capacity,
     wrap_whole_axes,
 )
+from .indirect import kernel_caller
 
 #: Occupied cells handed to a thread at a time.
 CELLS_PER_CHUNK = 16
@@ -616,20 +617,21 @@ def grown_outputs(indices, distances, needed):
     return grown_indices, grown_distances
 
 
-# One parallel driver per kernel, each with one `prange` loop and one call of its kernel.
-# Numba links every kernel a function calls into that function, and into the function
-# it outlines for each `prange` loop, and optimizes and emits the kernel's code again
-# there. A driver that could call both kernels cost the compile of both, twice (ad hoc,
-# cold cache, CPU time on the loaded machine: the regions driver 32 s with both kernels,
-# 20 s with the gathering one only); a count driver with one loop for whole chunks and
-# one for samples cost 21 s, on top of the kernel's own 9 s. Numba cannot cache a driver
-# that takes the kernel as an argument or closes over it (its cache key holds the
-# function object), hence the two short drivers below.
+# One parallel driver per kernel, each with one `prange` loop and one call of its kernel,
+# through the kernel's address (see `indirect`): numba links the code of every function a
+# function calls into it, and into the function it outlines for each `prange` loop, and
+# optimizes and emits it again there. A driver that could call both kernels cost the
+# compile of both, twice; the gathering kernel's count driver, with one loop for whole
+# chunks and one for samples, cost 21 s on top of the kernel's own 9 s; one loop calling
+# the kernel directly, 14 s; through its address, 3 s (ad hoc, cold cache, CPU time).
+_call_scan_cells = kernel_caller(pairs_scan_cells)
+
+
 @jit_parallel
 def pairs_parts(state, r2, radii, reach_cells, parts, cell_begin, positions, part_rows,
-                out_indices, out_distances, write, n_written):
-    """Scan the parts of the cells on every thread with `pairs_scan_cells`: part ``k`` is
-    cells ``parts[k, 0]`` to ``parts[k, 1] - 1``.
+                out_indices, out_distances, write, n_written, kernel):
+    """Scan the parts of the cells on every thread with `pairs_scan_cells`, called at
+    ``kernel`` (see `indirect`): part ``k`` is cells ``parts[k, 0]`` to ``parts[k, 1] - 1``.
 
     Two modes, one loop and one call of the kernel (see above):
 
@@ -657,19 +659,23 @@ def pairs_parts(state, r2, radii, reach_cells, parts, cell_begin, positions, par
             begin, part_positions = cell_begin, positions
         indices = out_indices[rows_lo:rows_hi]
         distances = out_distances[rows_lo:rows_hi] if want_distances else out_distances
-        written, _, n = pairs_scan_cells(state, r2, radii, reach_cells, parts[k, 0],
-                                         parts[k, 1], begin, part_positions, indices,
-                                         distances, write)
+        written, _, n = _call_scan_cells(kernel, (
+            state, r2, radii, reach_cells, parts[k, 0], parts[k, 1], begin, part_positions,
+            indices, distances, write))
         if appending:
             # Outputs that had to grow are copies: what they hold is lost, the part is
             # redone.
             n_written[k] = n if written.shape[0] == indices.shape[0] else -1
 
 
+_call_scan_cells_gathered = kernel_caller(pairs_scan_cells_gathered)
+
+
 @jit_parallel
 def pairs_parts_gathered(state, r2, radii, reach_cells, parts, cell_begin, positions,
-                         part_rows, out_indices, out_distances, write, n_written):
-    """`pairs_parts` with `pairs_scan_cells_gathered`."""
+                         part_rows, out_indices, out_distances, write, n_written, kernel):
+    """`pairs_parts` with `pairs_scan_cells_gathered`, called at ``kernel`` (see
+    `indirect`)."""
     appending = part_rows.shape[0] > 0
     want_distances = out_distances.shape[0] > 0
     no_positions = np.empty(0, np.int64)
@@ -682,8 +688,8 @@ def pairs_parts_gathered(state, r2, radii, reach_cells, parts, cell_begin, posit
             begin, part_positions = cell_begin, positions
         indices = out_indices[rows_lo:rows_hi]
         distances = out_distances[rows_lo:rows_hi] if want_distances else out_distances
-        written, _, n = pairs_scan_cells_gathered(state, r2, radii, reach_cells, parts[k, 0],
-                                                  parts[k, 1], begin, part_positions, indices,
-                                                  distances, write)
+        written, _, n = _call_scan_cells_gathered(kernel, (
+            state, r2, radii, reach_cells, parts[k, 0], parts[k, 1], begin, part_positions,
+            indices, distances, write))
         if appending:
             n_written[k] = n if written.shape[0] == indices.shape[0] else -1

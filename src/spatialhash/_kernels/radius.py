@@ -30,6 +30,7 @@ from .cells import (
     sort_row,
     wrap_whole_axes,
 )
+from .indirect import kernel_caller
 
 #: Queries handed to a thread at a time.
 QUERIES_PER_CHUNK = 64
@@ -211,19 +212,23 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
             sort_row(out_indices, out_distances, start, position, sort_keys, sort_values)
 
 
+_call_radius_scan_queries = kernel_caller(radius_scan_queries)
+
+
 @jit_parallel
 def radius_scan(state, queries, radii, visit_order, positions, out_indices, out_distances, write,
-                sort_rows):
+                sort_rows, kernel):
     """Count (``positions[q]`` receives the row length) or write each query's row.
 
     Writing, row ``q`` starts at ``positions[q]`` (the CSR ``indptr``) and is sorted by
     index when ``sort_rows``. Queries are taken in ``visit_order`` (see
-    `build.query_order`). One kernel does both passes so they compile once.
+    `build.query_order`). One kernel does both passes so they compile once. The queries
+    are answered by `radius_scan_queries`, called at ``kernel`` (see `indirect`).
     """
     m = queries.shape[0]
     n_chunks = (m + QUERIES_PER_CHUNK - 1) // QUERIES_PER_CHUNK
     for chunk in prange(n_chunks):
         t_lo = chunk * QUERIES_PER_CHUNK
-        radius_scan_queries(state, queries, radii, visit_order, t_lo,
-                            min(m, t_lo + QUERIES_PER_CHUNK), positions, out_indices,
-                            out_distances, write, sort_rows)
+        _call_radius_scan_queries(kernel, (
+            state, queries, radii, visit_order, t_lo, min(m, t_lo + QUERIES_PER_CHUNK),
+            positions, out_indices, out_distances, write, sort_rows))

@@ -1,0 +1,107 @@
+"""Calls from a parallel driver to a kernel through the kernel's address.
+
+Why. When a numba function calls another, numba links the callee's code into the caller,
+and into the function it outlines for each ``prange`` loop, and optimizes and emits that
+code again there. A parallel driver whose loop calls one big kernel cost 7 to 14 s of
+cold compile on top of the kernel's own (ad hoc, cold cache, CPU time), only to produce
+the kernel's code once more. Called through its address instead, the kernel is compiled
+once, by itself, and the driver is a loop around a call.
+
+How. `kernel_caller(kernel)` makes an intrinsic ``call(target, args)``: ``args`` is the
+tuple of the kernel's arguments, ``target`` an int64 array of two made by
+`kernel_target` on the Python side: the address of the kernel's compiled code for those
+argument types, and a tag of the kernel and the types. The intrinsic compiles the kernel
+for the types it sees when the driver is typed (that compile is cached like any other),
+and checks the tag at run time before the call: a target made for other types raises
+``ValueError`` instead of calling code with the wrong layout of arguments. The address is
+an argument rather than a constant so that the driver can be cached on disk: it changes
+from process to process.
+
+The kernel is called with numba's own calling convention, so arrays pass as they do
+between any two numba functions, and the returned arrays are owned by the caller.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+from llvmlite import ir
+from numba import typeof
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+#: Targets made so far, by (kernel, key) (see `kernel_target`): making one compiles or
+#: loads the kernel, and looks its address up.
+_targets: dict = {}
+
+
+def _tag(kernel, arg_types) -> int:
+    """A number naming ``kernel`` and its argument types, the same in every process."""
+    name = f"{kernel.py_func.__module__}.{kernel.py_func.__qualname__}{tuple(arg_types)}"
+    return zlib.crc32(name.encode())
+
+
+def kernel_target(kernel, args, key) -> np.ndarray:
+    """The target (address and tag) of ``kernel`` compiled for the types of ``args``.
+
+    ``args`` are values of the types the driver passes the kernel (Python ints for int64,
+    floats for float64, bools, arrays of the same dtype, dimensions and layout). Typing
+    them costs about 20 us an array, so targets are kept by ``key``, a cheap value that
+    tells the callers' argument types apart (a grid's index dtype); ``args`` are typed only
+    the first time a key is seen. A key that did not tell two sets of types apart gives a
+    target whose tag the driver rejects with ``ValueError``, never a wrong call.
+    """
+    target = _targets.get((kernel, key))
+    if target is None:
+        arg_types = tuple(typeof(arg) for arg in args)
+        kernel.compile(arg_types)
+        compiled = kernel.overloads[arg_types]
+        address = compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
+        target = np.array([address, _tag(kernel, arg_types)], dtype=np.int64)
+        target.setflags(write=False)
+        _targets[(kernel, key)] = target
+    return target
+
+
+def kernel_caller(kernel):
+    """An intrinsic ``call(target, args)`` that calls ``kernel(*args)`` at ``target``."""
+
+    @intrinsic
+    def call(typingctx, target, args):
+        if not (isinstance(target, types.Array) and target.dtype == types.int64
+                and target.ndim == 1):
+            raise TypeError(f"the target of {kernel.py_func.__name__} must be an int64 array")
+        arg_types = tuple(types.unliteral(arg) for arg in args.types)
+        kernel.compile(arg_types)
+        compiled = kernel.overloads[arg_types]
+        return_type = compiled.signature.return_type
+        tag = _tag(kernel, arg_types)
+
+        def codegen(context, builder, signature, values):
+            target_value, args_value = values
+            target_array = context.make_array(signature.args[0])(context, builder,
+                                                                 target_value)
+            data = target_array.data
+            address = builder.load(data)
+            seen_tag = builder.load(builder.gep(data, [ir.Constant(ir.IntType(64), 1)]))
+            wrong = builder.icmp_signed("!=", seen_tag, ir.Constant(ir.IntType(64), tag))
+            with cgutils.if_unlikely(builder, wrong):
+                context.call_conv.return_user_exc(
+                    builder, ValueError,
+                    (f"the target given for {kernel.py_func.__name__} was made for other "
+                     f"argument types than {arg_types}",))
+            arg_values = cgutils.unpack_tuple(builder, args_value, len(arg_types))
+            arg_values = [context.cast(builder, value, seen, wanted) for value, seen, wanted
+                          in zip(arg_values, args.types, arg_types, strict=True)]
+            function_type = context.call_conv.get_function_type(return_type, arg_types)
+            function = builder.inttoptr(address, function_type.as_pointer())
+            status, result = context.call_conv.call_function(builder, function, return_type,
+                                                             arg_types, arg_values)
+            with cgutils.if_unlikely(builder, status.is_error):
+                context.call_conv.return_status_propagate(builder, status)
+            return result
+
+        return return_type(target, args), codegen
+
+    return call
