@@ -807,8 +807,12 @@ class Grid:
         walk limit, origins3, units3, max_distance)``."""
         m = visit_order.shape[0]
         if self._parallel(m, PARALLEL_MIN_QUERIES):
+            # The ray limits may be the caller's array (read-only or not): part of the key.
+            kernel = indirect.kernel_target(ray_kernels.cast_rays, (
+                self.state, *rays, visit_order, 0, m, mode, positions, indices, distances),
+                (self._index_dtype, rays[-1].flags.writeable))
             ray_kernels.cast_rays_parallel(self.state, *rays, visit_order, mode, positions,
-                                           indices, distances)
+                                           indices, distances, kernel)
         else:
             ray_kernels.cast_rays(self.state, *rays, visit_order, 0, m, mode, positions,
                                   indices, distances)

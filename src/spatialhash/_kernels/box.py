@@ -102,7 +102,7 @@ def box_scan_boxes(state, lower, upper, width, visit_order, t_lo, t_hi, position
             sort_row(out_indices, no_distances, start, position, sort_keys, sort_values)
 
 
-_call_box_scan_boxes = kernel_caller(box_scan_boxes)
+_check_box_scan_boxes, _call_box_scan_boxes = kernel_caller(box_scan_boxes)
 
 
 @jit_parallel
@@ -115,6 +115,8 @@ def box_scan(state, lower, upper, width, visit_order, positions, out_indices, wr
     `box_scan_boxes`, called at ``kernel`` (see `indirect`).
     """
     m = lower.shape[0]
+    _check_box_scan_boxes(kernel, (state, lower, upper, width, visit_order, m, m, positions,
+                                   out_indices, write, sort_rows))
     n_chunks = (m + BOXES_PER_CHUNK - 1) // BOXES_PER_CHUNK
     for chunk in prange(n_chunks):
         t_lo = chunk * BOXES_PER_CHUNK

@@ -7,13 +7,14 @@ cold compile on top of the kernel's own (ad hoc, cold cache, CPU time), only to 
 the kernel's code once more. Called through its address instead, the kernel is compiled
 once, by itself, and the driver is a loop around a call.
 
-How. `kernel_caller(kernel)` makes an intrinsic ``call(target, args)``: ``args`` is the
-tuple of the kernel's arguments, ``target`` an int64 array of two made by
-`kernel_target` on the Python side: the address of the kernel's compiled code for those
-argument types, and a tag of the kernel and the types. The intrinsic compiles the kernel
-for the types it sees when the driver is typed (that compile is cached like any other),
-and checks the tag at run time before the call: a target made for other types raises
-``ValueError`` instead of calling code with the wrong layout of arguments. The address is
+How. `kernel_caller(kernel)` makes intrinsics ``check(target, args)`` and
+``call(target, args)``: ``args`` is the tuple of the kernel's arguments, ``target`` an
+int64 array of two made by `kernel_target` on the Python side: the address of the
+kernel's compiled code for those argument types, and a tag of the kernel and the types.
+The intrinsics compile the kernel for the types they see when the driver is typed (that
+compile is cached like any other) and compare the tags at run time: a target made for
+other types raises ``ValueError`` instead of calling code with the wrong layout of
+arguments. The address is
 an argument rather than a constant so that the driver can be cached on disk: it changes
 from process to process.
 
@@ -65,32 +66,59 @@ def kernel_target(kernel, args, key) -> np.ndarray:
 
 
 def kernel_caller(kernel):
-    """An intrinsic ``call(target, args)`` that calls ``kernel(*args)`` at ``target``."""
+    """Two intrinsics for calls of ``kernel`` through its address: ``check(target, args)``
+    raises ``ValueError`` unless ``target`` was made for the types of ``args``, and
+    ``call(target, args)`` calls ``kernel(*args)`` at ``target``.
 
-    @intrinsic
-    def call(typingctx, target, args):
+    A driver checks once, before its ``prange`` loop, with the types its loop passes:
+    numba does not carry an exception raised inside a ``prange`` loop out cleanly (the
+    caller gets a ``SystemError``). ``call`` checks too, so that no call can read its
+    arguments with another layout, but reaches its own check only if the driver did not.
+    """
+
+    def resolve(args):
+        arg_types = tuple(types.unliteral(arg) for arg in args.types)
+        kernel.compile(arg_types)
+        return arg_types, kernel.overloads[arg_types].signature.return_type
+
+    def check_target(context, builder, target_type, target_value, arg_types):
+        """Raise ``ValueError`` from the calling function unless the tags match; return
+        the address."""
+        data = context.make_array(target_type)(context, builder, target_value).data
+        seen_tag = builder.load(builder.gep(data, [ir.Constant(ir.IntType(64), 1)]))
+        tag = ir.Constant(ir.IntType(64), _tag(kernel, arg_types))
+        with cgutils.if_unlikely(builder, builder.icmp_signed("!=", seen_tag, tag)):
+            context.call_conv.return_user_exc(
+                builder, ValueError,
+                (f"the target given for {kernel.py_func.__name__} was made for other "
+                 f"argument types than {arg_types}",))
+        return builder.load(data)
+
+    def check_types(target):
         if not (isinstance(target, types.Array) and target.dtype == types.int64
                 and target.ndim == 1):
             raise TypeError(f"the target of {kernel.py_func.__name__} must be an int64 array")
-        arg_types = tuple(types.unliteral(arg) for arg in args.types)
-        kernel.compile(arg_types)
-        compiled = kernel.overloads[arg_types]
-        return_type = compiled.signature.return_type
-        tag = _tag(kernel, arg_types)
+
+    @intrinsic
+    def check(typingctx, target, args):
+        check_types(target)
+        arg_types, _ = resolve(args)
+
+        def codegen(context, builder, signature, values):
+            check_target(context, builder, signature.args[0], values[0], arg_types)
+            return context.get_dummy_value()
+
+        return types.none(target, args), codegen
+
+    @intrinsic
+    def call(typingctx, target, args):
+        check_types(target)
+        arg_types, return_type = resolve(args)
 
         def codegen(context, builder, signature, values):
             target_value, args_value = values
-            target_array = context.make_array(signature.args[0])(context, builder,
-                                                                 target_value)
-            data = target_array.data
-            address = builder.load(data)
-            seen_tag = builder.load(builder.gep(data, [ir.Constant(ir.IntType(64), 1)]))
-            wrong = builder.icmp_signed("!=", seen_tag, ir.Constant(ir.IntType(64), tag))
-            with cgutils.if_unlikely(builder, wrong):
-                context.call_conv.return_user_exc(
-                    builder, ValueError,
-                    (f"the target given for {kernel.py_func.__name__} was made for other "
-                     f"argument types than {arg_types}",))
+            address = check_target(context, builder, signature.args[0], target_value,
+                                   arg_types)
             arg_values = cgutils.unpack_tuple(builder, args_value, len(arg_types))
             arg_values = [context.cast(builder, value, seen, wanted) for value, seen, wanted
                           in zip(arg_values, args.types, arg_types, strict=True)]
@@ -104,4 +132,4 @@ def kernel_caller(kernel):
 
         return return_type(target, args), codegen
 
-    return call
+    return check, call

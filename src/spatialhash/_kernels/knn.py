@@ -186,6 +186,8 @@ def knn_query(state, queries, k, max_distance, visit_order, out_indices, out_dis
     `knn_queries`, called at ``kernel`` (see `indirect`).
     """
     m = queries.shape[0]
+    _check_knn_queries(kernel, (state, queries, k, max_distance, visit_order, m, m, out_indices,
+                                out_distances, out_counts))
     n_chunks = (m + QUERIES_PER_CHUNK - 1) // QUERIES_PER_CHUNK
     for chunk in prange(n_chunks):
         t_lo = chunk * QUERIES_PER_CHUNK
@@ -332,7 +334,7 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
         out_counts[q] = size
 
 
-_call_knn_queries = kernel_caller(knn_queries)
+_check_knn_queries, _call_knn_queries = kernel_caller(knn_queries)
 
 
 @jit

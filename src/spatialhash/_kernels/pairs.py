@@ -624,7 +624,7 @@ def grown_outputs(indices, distances, needed):
 # compile of both, twice; the gathering kernel's count driver, with one loop for whole
 # chunks and one for samples, cost 21 s on top of the kernel's own 9 s; one loop calling
 # the kernel directly, 14 s; through its address, 3 s (ad hoc, cold cache, CPU time).
-_call_scan_cells = kernel_caller(pairs_scan_cells)
+_check_scan_cells, _call_scan_cells = kernel_caller(pairs_scan_cells)
 
 
 @jit_parallel
@@ -650,6 +650,8 @@ def pairs_parts(state, r2, radii, reach_cells, parts, cell_begin, positions, par
     appending = part_rows.shape[0] > 0
     want_distances = out_distances.shape[0] > 0
     no_positions = np.empty(0, np.int64)
+    _check_scan_cells(kernel, (state, r2, radii, reach_cells, cell_begin, cell_begin, cell_begin,
+                       positions, out_indices, out_distances, write))
     for k in prange(parts.shape[0]):
         if appending:
             rows_lo, rows_hi = part_rows[k], part_rows[k + 1]
@@ -668,7 +670,8 @@ def pairs_parts(state, r2, radii, reach_cells, parts, cell_begin, positions, par
             n_written[k] = n if written.shape[0] == indices.shape[0] else -1
 
 
-_call_scan_cells_gathered = kernel_caller(pairs_scan_cells_gathered)
+_check_scan_cells_gathered, _call_scan_cells_gathered = kernel_caller(
+    pairs_scan_cells_gathered)
 
 
 @jit_parallel
@@ -679,6 +682,9 @@ def pairs_parts_gathered(state, r2, radii, reach_cells, parts, cell_begin, posit
     appending = part_rows.shape[0] > 0
     want_distances = out_distances.shape[0] > 0
     no_positions = np.empty(0, np.int64)
+    _check_scan_cells_gathered(kernel, (state, r2, radii, reach_cells, cell_begin, cell_begin,
+                                        cell_begin, positions, out_indices, out_distances,
+                                        write))
     for k in prange(parts.shape[0]):
         if appending:
             rows_lo, rows_hi = part_rows[k], part_rows[k + 1]

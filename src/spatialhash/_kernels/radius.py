@@ -212,7 +212,7 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
             sort_row(out_indices, out_distances, start, position, sort_keys, sort_values)
 
 
-_call_radius_scan_queries = kernel_caller(radius_scan_queries)
+_check_radius_scan_queries, _call_radius_scan_queries = kernel_caller(radius_scan_queries)
 
 
 @jit_parallel
@@ -226,6 +226,8 @@ def radius_scan(state, queries, radii, visit_order, positions, out_indices, out_
     are answered by `radius_scan_queries`, called at ``kernel`` (see `indirect`).
     """
     m = queries.shape[0]
+    _check_radius_scan_queries(kernel, (state, queries, radii, visit_order, m, m, positions,
+                                        out_indices, out_distances, write, sort_rows))
     n_chunks = (m + QUERIES_PER_CHUNK - 1) // QUERIES_PER_CHUNK
     for chunk in prange(n_chunks):
         t_lo = chunk * QUERIES_PER_CHUNK

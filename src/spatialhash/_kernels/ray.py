@@ -43,6 +43,7 @@ from numba import prange
 from .._config import jit, jit_parallel
 from .cells import cell_tolerance, sparse_row_slice
 from .dda import clip_to_cells, dda_start, leave_parameter, next_axis, ray_to_cells
+from .indirect import kernel_caller
 
 #: Rays handed to a thread at a time.
 RAYS_PER_CHUNK = 64
@@ -266,14 +267,20 @@ def cast_rays(state, radii, max_radius, walk_limit, origins, units, max_distance
             positions[q] = position
 
 
+_check_cast_rays, _call_cast_rays = kernel_caller(cast_rays)
+
+
 @jit_parallel
 def cast_rays_parallel(state, radii, max_radius, walk_limit, origins, units, max_distance,
-                       visit_order, mode, positions, out_indices, out_distances):
-    """`cast_rays` over all rays, in chunks of `RAYS_PER_CHUNK` spread over the threads."""
+                       visit_order, mode, positions, out_indices, out_distances, kernel):
+    """`cast_rays`, called at ``kernel`` (see `indirect`), over all rays, in chunks of
+    `RAYS_PER_CHUNK` spread over the threads."""
     m = origins.shape[0]
+    _check_cast_rays(kernel, (state, radii, max_radius, walk_limit, origins, units, max_distance,
+                              visit_order, m, m, mode, positions, out_indices, out_distances))
     n_chunks = (m + RAYS_PER_CHUNK - 1) // RAYS_PER_CHUNK
     for chunk in prange(n_chunks):
         r_lo = chunk * RAYS_PER_CHUNK
-        cast_rays(state, radii, max_radius, walk_limit, origins, units, max_distance,
-                  visit_order, r_lo, min(m, r_lo + RAYS_PER_CHUNK), mode, positions,
-                  out_indices, out_distances)
+        _call_cast_rays(kernel, (
+            state, radii, max_radius, walk_limit, origins, units, max_distance, visit_order,
+            r_lo, min(m, r_lo + RAYS_PER_CHUNK), mode, positions, out_indices, out_distances))
