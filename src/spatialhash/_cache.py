@@ -2,9 +2,18 @@
 
 Numba's own locator for ``NUMBA_CACHE_DIR`` keys the cache by the absolute path of the
 source directory, so a fresh clone or a new virtual environment compiles everything again
-(about a minute). This locator keys it by the module's path inside the package instead;
-numba checks every entry against a hash of the source file's contents and its own version,
-so a cache can never serve code compiled from other sources.
+(about a minute). This locator keys it by the module's path inside the package instead.
+
+Staleness. Numba checks each entry against a hash of its own source file only, yet a
+kernel's compiled code holds the code of the kernels it calls from other files (numba
+links them in), and a parallel driver depends on the intrinsics of `_kernels/indirect.py`.
+With numba's check, a change to `cells.py` would leave `pairs.py`'s cached kernels running
+the old `cells.py` code. So this locator stamps every entry with one hash of all the files
+that hold compiled code (`_config.py`, `_kernels/`, the demos' kernels): any change there
+recompiles everything, as a fresh clone would, and a cache can never serve code compiled
+from other sources. (Numba's default in-tree cache, used when these variables are not
+set, keeps numba's per-file check: delete `src/**/__pycache__/*.nb*` after changing a
+kernel that others call.)
 
 Enable it with both environment variables (CI does)::
 
@@ -16,12 +25,37 @@ Functions outside spatialhash fall through to numba's usual locators listed afte
 
 from __future__ import annotations
 
+import functools
+import glob
+import hashlib
 import os
 
 from numba.core import config
 from numba.core.caching import _CacheLocator, _SourceFileBackedLocatorMixin
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+#: The files that hold compiled code, relative to the package (glob patterns).
+_COMPILED_SOURCES = ("_config.py", os.path.join("_kernels", "*.py"),
+                     os.path.join("demos", "_*kernels.py"))
+
+
+def _compiled_sources() -> tuple:
+    """(path, mtime, size) of every file holding compiled code, in a fixed order."""
+    paths = sorted(path for pattern in _COMPILED_SOURCES
+                   for path in glob.glob(os.path.join(_PACKAGE_DIR, pattern)))
+    return tuple((path, os.stat(path).st_mtime_ns, os.stat(path).st_size) for path in paths)
+
+
+@functools.cache
+def _hash_sources(sources: tuple) -> bytes:
+    """One hash of the contents of ``sources`` (memoized on their mtimes and sizes, so a
+    file changed while the process runs is hashed again)."""
+    digest = hashlib.sha256()
+    for path, _, _ in sources:
+        digest.update(os.path.relpath(path, _PACKAGE_DIR).encode())
+        with open(path, "rb") as source:
+            digest.update(hashlib.sha256(source.read()).digest())
+    return digest.digest()
 
 
 class PackageCacheLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
@@ -35,6 +69,10 @@ class PackageCacheLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
 
     def get_cache_path(self):
         return self._cache_path
+
+    def get_source_stamp(self):
+        """The hash of all the compiled sources (see the module docstring)."""
+        return _hash_sources(_compiled_sources())
 
     @classmethod
     def from_function(cls, py_func, py_file):
