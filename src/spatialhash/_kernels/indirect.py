@@ -10,7 +10,7 @@ once, by itself, and the driver is a loop around a call.
 How. `kernel_caller(kernel)` makes intrinsics ``check(target, args)`` and
 ``call(target, args)``: ``args`` is the tuple of the kernel's arguments, ``target`` an
 int64 array of two made by `kernel_target` on the Python side: the address of the
-kernel's compiled code for those argument types, and a tag of the kernel and the types.
+kernel's compiled code for those argument types, and a tag of the argument and result types.
 The intrinsics compile the kernel for the types they see when the driver is typed (that
 compile is cached like any other) and compare the tags at run time: a target made for
 other types raises ``ValueError`` instead of calling code with the wrong layout of
@@ -37,10 +37,10 @@ from numba.extending import intrinsic
 _targets: dict = {}
 
 
-def _tag(kernel, arg_types) -> int:
-    """A number naming ``kernel`` and its argument types, the same in every process."""
-    name = f"{kernel.py_func.__module__}.{kernel.py_func.__qualname__}{tuple(arg_types)}"
-    return zlib.crc32(name.encode())
+def _tag(arg_types, return_type) -> int:
+    """A number naming a kernel's argument and return types, the same in every process:
+    two kernels of the same types are called alike, through the same intrinsic."""
+    return zlib.crc32(f"{tuple(arg_types)} -> {return_type}".encode())
 
 
 def kernel_target(kernel, args, key) -> np.ndarray:
@@ -59,7 +59,8 @@ def kernel_target(kernel, args, key) -> np.ndarray:
         kernel.compile(arg_types)
         compiled = kernel.overloads[arg_types]
         address = compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
-        target = np.array([address, _tag(kernel, arg_types)], dtype=np.int64)
+        target = np.array([address, _tag(arg_types, compiled.signature.return_type)],
+                          dtype=np.int64)
         target.setflags(write=False)
         _targets[(kernel, key)] = target
     return target
@@ -67,8 +68,9 @@ def kernel_target(kernel, args, key) -> np.ndarray:
 
 def kernel_caller(kernel):
     """Two intrinsics for calls of ``kernel`` through its address: ``check(target, args)``
-    raises ``ValueError`` unless ``target`` was made for the types of ``args``, and
-    ``call(target, args)`` calls ``kernel(*args)`` at ``target``.
+    raises ``ValueError`` unless ``target`` was made for the types of ``args`` and of
+    ``kernel``'s result, and ``call(target, args)`` calls the kernel at ``target``: any
+    kernel compiled for those types (``kernel`` only types the call).
 
     A driver checks once, before its ``prange`` loop, with the types its loop passes:
     numba does not carry an exception raised inside a ``prange`` loop out cleanly (the
@@ -81,17 +83,17 @@ def kernel_caller(kernel):
         kernel.compile(arg_types)
         return arg_types, kernel.overloads[arg_types].signature.return_type
 
-    def check_target(context, builder, target_type, target_value, arg_types):
+    def check_target(context, builder, target_type, target_value, arg_types, return_type):
         """Raise ``ValueError`` from the calling function unless the tags match; return
         the address."""
         data = context.make_array(target_type)(context, builder, target_value).data
         seen_tag = builder.load(builder.gep(data, [ir.Constant(ir.IntType(64), 1)]))
-        tag = ir.Constant(ir.IntType(64), _tag(kernel, arg_types))
+        tag = ir.Constant(ir.IntType(64), _tag(arg_types, return_type))
         with cgutils.if_unlikely(builder, builder.icmp_signed("!=", seen_tag, tag)):
             context.call_conv.return_user_exc(
                 builder, ValueError,
-                (f"the target given for {kernel.py_func.__name__} was made for other "
-                 f"argument types than {arg_types}",))
+                (f"the target given for a call like {kernel.py_func.__name__}'s was made "
+                 f"for other types than {arg_types} -> {return_type}",))
         return builder.load(data)
 
     def check_types(target):
@@ -102,10 +104,11 @@ def kernel_caller(kernel):
     @intrinsic
     def check(typingctx, target, args):
         check_types(target)
-        arg_types, _ = resolve(args)
+        arg_types, return_type = resolve(args)
 
         def codegen(context, builder, signature, values):
-            check_target(context, builder, signature.args[0], values[0], arg_types)
+            check_target(context, builder, signature.args[0], values[0], arg_types,
+                         return_type)
             return context.get_dummy_value()
 
         return types.none(target, args), codegen
@@ -118,7 +121,7 @@ def kernel_caller(kernel):
         def codegen(context, builder, signature, values):
             target_value, args_value = values
             address = check_target(context, builder, signature.args[0], target_value,
-                                   arg_types)
+                                   arg_types, return_type)
             arg_values = cgutils.unpack_tuple(builder, args_value, len(arg_types))
             arg_values = [context.cast(builder, value, seen, wanted) for value, seen, wanted
                           in zip(arg_values, args.types, arg_types, strict=True)]

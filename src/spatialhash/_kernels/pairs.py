@@ -617,21 +617,23 @@ def grown_outputs(indices, distances, needed):
     return grown_indices, grown_distances
 
 
-# One parallel driver per kernel, each with one `prange` loop and one call of its kernel,
-# through the kernel's address (see `indirect`): numba links the code of every function a
-# function calls into it, and into the function it outlines for each `prange` loop, and
-# optimizes and emits it again there. A driver that could call both kernels cost the
-# compile of both, twice; the gathering kernel's count driver, with one loop for whole
-# chunks and one for samples, cost 21 s on top of the kernel's own 9 s; one loop calling
-# the kernel directly, 14 s; through its address, 3 s (ad hoc, cold cache, CPU time).
+# One parallel driver for both pair kernels: one `prange` loop with one call, through the
+# kernel's address (see `indirect`; the two kernels take and return the same types).
+# Numba links the code of every function a function calls into it, and into the function
+# it outlines for each `prange` loop, and optimizes and emits it again there: a driver
+# that called both kernels directly cost the compile of both, twice; the gathering
+# kernel's own count driver, with one loop for whole chunks and one for samples, cost 21 s
+# on top of the kernel's own 9 s; one loop calling it directly, 14 s; through its address,
+# 3 s (ad hoc, cold cache, CPU time).
 _check_scan_cells, _call_scan_cells = kernel_caller(pairs_scan_cells)
 
 
 @jit_parallel
 def pairs_parts(state, r2, radii, reach_cells, parts, cell_begin, positions, part_rows,
                 out_indices, out_distances, write, n_written, kernel):
-    """Scan the parts of the cells on every thread with `pairs_scan_cells`, called at
-    ``kernel`` (see `indirect`): part ``k`` is cells ``parts[k, 0]`` to ``parts[k, 1] - 1``.
+    """Scan the parts of the cells on every thread with the pair kernel at ``kernel`` (see
+    `indirect`): `pairs_scan_cells` or `pairs_scan_cells_gathered`, which take the same
+    arguments. Part ``k`` is cells ``parts[k, 0]`` to ``parts[k, 1] - 1``.
 
     Two modes, one loop and one call of the kernel (see above):
 
@@ -667,35 +669,4 @@ def pairs_parts(state, r2, radii, reach_cells, parts, cell_begin, positions, par
         if appending:
             # Outputs that had to grow are copies: what they hold is lost, the part is
             # redone.
-            n_written[k] = n if written.shape[0] == indices.shape[0] else -1
-
-
-_check_scan_cells_gathered, _call_scan_cells_gathered = kernel_caller(
-    pairs_scan_cells_gathered)
-
-
-@jit_parallel
-def pairs_parts_gathered(state, r2, radii, reach_cells, parts, cell_begin, positions,
-                         part_rows, out_indices, out_distances, write, n_written, kernel):
-    """`pairs_parts` with `pairs_scan_cells_gathered`, called at ``kernel`` (see
-    `indirect`)."""
-    appending = part_rows.shape[0] > 0
-    want_distances = out_distances.shape[0] > 0
-    no_positions = np.empty(0, np.int64)
-    _check_scan_cells_gathered(kernel, (state, r2, radii, reach_cells, cell_begin, cell_begin,
-                                        cell_begin, positions, out_indices, out_distances,
-                                        write))
-    for k in prange(parts.shape[0]):
-        if appending:
-            rows_lo, rows_hi = part_rows[k], part_rows[k + 1]
-            begin, part_positions = parts[k, 0], no_positions
-        else:
-            rows_lo, rows_hi = 0, out_indices.shape[0]
-            begin, part_positions = cell_begin, positions
-        indices = out_indices[rows_lo:rows_hi]
-        distances = out_distances[rows_lo:rows_hi] if want_distances else out_distances
-        written, _, n = _call_scan_cells_gathered(kernel, (
-            state, r2, radii, reach_cells, parts[k, 0], parts[k, 1], begin, part_positions,
-            indices, distances, write))
-        if appending:
             n_written[k] = n if written.shape[0] == indices.shape[0] else -1
