@@ -66,11 +66,16 @@ def kernel_target(kernel, args, key) -> np.ndarray:
     return target
 
 
-def kernel_caller(kernel):
-    """Two intrinsics for calls of ``kernel`` through its address: ``check(target, args)``
-    raises ``ValueError`` unless ``target`` was made for the types of ``args`` and of
-    ``kernel``'s result, and ``call(target, args)`` calls the kernel at ``target``: any
-    kernel compiled for those types (``kernel`` only types the call).
+def kernel_caller(kernel, *alike):
+    """Two intrinsics for calls of ``kernel``, or of the kernels ``alike`` (of the same
+    argument and result types), through their address: ``check(target, args)`` raises
+    ``ValueError`` unless ``target`` was made for the types of ``args`` and of the
+    kernel's result, and ``call(target, args)`` calls the kernel at ``target``.
+
+    The result's type is taken from whichever of the kernels is already compiled for the
+    types of ``args`` (`kernel_target` compiles the one it makes a target of before the
+    driver runs), so typing a driver compiles no kernel it does not call; ``kernel`` is
+    compiled only when none is.
 
     A driver checks once, before its ``prange`` loop, with the types its loop passes:
     numba does not carry an exception raised inside a ``prange`` loop out cleanly (the
@@ -80,6 +85,9 @@ def kernel_caller(kernel):
 
     def resolve(args):
         arg_types = tuple(types.unliteral(arg) for arg in args.types)
+        for candidate in (kernel, *alike):
+            if arg_types in candidate.overloads:
+                return arg_types, candidate.overloads[arg_types].signature.return_type
         kernel.compile(arg_types)
         return arg_types, kernel.overloads[arg_types].signature.return_type
 

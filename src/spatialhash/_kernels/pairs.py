@@ -625,7 +625,8 @@ def grown_outputs(indices, distances, needed):
 # kernel's own count driver, with one loop for whole chunks and one for samples, cost 21 s
 # on top of the kernel's own 9 s; one loop calling it directly, 14 s; through its address,
 # 3 s (ad hoc, cold cache, CPU time).
-_check_scan_cells, _call_scan_cells = kernel_caller(pairs_scan_cells)
+_check_scan_cells, _call_scan_cells = kernel_caller(pairs_scan_cells,
+                                                   pairs_scan_cells_gathered)
 
 
 @jit_parallel
