@@ -461,11 +461,13 @@ def pairs_chunks_parallel(bounds, spheres, meta, inv_size, filtered, used_levels
     inverted = choose_inverted(used_levels, level_count, inv_size,
                                bucket_start[bucket_start.shape[0] - 1], coarse_codes,
                                coarse_records, invert_weight, scan_ratio)
+    # `prange` indices are unsigned: the chunk is passed as int64, as `pairs_chunks` does,
+    # so that the kernels compile once, not once more for uint64.
     for chunk in numba.prange(N_CHUNKS):
-        sweep_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels, inverted,
-                    bucket_start, codes, records, coarse_start, coarse_codes, coarse_records,
-                    pairs, counts)
+        sweep_chunk(np.int64(chunk), bounds, spheres, meta, inv_size, filtered, used_levels,
+                    inverted, bucket_start, codes, records, coarse_start, coarse_codes,
+                    coarse_records, pairs, counts)
     for chunk in numba.prange(N_CHUNKS):
-        down_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels, inverted,
-                   scan_ratio, bucket_start, codes, records, coarse_codes, coarse_records,
-                   pairs, counts)
+        down_chunk(np.int64(chunk), bounds, spheres, meta, inv_size, filtered, used_levels,
+                   inverted, scan_ratio, bucket_start, codes, records, coarse_codes,
+                   coarse_records, pairs, counts)

@@ -302,8 +302,10 @@ def sort_entries_parallel(bounds, spheres, meta, level_count, bucket_start, code
     shift = part_shift(n_buckets)
     n_parts = n_buckets >> shift
     counts = np.empty((n_chunks, n_parts), np.int64)
+    # `prange` indices are unsigned: passed on as int64, as the sequential sort does, so
+    # that the kernels compile once.
     for k in prange(n_chunks):
-        begin, end = chunk_range(n_slots, n_chunks, k)
+        begin, end = chunk_range(n_slots, n_chunks, np.int64(k))
         entry_keys(meta, spheres, n_buckets - 1, begin, end, firsts[k], entry_bucket,
                    entry_code)
         part_counts(entry_bucket, firsts[k], firsts[k + 1], shift, counts[k])
@@ -312,8 +314,9 @@ def sort_entries_parallel(bounds, spheres, meta, level_count, bucket_start, code
         part_scatter(entry_bucket, entry_code, firsts[k], firsts[k + 1], shift, positions[k],
                      part_bucket, part_code)
     for d in prange(n_parts):
-        sort_part(part_bucket, part_code, part_start[d], part_start[d + 1], d << shift,
-                  (d + 1) << shift, bucket_start, codes)
+        part = np.int64(d)
+        sort_part(part_bucket, part_code, part_start[part], part_start[part + 1],
+                  part << shift, (part + 1) << shift, bucket_start, codes)
     bucket_start[n_buckets] = n_entries
     n_coarse = finish_sort(bounds, level_count, entry_bucket, entry_code, n_entries,
                            coarse_start, coarse_codes, coarse_records)
