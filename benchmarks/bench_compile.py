@@ -11,7 +11,9 @@ process for any compiled code), then calls every query once on small data (1,000
 so the grid path is used rather than brute force), timing the imports and each first
 call; then
 the main queries once more on 60,000 points, where they take their multi-threaded paths
-(parallel drivers, which numba compiles apart, with the kernels they call). Each first call
+(parallel drivers, which numba compiles apart, with the kernels they call); then ray casts
+on the grid and the dynamic hash (bulk insert, pairs, bulk moves; on 1,000 and 60,000
+objects; then one object at a time and its other queries). Each first call
 compiles what it needs and writes it to the cache; the total is what a new user who uses
 everything waits for once.
 
@@ -113,6 +115,61 @@ def _first_parallel_calls(seed: int) -> list[tuple[str, object]]:
     ]
 
 
+def _first_other_calls(seed: int) -> list[tuple[str, object]]:
+    """Ray casts on the batch grid and the dynamic hash, as (name, call): each on small
+    data, then on data large enough for its multi-threaded paths."""
+    import numpy as np
+
+    from spatialhash import DynamicHash, Grid
+
+    rng = np.random.default_rng(seed)
+    calls = []
+    grids, hashes = {}, {}
+    for n in (N_POINTS, N_PARALLEL):
+        rays, boxes = f"{n // 10:,} rays on {n:,} points: ", f"{n:,} boxes: DynamicHash "
+        points = common.uniform_points(n, 3, seed)
+        origins = common.uniform_points(n // 10, 3, seed + 1)
+        directions = rng.normal(size=origins.shape)
+        r = common.radius_for_neighbors_3d(n)
+        lower = rng.random((n, 2)) * np.sqrt(n)
+        upper = lower + rng.uniform(0.5, 1.5, (n, 2))
+
+        def insert(lower=lower, upper=upper, n=n):
+            hashes[n] = DynamicHash(2.0, n_dims=2, capacity=n)
+            hashes[n].insert_many(np.arange(n), lower, upper)
+
+        calls += [
+            (rays + "Grid build + first hits",
+             lambda p=points, o=origins, d=directions, r=r, n=n: grids.setdefault(
+                 n, Grid(p, cell_size=r)).query_ray(o, d, r / 4)),
+            (rays + "all hits",
+             lambda o=origins, d=directions, r=r, n=n: grids[n].query_ray(
+                 o, d, r / 4, all_hits=True)),
+            (boxes + "insert_many", insert),
+            (boxes + "query_pairs", lambda n=n: hashes[n].query_pairs()),
+            (boxes + "move_many + query_pairs",
+             lambda n=n, lower=lower, upper=upper: (
+                 hashes[n].move_many(np.arange(0, n, 2), lower[::2] + 0.3, upper[::2] + 0.3),
+                 hashes[n].query_pairs())),
+        ]
+    hash_ = {}
+
+    def one_by_one():
+        hash_["h"] = DynamicHash(2.0, n_dims=3)
+        for i in range(10):
+            hash_["h"].insert(i, [i, 0.0, 0.0], [i + 1.5, 1.0, 1.0])
+        hash_["h"].move(3, [0.5, 0.0, 0.0], [2.0, 1.0, 1.0])
+        hash_["h"].remove(4)
+
+    calls += [
+        ("DynamicHash insert, move, remove one by one", one_by_one),
+        ("DynamicHash query_box, query_radius, query_knn, query_ray", lambda: (
+            hash_["h"].query_box([0, 0, 0], [3, 1, 1]), hash_["h"].query_radius([1, 0, 0], 2.0),
+            hash_["h"].query_knn([1, 0, 0], 3), hash_["h"].query_ray([-1, 0.5, 0.5], [1, 0, 0]))),
+    ]
+    return calls
+
+
 def _cache_counts() -> dict:
     """numba cache hits and misses summed over spatialhash's kernel dispatchers."""
     from numba.core.registry import CPUDispatcher
@@ -151,7 +208,7 @@ def child(phase: str, seed: int) -> dict:
     if phase == "warm":
         calls = calls[:2]  # Grid build, query_pairs
     else:
-        calls += _first_parallel_calls(seed)
+        calls += _first_parallel_calls(seed) + _first_other_calls(seed)
     steps = {name: _timed(call) for name, call in calls}
     return {"phase": phase, "import_numba_numpy_s": import_numba_s,
             "import_spatialhash_s": import_spatialhash_s, "numba_setup_s": numba_setup_s,
@@ -202,10 +259,13 @@ def cold_table(cold: dict) -> str:
     rows += [[name, f"{seconds:.2f}"] for name, seconds in cold["first_calls_s"].items()]
     parallel = sum(seconds for name, seconds in cold["first_calls_s"].items()
                    if name.startswith(f"{N_PARALLEL:,} points"))
+    others = sum(seconds for name, seconds in cold["first_calls_s"].items()
+                 if " rays " in name or "DynamicHash" in name)
     total = (cold["import_spatialhash_s"] + cold["numba_setup_s"]
              + sum(cold["first_calls_s"].values()))
-    rows.append([f"of which the {N_PARALLEL:,}-point calls (multi-threaded paths)",
+    rows.append([f"of which the batch grid's {N_PARALLEL:,}-point calls (multi-threaded paths)",
                  f"{parallel:.2f}"])
+    rows.append(["of which rays and the dynamic hash", f"{others:.2f}"])
     rows.append(["total (import spatialhash, numba's set-up, first calls)", f"{total:.2f}"])
     rows.append(["whole process (interpreter start to exit)", f"{cold['process_wall_s']:.2f}"])
     return common.markdown_table(["cold start: step", "seconds"], rows)
