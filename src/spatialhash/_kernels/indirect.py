@@ -10,13 +10,12 @@ once, by itself, and the driver is a loop around a call.
 How. `kernel_caller(kernel)` makes intrinsics ``check(target, args)`` and
 ``call(target, args)``: ``args`` is the tuple of the kernel's arguments, ``target`` an
 int64 array of two made by `kernel_target` on the Python side: the address of the
-kernel's compiled code for those argument types, and a tag of the argument and result types.
-The intrinsics compile the kernel for the types they see when the driver is typed (that
-compile is cached like any other) and compare the tags at run time: a target made for
-other types raises ``ValueError`` instead of calling code with the wrong layout of
-arguments. The address is
-an argument rather than a constant so that the driver can be cached on disk: it changes
-from process to process.
+kernel's compiled code for those argument types, and a tag of the argument and result
+types. Typing a driver needs the kernel's result type, which the intrinsics take from the
+compiled kernel (see `kernel_caller`); at run time they compare the tags, so a target made
+for other types raises ``ValueError`` instead of calling code with the wrong layout of
+arguments. The address is an argument rather than a constant so that the driver can be
+cached on disk: it changes from process to process.
 
 The kernel is called with numba's own calling convention, so arrays pass as they do
 between any two numba functions, and the returned arrays are owned by the caller.
