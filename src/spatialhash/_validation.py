@@ -72,16 +72,17 @@ def as_points(points, name: str = "points", n_dims: int | None = None, *,
     return array
 
 
-def grid_points(points, box: np.ndarray, name: str = "points"
+def grid_points(points: np.ndarray, box: np.ndarray, name: str = "points"
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The private (n, 3) float64 copy of validated points a grid keeps, wrapped into the
-    periodic axes of ``box``, and their smallest and largest coordinate per axis (zeros
-    for no points). One compiled pass copies, bounds and checks finiteness.
+    """The private (n, 3) float64 copy a grid keeps of ``points``, an (n, d) float64 array
+    already through `as_points` (with ``finite=False``), wrapped into the periodic axes of
+    ``box``, and their smallest and largest coordinate per axis (zeros for no points). One
+    compiled pass copies, bounds and checks finiteness.
 
     Raises when the coordinates on some axis span more than float64 can hold: differences
     of such coordinates overflow to infinity, and no cell size can cover them.
     """
-    array = np.ascontiguousarray(as_points(points, name, finite=False))
+    array = np.ascontiguousarray(points)
     points3 = np.empty((array.shape[0], N_AXES), dtype=np.float64)
     lowest, highest, poison = pad_with_bounds(array, points3)
     if poison != 0.0:

@@ -41,9 +41,9 @@ calls it (it links the callee in, optimizes the whole again and emits its machin
 once more). So small inputs call the sequential kernels directly rather than through a
 sequential driver, and each parallel driver is one ``prange`` loop that calls its one
 kernel through the kernel's address (`_kernels/indirect.py`): the kernel is compiled
-once, and the driver costs 2 to 3 s of cold compile instead of 7 to 14 s. Calls between
-kernels are typed without literal constants (`_config.jit`), so a flag passed as ``True``
-does not compile a kernel a second time.
+once, and the driver costs 2 to 3 s of cold compile instead of 7 to 14 s (ad hoc, CPU
+time on a cold cache). Calls between kernels are typed without literal constants
+(`_config.jit`), so a flag passed as ``True`` does not compile a kernel a second time.
 
 Brute force. ``algorithm="brute"`` puts every point into a single cell, so every query
 compares every candidate pair: the same arithmetic with no spatial pruning, which is the
@@ -345,7 +345,7 @@ class Grid:
         copied out instead.
         """
         n = self.n_points
-        reach_cells = pairs.reach_in_cells(self.state.inv_cell_size, self.state.n_cells, reach)
+        reach_cells = self._reach_cells(reach)
         region_cells = pairs.split_regions(self.state.cell_start,
                                            PAIR_REGIONS_PER_THREAD * numba.get_num_threads())
         if n < PAIR_ESTIMATE_MIN_POINTS:
@@ -368,7 +368,7 @@ class Grid:
         distances = np.empty(capacity if return_distances else 0, dtype=np.float64)
         n_written = np.empty(region_cells.shape[0] - 1, dtype=np.int64)
         parts = np.column_stack((region_cells[:-1], region_cells[1:]))
-        self._pairs_parts(self.state, r2, radii_sorted, reach_cells, parts, 0, _NO_POSITIONS,
+        self._pairs_parts(r2, radii_sorted, reach_cells, parts, 0, _NO_POSITIONS,
                           region_rows, indices, distances, True, n_written)
         rows_written = n_written.tolist()
         if min(rows_written) >= 0:
@@ -398,7 +398,7 @@ class Grid:
         cell_start = self.state.cell_start
         counts = np.zeros(self.n_occupied_cells, dtype=np.int64)
         sampled = np.arange(0, counts.shape[0], PAIR_SAMPLE_STRIDE)
-        self._pairs_parts(self.state, r2, radii_sorted, reach_cells,
+        self._pairs_parts(r2, radii_sorted, reach_cells,
                           np.column_stack((sampled, sampled + 1)), 0, counts, _NO_POSITIONS,
                           np.empty((0, 2), self._index_dtype), _NO_DISTANCES, False,
                           _NO_POSITIONS)
@@ -413,7 +413,7 @@ class Grid:
         """All pairs in one sequential pass into growing outputs (small inputs): the same
         rows in the same order as the count and fill passes, without the count pass."""
         n = self.n_points
-        reach_cells = pairs.reach_in_cells(self.state.inv_cell_size, self.state.n_cells, reach)
+        reach_cells = self._reach_cells(reach)
         capacity = max(64, PAIRS_PER_POINT_GUESS * n)
         indices = np.empty((capacity, 2), dtype=self._index_dtype)
         distances = np.empty(capacity if return_distances else 0, dtype=np.float64)
@@ -438,7 +438,7 @@ class Grid:
             chunk_starts = np.arange(begin, begin + n_cells, pairs.CELLS_PER_CHUNK)
             parts = np.column_stack((chunk_starts, np.minimum(
                 chunk_starts + pairs.CELLS_PER_CHUNK, begin + n_cells)))
-            self._pairs_parts(self.state, r2, radii_sorted, reach_cells, parts, begin,
+            self._pairs_parts(r2, radii_sorted, reach_cells, parts, begin,
                               positions, _NO_POSITIONS, indices, distances, write,
                               _NO_POSITIONS)
         else:
@@ -450,14 +450,19 @@ class Grid:
         """Whether pair searches gather each cell's candidates (see `_kernels/pairs.py`)."""
         return self.n_points >= pairs.GATHER_MIN_POINTS_PER_CELL * self.n_occupied_cells
 
-    def _pairs_parts(self, state, r2, radii_sorted, reach_cells, parts, cell_begin, positions,
+    def _pairs_parts(self, r2, radii_sorted, reach_cells, parts, cell_begin, positions,
                      part_rows, indices, distances, write, n_written):
         """Run the parallel pair driver with this grid's kernel (see `_gathers_candidates`)."""
+        state = self.state
         kernel = indirect.kernel_target(self._scan_cells, (
             state, r2, radii_sorted, reach_cells, 0, 0, 0, positions, indices, distances, write),
             self._index_dtype)
         pairs.pairs_parts(state, r2, radii_sorted, reach_cells, parts, cell_begin, positions,
                           part_rows, indices, distances, write, n_written, kernel)
+
+    def _reach_cells(self, reach: float) -> np.ndarray:
+        """Cells to search on each side of a cell for pairs within ``reach``."""
+        return pairs.reach_in_cells(self.state.inv_cell_size, self.state.n_cells, reach)
 
     @property
     def _scan_cells(self):
@@ -467,7 +472,7 @@ class Grid:
         return pairs.pairs_scan_cells
 
     def _count_pairs(self, r2, radii_sorted, reach):
-        reach_cells = pairs.reach_in_cells(self.state.inv_cell_size, self.state.n_cells, reach)
+        reach_cells = self._reach_cells(reach)
         counts = np.zeros(self.n_occupied_cells, dtype=np.int64)
         self._scan_pairs(r2, radii_sorted, reach_cells, 0, counts.shape[0], counts,
                          np.empty((0, 2), self._index_dtype), _NO_DISTANCES, False)
