@@ -9,6 +9,7 @@ from points to boxes twenty cells wide, so several levels are in use at once.
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -148,6 +149,51 @@ class DynamicHashMachine(RuleBasedStateMachine):
         """`query_pairs` again with nothing changed (the kept sort as it is)."""
         first = self.hash.query_pairs()
         assert np.array_equal(self.hash.query_pairs(), first)
+
+    @precondition(lambda self: self.model)
+    @rule(data=st.data(), then=st.sampled_from(["remove", "insert", "move_many", "sphere",
+                                                 "pickle", "bounds", "clear", "nothing"]))
+    def buffered_moves_then(self, data, then):
+        """Several single moves of points and boxes (an id may move twice), which `move`
+        buffers, then another call before any query: each must see every move, in order."""
+        for _ in range(data.draw(st.integers(1, 6))):
+            id = data.draw(st.sampled_from(sorted(self.model)))
+            lower = [data.draw(COORD) for _ in range(self.n_dims)]
+            upper = [x + data.draw(SIZE) for x in lower] if data.draw(st.booleans()) else None
+            self.hash.move(id, lower, upper)
+            old = self.model[id]
+            self.model[id] = oracle.make_shape(lower, upper, None, self.n_dims, old.category,
+                                               old.mask)
+        id = data.draw(st.sampled_from(sorted(self.model)))
+        if then == "remove":
+            self.hash.remove(id)
+            del self.model[id]
+        elif then == "insert":
+            new_id = max(self.model) + 1
+            self.hash.insert(new_id, [0.0] * self.n_dims, [1.0] * self.n_dims)
+            self.model[new_id] = oracle.make_shape([0.0] * self.n_dims, [1.0] * self.n_dims,
+                                                   None, self.n_dims)
+        elif then == "move_many":
+            shape = self.model[id]
+            lower = np.array([shape.lower[: self.n_dims]]) + 0.5
+            upper = np.array([shape.upper[: self.n_dims]]) + 0.5
+            self.hash.move_many([id], lower, upper)
+            self.model[id] = oracle.make_shape(lower[0], upper[0], None, self.n_dims,
+                                               shape.category, shape.mask)
+        elif then == "sphere":
+            shape = self.model[id]
+            self.hash.move(id, [0.5] * self.n_dims, radius=0.25)
+            self.model[id] = oracle.make_shape([0.5] * self.n_dims, None, 0.25, self.n_dims,
+                                               shape.category, shape.mask)
+        elif then == "pickle":
+            self.hash = pickle.loads(pickle.dumps(self.hash))
+        elif then == "bounds":
+            lower, upper = self.hash.bounds(id)
+            assert lower.tolist() == list(self.model[id].lower[: self.n_dims])
+            assert upper.tolist() == list(self.model[id].upper[: self.n_dims])
+        elif then == "clear":
+            self.hash.clear()
+            self.model.clear()
 
     @precondition(lambda self: self.model)
     @rule(data=st.data())

@@ -102,20 +102,20 @@ Moving all 100,000 boxes went from 10-11 to 7-8 ms (one core, medians); with the
 itself on two threads (below), 9-12 -> 4-4.5 ms wall-clock (medians of 15, both versions
 run alternately).
 
-Single moves. `move` checks the common inputs (lists, tuples, 1-D float64 arrays) in a few
-lines of Python and calls one compiled kernel, `place_one`, which writes the slot directly
-(no temporary one-row arrays) and is called through its compiled entry point rather than
-numba's dispatcher (`_place_one_entry`): the dispatcher typed the tuple of nine storage arrays
-and the eleven scalars on every call. On the benchmark's 100,000 random 2-D boxes
-(`time.thread_time`, best of 7, loaded 2-core machine) a move went from 5.5-5.7 us to
-3.7-4.2 us, and a 3-D point move from 4.5-5.5 us to 3.2-3.4 us; about 2 us of what is
-left is the Python checks and call, and most of the kernel's time is cache misses on the
-object's rows. Keeping the storage in a numba `structref` would save about 0.4 us more
-(one pointer to unbox instead of nine arrays), but its constructor is compiled in every
-process (not cached) and the hash would no longer pickle as plain arrays; a `jitclass`
-is never cached. Deciding in Python whether the object stays in its cells and writing its
-row with `struct` was also measured and dropped: no faster on 100,000 random objects
-(cache misses dominate) and wasted whenever the cells change.
+Single moves. `move` checks the common inputs (lists, tuples, 1-D float64 arrays of points
+and boxes) in a few lines of Python and appends the slot and the box to a buffer, as a
+physics engine's broad phase keeps a move buffer; anything that reads or changes the hash
+otherwise (queries, inserts, removals, bulk moves, `bounds`, pickling) first applies the
+buffer in one compiled call, `place_rows`, in order, so nobody sees the difference. Calling
+a compiled kernel per move cost about 1 us more than the rest of the call: numba unboxes
+each of the nine storage arrays on every call (about 0.12 us each, ad hoc), however it is
+called (its compiled entry point was already called directly, past the dispatcher). Moves
+of 100,000 random 2-D boxes one by one, the buffer applied by a query at the end
+(`time.thread_time`, medians of 8 rounds, both versions alternately in one process): 3.73
+-> 2.67 us a move. Spheres and other inputs take the full checks and a direct call. Keeping
+the storage in a numba `structref` (one pointer to unbox) was rejected earlier: its
+constructor is compiled in every process (not cached) and the hash would no longer pickle
+as plain arrays; a `jitclass` is never cached.
 
 No duplicates, no hash set. An object in several cells is reported from one cell only: a
 query reports it from the lowest cell it shares with the query's range of cells; a pair on
@@ -173,25 +173,13 @@ CROSS_SCAN_RATIO = 16.0
 SORT_UPDATE_FRACTION = 0.2
 #: Smallest capacity (slots) allocated.
 MIN_CAPACITY = 64
+#: Single moves buffered before they are applied (see `DynamicHash.move`); bounds the
+#: buffer's memory when nothing reads the hash for a long time.
+MOVE_BUFFER = 65_536
 _NO_SPHERES = np.empty((0, 4))
 _MISSING = object()
 _NDARRAY = np.ndarray
 _FLOAT64 = np.dtype(np.float64)
-
-
-def _place_one_entry(storage, slot, shape):
-    """The compiled `place_one` of `_kernels/dynamic.py` for these arguments' types, and
-    the result of calling it (the move is made).
-
-    Called directly, it skips numba's dispatcher, which typed the twelve arguments (nine
-    arrays among them) on every call: about 0.7 us of the 2.6 us a move took in a loop.
-    Each hash keeps the entry point of its own storage (`DynamicHash._pack` drops it when
-    the storage changes) and passes only ints and floats besides, so the types it was
-    compiled for always match.
-    """
-    changed = storage_kernels.place_one(storage, slot, *shape)  # compiles or loads
-    signature = tuple(numba.typeof(value) for value in (storage, slot, *shape))
-    return storage_kernels.place_one.get_overload(signature), changed
 
 
 def _power_of_two(n: float, minimum: int = 1024) -> int:
@@ -283,12 +271,10 @@ class DynamicHash:
         self._pack()
 
     def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state["_place_one"] = None  # a compiled function: made again on the next move
-        return state
+        self._apply_moves()
+        return self.__dict__.copy()
 
     def _pack(self) -> None:
-        self._place_one = None  # the compiled entry point for these arrays (`move`)
         self._storage = (self._bounds, self._spheres, self._meta, self._links, self._head,
                          self._inv_size, self._level_count, self._status, self._level_cells)
 
@@ -330,12 +316,20 @@ class DynamicHash:
         self._n_used += len(slots) - reuse
 
     def _ensure_linked(self) -> None:
-        """Rebuild the bucket lists when bulk moves or growth dropped them (queries that
-        read them call this first)."""
+        """Apply the buffered moves, and rebuild the bucket lists when bulk moves or growth
+        dropped them (queries that read them call this first)."""
+        self._apply_moves()
         self._lists_read = True
         if self._status[0] == 0:
             storage_kernels.relink_all(self._meta, self._links, self._head, self._level_cells)
             self._status[0] = 1
+
+    def _apply_moves(self) -> None:
+        """Apply the single moves buffered by `move`, in the order they were made."""
+        if self._pending:
+            rows = np.array(self._pending, dtype=np.float64)
+            self._pending = []
+            storage_kernels.place_rows(self._storage, self._changed, rows)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -351,6 +345,7 @@ class DynamicHash:
     @property
     def level_counts(self) -> np.ndarray:
         """Objects per level (level ``L`` has cells of ``cell_size * 4**L``), shape (64,)."""
+        self._apply_moves()
         return self._level_count.copy()
 
     def __len__(self) -> int:
@@ -363,6 +358,7 @@ class DynamicHash:
         return iter(list(self._slot_of))
 
     def __repr__(self) -> str:
+        self._apply_moves()
         levels = np.flatnonzero(self._level_count).tolist()
         return (f"DynamicHash(n_objects={len(self)}, n_dims={self._n_dims}, "
                 f"cell_size={self._cell_size}, levels={levels})")
@@ -370,6 +366,7 @@ class DynamicHash:
     def clear(self) -> None:
         """Remove every object (capacity is kept)."""
         capacity = self._meta.shape[0]
+        self._pending: list = []  # single moves not applied yet (see `move`)
         self._meta[:, LEVEL] = -1
         self._level_count[:] = 0
         storage_kernels.reset_level_cells(self._level_cells)
@@ -393,6 +390,7 @@ class DynamicHash:
     def bounds(self, id) -> tuple[np.ndarray, np.ndarray]:
         """Bounding box ``(lower, upper)`` of object ``id``, each of shape (n_dims,)."""
         slot = self._slot(id)
+        self._apply_moves()
         row = self._bounds[slot]
         return row[: self._n_dims].copy(), row[3 : 3 + self._n_dims].copy()
 
@@ -594,6 +592,7 @@ class DynamicHash:
         shape = self._shape(lower, upper, radius)
         category = check.bits_value(category, "category")
         mask = check.bits_value(mask, "mask")
+        self._apply_moves()
         slots = self._take_slots(1)
         self._place_new(slots, np.array([shape[:6]]),
                         np.array([shape[6:]]) if shape[9] >= 0 else _NO_SPHERES,
@@ -609,7 +608,9 @@ class DynamicHash:
     def move(self, id, lower, upper=None, *, radius=None) -> None:
         """Give object ``id`` a new shape: a point, a box (``upper``) or a sphere (``radius``).
 
-        The arguments are those of `insert`. Cheap when the object stays in its cells.
+        The arguments are those of `insert`. Points and boxes given as lists, tuples or
+        float64 arrays are buffered and applied, in order, before anything next reads or
+        changes the hash (see the module docstring): the call only checks them.
         """
         try:
             slot = self._slot_of[id]
@@ -618,10 +619,8 @@ class DynamicHash:
         except TypeError as error:
             raise TypeError(f"`id` must be hashable; got {id!r:.80}.") from error
         # The common case kept short (the budget is 5 us a call): a point or box given as
-        # lists, tuples or 1-D float64 arrays of Python floats. Anything else (integers too)
-        # takes the full checks of `_shape`. Checking in Python whether the object stays in
-        # its cells and writing the row with `struct` was tried: no faster than the compiled
-        # call on random objects (cache misses dominate), and wasted when cells change.
+        # lists, tuples or 1-D float64 arrays of Python floats, checked here and buffered.
+        # Anything else (integers too) takes the full checks of `_shape` and is applied now.
         if radius is None:
             kind = type(lower)
             if kind is _NDARRAY and lower.dtype == _FLOAT64:
@@ -649,21 +648,20 @@ class DynamicHash:
                         # NaN or an infinity makes the sum NaN.
                         and x0 - x0 + y0 - y0 + z0 - z0 + x1 - x1 + y1 - y1 + z1 - z1 == 0.0
                         and x0 <= x1 and y0 <= y1 and z0 <= z1):
-                    shape = (x0, y0, z0, x1, y1, z1, 0.0, 0.0, 0.0, -1.0)
-                    place = self._place_one
-                    if place is None:
-                        self._place_one, changed = _place_one_entry(self._storage, slot, shape)
-                    else:
-                        changed = place(self._storage, slot, *shape)
-                    if changed:
-                        self._changed[slot] = 1  # for the kept sort of `query_pairs`
+                    pending = self._pending
+                    pending.append((slot, x0, y0, z0, x1, y1, z1))
+                    if len(pending) >= MOVE_BUFFER:
+                        self._apply_moves()
                     return
-        if storage_kernels.place_one(self._storage, slot, *self._shape(lower, upper, radius)):
+        shape = self._shape(lower, upper, radius)
+        self._apply_moves()
+        if storage_kernels.place_one(self._storage, slot, *shape):
             self._changed[slot] = 1
 
     def remove(self, id) -> None:
         """Remove object ``id``."""
         slot = self._slot(id)
+        self._apply_moves()
         slots = np.array([slot], np.int64)
         storage_kernels.release_many(self._storage, self._changed, slots)
         self._unregister(slots)
@@ -696,6 +694,7 @@ class DynamicHash:
             bad = np.array([i for i, id in enumerate(id_list) if id in self._slot_of], np.int64)
         if bad.size:
             raise check.present_ids("ids", ids[bad].tolist())
+        self._apply_moves()
         slots = self._take_slots(m)
         self._meta[slots, CATEGORY] = categories
         self._meta[slots, MASK] = masks
@@ -726,6 +725,7 @@ class DynamicHash:
         m = ids.shape[0]
         rows, spheres = self._shape_rows(m, lower, upper, radius)
         slots = self._slots_of(ids)
+        self._apply_moves()
         lists_read, self._lists_read = self._lists_read, False
         if m > RELINK_FRACTION * len(self) or not lists_read:
             self._status[0] = 0
@@ -739,6 +739,7 @@ class DynamicHash:
         """Remove many objects by integer id."""
         ids = check.id_array(ids)
         slots = self._slots_of(ids)
+        self._apply_moves()
         storage_kernels.release_many(self._storage, self._changed, slots)
         self._unregister(slots)
 
@@ -926,6 +927,7 @@ class DynamicHash:
         smaller id first; the order of the rows is unspecified (but the same for any
         thread count).
         """
+        self._apply_moves()
         scratch = self._pair_scratch
         if scratch is None:
             n = max(len(self), 1)

@@ -209,6 +209,18 @@ def place_one(storage, slot, x0, y0, z0, x1, y1, z1, cx, cy, cz, radius):
 
 
 @jit
+def place_rows(storage, changed, rows):
+    """Single moves buffered by `DynamicHash.move`, applied in order: row ``k`` is
+    ``(slot, x0, y0, z0, x1, y1, z1)``, a box or point (slots are exact in float64 below
+    2**53). Each is `place_one`, so a slot moved twice ends where its last move put it."""
+    for k in range(rows.shape[0]):
+        slot = np.int64(rows[k, 0])
+        if place_one(storage, slot, rows[k, 1], rows[k, 2], rows[k, 3], rows[k, 4],
+                     rows[k, 5], rows[k, 6], 0.0, 0.0, 0.0, -1.0):
+            changed[slot] = 1
+
+
+@jit
 def box_rows(lower, upper, rows):
     """``rows[i] = (lower[i], upper[i])``, padded with zeros to three axes, for the bulk
     calls. Returns False (rows partly written) as soon as a value is not finite or

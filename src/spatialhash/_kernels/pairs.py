@@ -439,7 +439,8 @@ def pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell_lo, cell_hi, c
                     ez = max(lo_z - pz, pz - hi_z, 0.0)
                     # Written unconditionally, kept only within reach (the own cell's
                     # points always: the index arithmetic below counts on them).
-                    k += 1 if (ex * ex + ey * ey + ez * ez <= limit2) | (j < own_end_unsigned) else 0
+                    within = ex * ex + ey * ey + ez * ez <= limit2
+                    k += 1 if within | (j < own_end_unsigned) else 0
             n_candidates = k
             # Run 0 starts at cell a: the candidates of its point i are the points after
             # it there, then the other runs, in the order of the run-by-run loops below.
