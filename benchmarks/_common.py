@@ -98,6 +98,44 @@ def time_repeated(func: Callable[[], object], repeat: int) -> list[float]:
     return times
 
 
+def _cpu_times() -> list[int] | None:
+    """The machine's CPU time counters of ``/proc/stat`` (user ... steal), or None."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu" or len(fields) < 9:
+        return None
+    return [int(value) for value in fields[1:9]]
+
+
+class StealMeter:
+    """Share of the machine's CPU time that the hypervisor gave to other guests ("steal"
+    in ``/proc/stat``) since the meter was made.
+
+    On a shared virtual machine this is what makes one run twice as slow as the next: a
+    timing taken while much was stolen is worth less. `share` is None where ``/proc/stat``
+    has no steal counter (not Linux).
+    """
+
+    def __init__(self) -> None:
+        self._start = _cpu_times()
+
+    def share(self) -> float | None:
+        end = _cpu_times()
+        if self._start is None or end is None:
+            return None
+        delta = [after - before for before, after in zip(self._start, end, strict=True)]
+        total = sum(delta)
+        return delta[7] / total if total > 0 else 0.0
+
+
+def format_share(share: float | None) -> str:
+    """A `StealMeter` share as a percentage ("n/a" when unknown)."""
+    return "n/a" if share is None else f"{100 * share:.0f}%"
+
+
 def median(values: Sequence[float]) -> float:
     """Median of ``values`` (NaN for none)."""
     return statistics.median(values) if len(values) else float("nan")

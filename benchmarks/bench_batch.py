@@ -367,12 +367,15 @@ def time_ours(workload: Workload, settings: Settings, log) -> tuple[dict, object
     normal = contender.normalize(answer)
     del answer
     repeat = workload.repeat or settings.repeat
+    steal = common.StealMeter()
     warm = common.time_repeated(contender.compute, repeat)
+    stolen = steal.share()
     warm_s = common.median(warm)
     log(f"  spatialhash: first call {first_s:.3g} s, median {warm_s:.3g} s over {repeat} "
-        f"runs, {_entries(normal):,} entries")
+        f"runs, {_entries(normal):,} entries (CPU stolen by the host: "
+        f"{common.format_share(stolen)})")
     timing = {"ours_s": warm_s, "ours_runs": repeat, "ours_first_call_s": first_s,
-              "ours_first_call_overhead_s": max(first_s - warm_s, 0.0)}
+              "ours_first_call_overhead_s": max(first_s - warm_s, 0.0), "ours_stolen": stolen}
     return timing, normal
 
 
@@ -396,12 +399,15 @@ def time_peer(workload: Workload, peer: str, ours_normal, settings: Settings,
     repeat = full_repeat
     if check_s > settings.slow_peer_seconds:
         repeat = min(full_repeat, settings.slow_peer_repeat)
+    steal = common.StealMeter()
     times = common.time_repeated(contender.compute, repeat)
+    stolen = steal.share()
     peer_s = common.median(times)
-    log(f"  {contender.name}: median {peer_s:.3g} s over {repeat} runs")
+    log(f"  {contender.name}: median {peer_s:.3g} s over {repeat} runs (CPU stolen by the "
+        f"host: {common.format_share(stolen)})")
     return {"peer": contender.name, "peer_s": peer_s, "peer_runs": repeat,
             "peer_runs_reduced": repeat < full_repeat, "check_ok": check.ok,
-            "check": check.message, "status": "timed"}
+            "check": check.message, "status": "timed", "peer_stolen": stolen}
 
 
 def run_workload(workload: Workload, peers: list[str], settings: Settings, log) -> list[dict]:
@@ -457,9 +463,10 @@ def run(n: int = FULL_N, repeat: int = 5, workloads=WORKLOAD_NAMES, threads: int
     -------
     list of dict
         One row per (workload, peer): ``workload``, ``kind``, ``n``, ``ours_s``,
-        ``ours_runs``, ``ours_first_call_s``, ``ours_first_call_overhead_s``, ``peer``,
+        ``ours_runs``, ``ours_first_call_s``, ``ours_first_call_overhead_s``,
+        ``ours_stolen`` (`_common.StealMeter`'s share during our timed runs), ``peer``,
         ``status`` and, for timed peers, ``peer_s``, ``peer_runs``, ``peer_runs_reduced``,
-        ``ratio`` (peer time / our time), ``check_ok`` and ``check``.
+        ``ratio`` (peer time / our time), ``check_ok``, ``check`` and ``peer_stolen``.
     """
     configure_threads(threads)
     settings = Settings(repeat, threads, slow_peer_seconds, slow_peer_repeat)
@@ -550,15 +557,18 @@ def _check_cell(row: dict) -> str:
 def results_table(rows: list[dict], repeat: int) -> str:
     """The markdown table of `run`'s rows."""
     headers = ["workload", "n", "ours median (s)", "peer", "peer median (s)",
-               "ratio (x faster)", "check"]
+               "ratio (x faster)", "check", "CPU stolen (ours / peer)"]
     body = []
     for row in rows:
         if row["status"].startswith("not applicable"):
             continue
         ratio = row.get("ratio")
+        stolen = common.format_share(row.get("ours_stolen"))
+        if "peer_stolen" in row:
+            stolen += " / " + common.format_share(row["peer_stolen"])
         body.append([row["workload"], f"{row['n']:,}", common.format_seconds(row["ours_s"]),
                      _peer_cell(row), common.format_seconds(row.get("peer_s", np.nan)),
-                     "-" if ratio is None else f"{ratio:.2f}", _check_cell(row)])
+                     "-" if ratio is None else f"{ratio:.2f}", _check_cell(row), stolen])
     return common.markdown_table(headers, body)
 
 
@@ -612,7 +622,8 @@ def report(rows: list[dict], env: dict, memory: list[dict], repeat: int) -> str:
         f"cores: {env['cores']} ({env['cpu']})",
         "versions: " + ", ".join(f"{k} {v}" for k, v in env["versions"].items() if v),
         f"medians over {repeat} runs (small_pairs: its own count); build + query timed "
-        "together; ratio = peer time / our time",
+        "together; ratio = peer time / our time; CPU stolen = the share of the machine's "
+        "CPU time the hypervisor gave to other guests during the timed runs",
         "",
         results_table(rows, repeat),
         "",
