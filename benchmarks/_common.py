@@ -131,6 +131,23 @@ class StealMeter:
         return delta[7] / total if total > 0 else 0.0
 
 
+def speed_probe(seed: int = 0) -> str:
+    """Milliseconds of two fixed single-threaded loops, to tell a slow phase of the machine
+    from a slow change: one bound by the interpreter's arithmetic (a million Python
+    multiplications), one by memory latency (4 million random reads from 64 MB). A VM
+    shared with other guests can slow either without any CPU time being stolen."""
+    start = time.perf_counter()
+    sum(i * i for i in range(1_000_000))
+    arithmetic = time.perf_counter() - start
+    rng = np.random.default_rng(seed)
+    table = np.arange(8 * 2**20, dtype=np.int64)
+    where = rng.integers(0, table.shape[0], 4 * 2**20)
+    start = time.perf_counter()
+    table[where].sum()
+    memory = time.perf_counter() - start
+    return f"speed probe: arithmetic {arithmetic * 1e3:.0f} ms, random reads {memory * 1e3:.0f} ms"
+
+
 def format_share(share: float | None) -> str:
     """A `StealMeter` share as a percentage ("n/a" when unknown)."""
     return "n/a" if share is None else f"{100 * share:.0f}%"

@@ -621,6 +621,7 @@ def report(rows: list[dict], env: dict, memory: list[dict], repeat: int) -> str:
         f"numba threads: {env['numba_threads']}, threading layer: {env['threading_layer']}, "
         f"cores: {env['cores']} ({env['cpu']})",
         "versions: " + ", ".join(f"{k} {v}" for k, v in env["versions"].items() if v),
+        env.get("speed_probe", ""),
         f"medians over {repeat} runs (small_pairs: its own count); build + query timed "
         "together; ratio = peer time / our time; CPU stolen = the share of the machine's "
         "CPU time the hypervisor gave to other guests during the timed runs",
@@ -677,10 +678,12 @@ def main(argv=None) -> int:
     if args.memory_probe:
         print(json.dumps(memory_probe(args.memory_probe, args.n, args.seed)))
         return 0
+    probe_before = common.speed_probe()
     rows = run(args.n, args.repeat, args.workloads, args.threads, args.small_repeat,
                args.seed, args.slow_peer_seconds, args.slow_peer_repeat,
                log=lambda line: print(line, flush=True))
     env = environment()
+    env["speed_probe"] = f"before the run: {probe_before}; after: {common.speed_probe()}"
     memory = [] if args.no_memory or "pairs3d" not in args.workloads else (
         measure_peak_memory(args.n, args.seed, args.threads))
     print(report(rows, env, memory, args.repeat))

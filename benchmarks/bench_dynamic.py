@@ -272,6 +272,7 @@ def main(argv=None) -> int:
     unknown = sorted(set(peer_names) - set(PEERS))
     if unknown:
         parser.error(f"--peers must name peers among {sorted(PEERS)}; got {unknown}.")
+    print(f"before the run, {common.speed_probe()}")
     steal = common.StealMeter()
     rows, ok = bench_moves(n, args.steps, args.slow_steps, args.seed, peer_names)
     stolen_moves = steal.share()
@@ -290,6 +291,7 @@ def main(argv=None) -> int:
     print(f"CPU stolen by the host (the share of the machine's CPU time given to other "
           f"guests): {common.format_share(stolen_moves)} during the move + pairs workloads, "
           f"{common.format_share(steal.share())} over the whole run")
+    print(f"after the run, {common.speed_probe()}")
     return 0 if ok else 1
 
 
