@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
+import numba
 import numpy as np
 import pytest
 
@@ -286,29 +287,40 @@ def test_constraints_link_each_neighbour_once_with_disjoint_neighbours():
     assert len(found) == len(set(found)) == len(expected)
     assert set(found) == expected
     # Consecutive constraints share no particle except where one family ends and the next
-    # begins (the solver overlaps neighbours in the list).
+    # begins, in each band (the solver overlaps neighbours in the list).
     shared = [k for k in range(len(found) - 1)
               if set(cloth.constraints[k]) & set(cloth.constraints[k + 1])]
-    assert len(shared) <= 12
+    assert len(shared) <= 12 * (len(cloth._band_start) - 1)
 
 
-def test_constraint_groups_share_no_particle_and_solve_the_same_on_threads(rng):
-    cloth = Cloth(9, seed=3)
-    starts = cloth._group_start
+@pytest.mark.parametrize("size", [9, 40])
+def test_constraint_bands_share_no_particle_and_solve_the_same_on_threads(rng, size):
+    cloth = Cloth(size, seed=3)
+    starts, n_first = cloth._band_start, cloth._n_even_bands
     assert starts[0] == 0 and starts[-1] == len(cloth.constraints)
-    for begin, end in zip(starts[:-1], starts[1:], strict=True):
-        ends = cloth.constraints[begin:end].ravel()
-        assert len(np.unique(ends)) == len(ends)
+    assert 1 < n_first < len(starts) - 1
+    bands = [cloth.constraints[begin:end].ravel()
+             for begin, end in zip(starts[:-1], starts[1:], strict=True)]
+    assert all(len(band) for band in bands)
+    for half in (bands[:n_first], bands[n_first:]):
+        # Within a band particles repeat; in two bands of one half, never.
+        particles = np.concatenate([np.unique(band) for band in half])
+        assert len(np.unique(particles)) == len(particles)
     positions = cloth.positions + rng.normal(scale=0.2 * cloth.spacing,
                                              size=cloth.positions.shape)
-    sequential, parallel = positions.copy(), positions.copy()
+    sequential = positions.copy()
     kernels.solve_distances(sequential, cloth.constraints, cloth.rest_lengths,
                             cloth._share_a, cloth._share_b)
-    for n_chunks in (2, 3):
-        parallel = positions.copy()
-        kernels.solve_distances_parallel(parallel, cloth.constraints, cloth.rest_lengths,
-                                         cloth._share_a, cloth._share_b, starts, n_chunks)
-        np.testing.assert_array_equal(parallel, sequential)
+    previous_threads = numba.get_num_threads()
+    try:
+        for n_threads in range(1, numba.config.NUMBA_NUM_THREADS + 1):
+            numba.set_num_threads(n_threads)
+            parallel = positions.copy()
+            kernels.solve_distances_parallel(parallel, cloth.constraints, cloth.rest_lengths,
+                                             cloth._share_a, cloth._share_b, starts, n_first)
+            np.testing.assert_array_equal(parallel, sequential)
+    finally:
+        numba.set_num_threads(previous_threads)
     assert not np.array_equal(sequential, positions)
 
 
