@@ -19,17 +19,22 @@ from .._config import jit, jit_parallel
 
 @jit
 def predict(positions, previous, velocities, inverse_mass, gravity, dt, max_speed, ground,
-            ground_friction):
+            ground_friction, update_first):
     """Explicit step under gravity (-z) with speeds clamped to ``max_speed``, then the ground.
 
-    ``previous`` receives the positions before the step; pinned particles (inverse mass 0)
-    stay where they are. A particle that ends below height ``ground`` is put back on it and
-    loses ``ground_friction`` (0..1) of its sideways motion in this substep: with 1 it
-    sticks, which lets the cloth pile up instead of sliding away.
+    With ``update_first``, the velocities are first taken from the displacement since
+    ``previous`` (`update_velocities` of the substep before, in the same pass over the
+    particles). ``previous`` then receives the positions before the step; pinned particles
+    (inverse mass 0) stay where they are. A particle that ends below height ``ground`` is
+    put back on it and loses ``ground_friction`` (0..1) of its sideways motion in this
+    substep: with 1 it sticks, which lets the cloth pile up instead of sliding away.
     """
     max_speed2 = max_speed * max_speed
+    inverse_dt = 1.0 / dt
     for i in range(positions.shape[0]):
         for axis in range(3):
+            if update_first:
+                velocities[i, axis] = (positions[i, axis] - previous[i, axis]) * inverse_dt
             previous[i, axis] = positions[i, axis]
         if inverse_mass[i] == 0.0:
             continue

@@ -248,10 +248,11 @@ class Cloth:
         positions, previous, velocities = self.positions, self._previous, self.velocities
         clock = time.perf_counter
         ground = 0.5 * self.thickness
-        for _ in range(self.substeps):
+        for substep in range(self.substeps):
             start = clock()
+            # The velocity update of the substep before runs in the same pass.
             kernels.predict(positions, previous, velocities, self.inverse_mass, GRAVITY,
-                            self.dt, self.max_speed, ground, GROUND_FRICTION)
+                            self.dt, self.max_speed, ground, GROUND_FRICTION, substep > 0)
             self._solve_distances()
             self.times.solve += clock() - start
             if self.self_collision:
@@ -260,9 +261,9 @@ class Cloth:
                 kernels.solve_contacts(positions, previous, self.inverse_mass, self.pairs,
                                        self.thickness, self.friction, self._touching)
                 self.times.solve += clock() - start
-            start = clock()
-            kernels.update_velocities(positions, previous, velocities, self.dt)
-            self.times.solve += clock() - start
+        start = clock()
+        kernels.update_velocities(positions, previous, velocities, self.dt)
+        self.times.solve += clock() - start
         self.frame += 1
 
     def _solve_distances(self) -> None:
