@@ -169,6 +169,29 @@ def test_default_cell_size_overflows_for_clouds_with_huge_volume(n_dims):
     assert grid.query_knn(np.zeros((1, n_dims)), 3).indices.tolist() == [[2, 3, 4]]
 
 
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+def test_default_cell_size_one_far_outlier_puts_every_other_point_in_one_cell(n_dims):
+    """20,000 points in the unit cube and one at 1e6 on every axis, no cell_size given.
+
+    Expected: about four points a cell among the 20,000 (the cell size of the cloud
+    without the outlier) and exact k-nearest answers. Got: the size from the bounding box,
+    1e6 * (4 / 20,001) ** (1 / d) (5,800 in 3-D), which put the 20,000 points in one
+    cell: on a million points, `query_knn` of a million queries compared every query with
+    every point and had not ended after ten minutes.
+    """
+    rng = np.random.default_rng(n_dims)
+    points = rng.random((20_000, n_dims))
+    with_outlier = np.vstack([points, np.full((1, n_dims), 1e6)])
+    grid = Grid(with_outlier)
+    assert grid.cell_size < 1.1 * Grid(points).cell_size
+    assert grid.n_occupied_cells > 1_000
+    queries = np.vstack([rng.random((50, n_dims)), np.full((1, n_dims), 2e6)])
+    found = grid.query_knn(queries, 5)
+    indices, distances, _ = oracles.knn(with_outlier, queries, 5)
+    np.testing.assert_array_equal(found.indices, indices)
+    np.testing.assert_allclose(found.distances, distances, rtol=1e-12)
+
+
 def test_periodic_given_as_numpy_array_without_box():
     """``periodic=np.array([False, False])`` with no box is an open grid, and
     ``np.array([True, False])`` should get "`periodic` needs `box`".

@@ -119,6 +119,10 @@ PAIR_ROWS_SLACK = 4096
 PAIR_REGIONS_PER_THREAD = 4
 #: Average points per cell aimed at when no cell size is given.
 DEFAULT_POINTS_PER_CELL = 4.0
+#: The default cell size ignores this share of the points at each end of every axis...
+DEFAULT_SIZE_QUANTILE = 0.005
+#: ...in a sample of about this many points (see `_default_cell_size`).
+DEFAULT_SIZE_SAMPLE = 4096
 ALGORITHMS = ("auto", "grid", "brute")
 #: Passed where a kernel writes no distances (one specialization with or without them).
 _NO_DISTANCES = np.empty(0, dtype=np.float64)
@@ -139,7 +143,8 @@ class Grid:
     cell_size : float, optional
         Edge of the cubic cells. Choose the query radius (or the largest one) for radius
         and pair queries. Default: the size that puts about four points in a cell on
-        average over the points' bounding box, good for k-nearest queries.
+        average over the box of the points less the outermost 0.5% at each end of each
+        axis (so a few outliers do not make the cells huge), good for k-nearest queries.
     box : float or array_like of float, shape (d,), optional
         Period of each axis for periodic boundary conditions. Coordinates on periodic axes
         are wrapped into ``[0, box)`` and distances use the minimum image.
@@ -194,7 +199,7 @@ class Grid:
         # the default cell size and the origin).
         points3, lowest, highest = grid_points(coords, self._box)
         if cell_size is None:
-            cell_size = _default_cell_size(n, lowest, highest, self._box, n_dims)
+            cell_size = _default_cell_size(points3, lowest, highest, self._box, n_dims)
         self._cell_size = as_positive_scalar(cell_size, "cell_size")
         self._index_dtype = np.dtype(np.int32 if n < np.iinfo(np.int32).max else np.int64)
         with _config.threads(self._n_threads):
@@ -834,13 +839,27 @@ def _indptr(counts: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- building
-def _default_cell_size(n: int, lowest: np.ndarray, highest: np.ndarray, box: np.ndarray,
-                       n_dims: int) -> float:
-    """Cell size putting about `DEFAULT_POINTS_PER_CELL` points in a cell on average."""
+def _default_cell_size(points3: np.ndarray, lowest: np.ndarray, highest: np.ndarray,
+                       box: np.ndarray, n_dims: int) -> float:
+    """Cell size putting about `DEFAULT_POINTS_PER_CELL` points in a cell on average over
+    the box that holds all but the outermost points.
+
+    The box spans the `DEFAULT_SIZE_QUANTILE` to ``1 - DEFAULT_SIZE_QUANTILE`` quantiles
+    of every axis, taken over every ``n // DEFAULT_SIZE_SAMPLE``-th point (at most twice
+    `DEFAULT_SIZE_SAMPLE` points): over the bounding box, one point far from a million
+    others put them all in one cell, and a k-nearest query then compared every query
+    with every point. An axis whose quantiles coincide takes its whole spread.
+    """
+    n = points3.shape[0]
     if n == 0:
         return 1.0
-    extent = np.where(np.isfinite(box), box, highest - lowest)
-    extent = extent[:n_dims][extent[:n_dims] > 0]
+    sample = points3[::max(1, n // DEFAULT_SIZE_SAMPLE), :n_dims]
+    inner = (np.quantile(sample, 1.0 - DEFAULT_SIZE_QUANTILE, axis=0)
+             - np.quantile(sample, DEFAULT_SIZE_QUANTILE, axis=0))
+    spread = (highest - lowest)[:n_dims]
+    extent = np.where(np.isfinite(box[:n_dims]), box[:n_dims],
+                      np.where(inner > 0, inner, spread))
+    extent = extent[extent > 0]
     if extent.size == 0:
         return 1.0
     # In logarithms: the volume of a cloud spanning 1e150 per axis overflows float64.
