@@ -257,6 +257,50 @@ def test_one_far_outlier():
     assert_knn_matches_oracle(grid, points, np.array([[1e12, -1e12 + 1]]), 3)
 
 
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+@pytest.mark.parametrize("box", [None, 3.0])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_sparse_grids_answer_every_query_as_dense_ones(n_dims, box, n_threads, monkeypatch):
+    """The table of rows (sparse mode) against the dense lookup, on the same cells: cells
+    are numbered in row-major order both ways, so every output is the same, byte for byte.
+    Rows of cells with gaps, long rows, empty rows and ranges past the points."""
+    rng = np.random.default_rng(30 + n_dims)
+    points = rng.integers(0, 24, size=(1500, n_dims)) * 0.125
+    points = points[rng.random(len(points)) < 0.5 + 0.5 * (points[:, 0] < 1.5)]
+    queries = rng.random((300, n_dims)) * 3.6 - 0.3
+    radii = rng.random(len(points)) * 0.2
+    directions = rng.normal(size=(60, n_dims))
+
+    def every_query():
+        grid = Grid(points, 0.25, box=box, algorithm="grid", n_threads=n_threads)
+        pairs = grid.query_pairs(0.25, return_distances=True)
+        contacts = grid.query_pairs(radii=radii)
+        radius = grid.query_radius(queries, 0.3, return_distances=True, sort=False)
+        nearest = grid.query_knn(queries, 9)
+        boxes = grid.query_box(queries - 0.4, queries + 0.4, sort=False)
+        outputs = [pairs.indices, pairs.distances, contacts.indices, radius.indptr,
+                   radius.indices, radius.distances, grid.count_radius(queries, 0.55),
+                   nearest.indices, nearest.distances, boxes.indptr, boxes.indices]
+        if box is None:
+            rays = grid.query_ray(queries[:60], directions, radii * 0.5, all_hits=True)
+            first = grid.query_ray(queries[:60], directions, radii * 0.5)
+            outputs += [rays.indptr, rays.indices, rays.distances, first.indices,
+                        first.distances]
+        return grid, outputs
+
+    dense_grid, dense = every_query()
+    assert dense_grid.state.dense_lookup.shape[0] > 0
+    monkeypatch.setattr(spatialhash.grid.build, "max_dense_cells", lambda n_points: 0.0)
+    sparse_grid, sparse = every_query()
+    assert sparse_grid.state.dense_lookup.shape[0] == 0 and sparse_grid.state.hash_ids.size
+    assert len(dense[0]) > 100 and len(dense[4]) > 100
+    for expected, got in zip(dense, sparse, strict=True):
+        assert expected.dtype == got.dtype
+        np.testing.assert_array_equal(got, expected)
+    box3 = None if box is None else oracles.periods(box, None, n_dims)
+    assert_all_match_oracle(sparse_grid, points, queries[:40], 0.3, box3)
+
+
 def test_negative_coordinates():
     rng = np.random.default_rng(4)
     points = -100.0 - rng.integers(0, 40, size=(150, 3)) * 0.25

@@ -69,8 +69,9 @@ def dense_sort(points3, coords, n_cells):
 def hashed_cell_ids(coords):
     """Sparse mode: provisional occupied-cell ids in order of first appearance.
 
-    Returns ``(cell_id, unique_coords, hash_keys, hash_ids)``; the table has a power-of-two
-    capacity of at least twice the number of points, so probes stay short.
+    Returns ``(cell_id, unique_coords)``. The table of cells is scratch, with a power-of-two
+    capacity of at least twice the number of points, so probes stay short; queries probe
+    the smaller table of rows (`row_table`) instead.
     """
     n = coords.shape[0]
     capacity = 16
@@ -104,7 +105,45 @@ def hashed_cell_ids(coords):
                 cell_id[i] = found
                 break
             slot = (slot + 1) & mask
-    return cell_id, unique_coords[:n_occupied].copy(), hash_keys, hash_ids
+    return cell_id, unique_coords[:n_occupied].copy()
+
+
+@jit
+def row_table(cell_coords):
+    """Sparse mode: the table of occupied rows of cells that queries probe (`cells.find_row`).
+
+    ``cell_coords`` are the occupied cells in row-major order (x fastest), so each row of
+    cells ``(y, z)`` is one run of cell ids ``first .. end - 1``; the table maps ``(y, z)``
+    to ``first`` (``hash_ids``) and holds ``(y, z, end)`` in ``hash_keys``. Its power-of-two
+    capacity is at least twice the number of rows, so probes stay short.
+    """
+    n = cell_coords.shape[0]
+    n_rows = 0
+    for c in range(n):
+        if c == 0 or (cell_coords[c, 1] != cell_coords[c - 1, 1]
+                      or cell_coords[c, 2] != cell_coords[c - 1, 2]):
+            n_rows += 1
+    capacity = 16
+    while capacity < 2 * n_rows:
+        capacity *= 2
+    mask = capacity - 1
+    hash_keys = np.empty((capacity, 3), np.int64)
+    hash_ids = np.full(capacity, -1, np.int64)
+    slot = 0
+    for c in range(n):
+        cy = cell_coords[c, 1]
+        cz = cell_coords[c, 2]
+        if c > 0 and cy == cell_coords[c - 1, 1] and cz == cell_coords[c - 1, 2]:
+            hash_keys[slot, 2] = c + 1
+            continue
+        slot = hash_cell(cy, cz, 0, mask)
+        while hash_ids[slot] >= 0:  # rows come once each: no key to compare
+            slot = (slot + 1) & mask
+        hash_keys[slot, 0] = cy
+        hash_keys[slot, 1] = cz
+        hash_keys[slot, 2] = c + 1
+        hash_ids[slot] = c
+    return hash_keys, hash_ids
 
 
 @jit
@@ -201,7 +240,7 @@ def query_keys(state, queries, lo, hi, keys):
             keys[q] = (coords[2] * n_cells[1] + coords[1]) * n_cells[0] + coords[0]
         else:
             cell = find_cell(n_cells, state.dense_lookup, state.hash_keys, state.hash_ids,
-                             coords[0], coords[1], coords[2])
+                             state.cell_coords, coords[0], coords[1], coords[2])
             keys[q] = cell if cell >= 0 else n_keys - 1
 
 

@@ -149,8 +149,9 @@ def ring_runs(state, center, s, lowest, highest, run_bounds):
                         base = (wz * n_cells[1] + wy) * n_cells[0]
                         start, end = dense_start[base + x_lo], dense_start[base + x_hi + 1]
                     else:
-                        start, end = sparse_row_slice(n_cells, state.hash_keys, state.hash_ids,
-                                                      state.cell_start, x_lo, x_hi, wy, wz)
+                        start, end = sparse_row_slice(state.hash_keys, state.hash_ids,
+                                                      state.cell_start, state.cell_coords,
+                                                      x_lo, x_hi, wy, wz)
                     if end > start:
                         run_bounds[n_runs, 0] = start
                         run_bounds[n_runs, 1] = end

@@ -115,7 +115,7 @@ def cast_rays(state, radii, max_radius, walk_limit, origins, units, max_distance
     """
     points, order, cell_start = state.points, state.order, state.cell_start
     n_cells, dense_start = state.n_cells, state.dense_start
-    hash_keys, hash_ids = state.hash_keys, state.hash_ids
+    hash_keys, hash_ids, cell_coords = state.hash_keys, state.hash_ids, state.cell_coords
     grid_origin, inv_cell_size = state.origin, state.inv_cell_size
     n_x, n_y, n_z = n_cells[0], n_cells[1], n_cells[2]
     dense = dense_start.shape[0] > 0
@@ -189,8 +189,9 @@ def cast_rays(state, radii, max_radius, walk_limit, origins, units, max_distance
                             base = (row_z * n_y + row_y) * n_x
                             start, end = dense_start[base + x_lo], dense_start[base + x_hi + 1]
                         else:
-                            start, end = sparse_row_slice(n_cells, hash_keys, hash_ids,
-                                                          cell_start, x_lo, x_hi, row_y, row_z)
+                            start, end = sparse_row_slice(hash_keys, hash_ids, cell_start,
+                                                          cell_coords, x_lo, x_hi, row_y,
+                                                          row_z)
                         # Unsigned bounds: see `cells` (no wrap-around checks on loads).
                         for j in range(np.uint64(start), np.uint64(end)):
                             mx = ox - points[0, j]

@@ -50,9 +50,12 @@ class GridState(NamedTuple):
         are the slice ``dense_start[L0]:dense_start[L1 + 1]``: a row of cells is read with
         two loads.
     hash_keys : ndarray of int64, shape (capacity, 3) or (0, 3)
-        Sparse mode: open-addressing table of cell coordinates (``hash_ids == -1``: empty).
+        Sparse mode: open-addressing table of the occupied rows of cells: ``(y, z, end)``
+        per slot, the row's cell coordinates and one past its last occupied-cell id
+        (``hash_ids == -1``: empty slot).
     hash_ids : ndarray of int64, shape (capacity,) or (0,)
-        Sparse mode: occupied-cell id stored at each table slot.
+        Sparse mode: the first occupied-cell id of the row at each table slot (its cells
+        are ``hash_ids[s] .. hash_keys[s, 2] - 1``, ascending in x).
     """
 
     points: np.ndarray
