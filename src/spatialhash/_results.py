@@ -53,7 +53,9 @@ class Pairs:
         """The same pairs in lexicographic order of ``(indices[:, 0], indices[:, 1])``."""
         order = np.lexsort((self.indices[:, 1], self.indices[:, 0]))
         distances = None if self.distances is None else self.distances[order]
-        return Pairs(self.indices[order], distances, self.shape)
+        # `np.take`: indexing the rows with ``[order]`` took ten times longer (NumPy 2.4,
+        # 100,000 rows of two columns: 2.4 against 0.23 ms).
+        return Pairs(np.take(self.indices, order, axis=0), distances, self.shape)
 
     def to_scipy(self, symmetric: bool = False):
         """The pairs as a ``scipy.sparse.coo_array`` of ``shape``.

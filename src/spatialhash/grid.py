@@ -942,7 +942,7 @@ def _build_state(points3, lowest, highest, cell_size, box, brute, index_dtype,
         rank = np.empty(n_occupied, dtype=np.int64)
         rank[cell_order] = np.arange(n_occupied)
         build.relabel(cell_id, rank)
-        cell_coords = np.ascontiguousarray(unique[cell_order])
+        cell_coords = np.take(unique, cell_order, axis=0)  # rows: see `Pairs.sorted`
         # Queries look up rows of cells, not cells (see `cells.sparse_row_slice`).
         hash_keys, hash_ids = build.row_table(cell_coords)
         cell_start, permutation, columns = build.sort_points(points3, cell_id, n_occupied)
