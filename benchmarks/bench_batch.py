@@ -6,6 +6,11 @@ Run from the repository root::
     python benchmarks/bench_batch.py --quick         # n = 20,000: a check that it all works
     python benchmarks/bench_batch.py --workloads pairs3d knn --threads 2 --output-json out.json
 
+Workloads: all pairs among uniform points in 3-D and 2-D, in a periodic box and on a
+clustered cloud; radius queries and k nearest of as many query points; all pairs among 5,000
+points, called many times; and the radius and k-nearest workloads again with one point moved
+to 1e6 on every axis (``*_outlier``), which the grid covers with its sparse form.
+
 Method
 ------
 - Peers: scipy ``cKDTree`` always; scikit-learn ``NearestNeighbors`` (kd-tree), vesin and
@@ -59,7 +64,9 @@ QUICK_N = 20_000
 SMALL_PAIRS_N = 5_000
 KNN_K = 16
 WORKLOAD_NAMES = ("pairs3d", "pairs2d", "pairs3d_periodic", "pairs3d_clustered", "radius",
-                  "knn", "small_pairs")
+                  "knn", "small_pairs", "radius_outlier", "knn_outlier")
+#: Where the outlier workloads put their first point: far from the unit cube on every axis.
+OUTLIER = 1e6
 #: Importable module of each optional peer.
 OPTIONAL_PEERS = {"scikit-learn": "sklearn", "vesin": "vesin", "freud": "freud"}
 #: Fraction of the free memory a peer's answer may be estimated to need.
@@ -131,6 +138,14 @@ def make_workload(name: str, n: int, seed: int, small_repeat: int) -> Workload:
     if name == "knn":
         return Workload(name, "knn", common.uniform_points(n, 3, seed),
                         queries=common.uniform_points(n, 3, seed + 1), k=KNN_K)
+    if name in ("radius_outlier", "knn_outlier"):
+        # The radius and knn workloads with one point far away: the grid cannot cover the
+        # box of the points with a dense array, so it takes its sparse (hashed) form.
+        workload = make_workload(name.removesuffix("_outlier"), n, seed, small_repeat)
+        points = workload.points.copy()
+        points[0] = OUTLIER
+        workload.name, workload.points = name, points
+        return workload
     if name == "small_pairs":
         return Workload(name, "pairs", common.uniform_points(SMALL_PAIRS_N, 3, seed),
                         r=common.radius_for_neighbors_3d(SMALL_PAIRS_N), repeat=small_repeat)
