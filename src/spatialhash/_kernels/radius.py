@@ -28,6 +28,7 @@ from .cells import (
     run_buffers,
     runs_capacity,
     sort_row,
+    sparse_row_slice,
     wrap_whole_axes,
 )
 from .indirect import kernel_caller
@@ -82,38 +83,48 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
         x_lo, y_lo, z_lo = first[0], first[1], first[2]
         x_hi, y_hi, z_hi = last[0], last[1], last[2]
         n_rows = (y_hi - y_lo + 1) * (z_hi - z_lo + 1)
-        if (dense and 0 <= x_lo <= x_hi < nx - wrap_x and 0 <= y_lo <= y_hi < ny - wrap_y
+        if (0 <= x_lo <= x_hi < nx - wrap_x and 0 <= y_lo <= y_hi < ny - wrap_y
                 and 0 <= z_lo <= z_hi < nz - wrap_z
                 and n_rows * (x_hi - x_lo + 1) <= n_occupied):
-            # Inside the box of a dense grid, touching no periodic axis's ends. Queries
-            # taken in cell order mostly share their block of cells (with cells of size r,
-            # always the 3 x 3 x 3 around their own): its points are gathered once, in the
-            # order of `cells.gather_runs`' runs, and each query scans them in one long
-            # loop (row by row, the loops' set-up and scalar remainders cost more than the
-            # distances).
+            # Inside the box of cells, touching no periodic axis's ends. Queries taken in
+            # cell order mostly share their block of cells (with cells of size r, always
+            # the 3 x 3 x 3 around their own): its points are gathered once, in the order
+            # of `cells.gather_runs`' runs, and each query scans them in one long loop (row
+            # by row, the loops' set-up and scalar remainders cost more than the
+            # distances). A dense grid reads a row's slice with two loads, a sparse one
+            # with `sparse_row_slice`, once per block (sparse grids took the general path
+            # below: 1,000,000 queries among 1,000,000 points and one far outlier, counted
+            # in 0.66 -> 0.47 s and answered in 1.75 -> 1.19 s, one process, alternated).
             if (x_lo != block[0] or y_lo != block[1] or z_lo != block[2]
                     or x_hi != block[3] or y_hi != block[4] or z_hi != block[5]):
+                if n_rows > run_bounds.shape[0]:
+                    run_bounds, run_shifts = run_buffers(n_rows)
                 n_near = 0
+                r = 0
                 for z in range(z_lo, z_hi + 1):
                     for y in range(y_lo, y_hi + 1):
-                        row = (z * ny + y) * nx
-                        n_near += dense_start[row + x_hi + 1] - dense_start[row + x_lo]
+                        if dense:
+                            row = (z * ny + y) * nx
+                            row_lo, row_hi = dense_start[row + x_lo], dense_start[row + x_hi + 1]
+                        else:
+                            row_lo, row_hi = sparse_row_slice(hash_keys, hash_ids, cell_start,
+                                                              cell_coords, x_lo, x_hi, y, z)
+                        run_bounds[r, 0], run_bounds[r, 1] = row_lo, row_hi
+                        n_near += row_hi - row_lo
+                        r += 1
                 if n_near > near_x.shape[0]:
                     near_x = np.empty(n_near, np.float64)
                     near_y = np.empty(n_near, np.float64)
                     near_z = np.empty(n_near, np.float64)
                     near_j = np.empty(n_near, np.int64)
                 k = 0
-                for z in range(z_lo, z_hi + 1):
-                    for y in range(y_lo, y_hi + 1):
-                        row = (z * ny + y) * nx
-                        for j in range(np.uint64(dense_start[row + x_lo]),
-                                       np.uint64(dense_start[row + x_hi + 1])):
-                            near_x[k] = points[0, j]
-                            near_y[k] = points[1, j]
-                            near_z[k] = points[2, j]
-                            near_j[k] = j
-                            k += 1
+                for r in range(n_rows):
+                    for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
+                        near_x[k] = points[0, j]
+                        near_y[k] = points[1, j]
+                        near_z[k] = points[2, j]
+                        near_j[k] = j
+                        k += 1
                 block[0], block[1], block[2] = x_lo, y_lo, z_lo
                 block[3], block[4], block[5] = x_hi, y_hi, z_hi
             start = positions[q] if write else 0
