@@ -16,7 +16,7 @@ would hold more cells than there are occupied cells (a sparse grid around a far 
 grid of very few cells), the occupied cells not yet visited are scanned directly instead,
 which bounds the work per query by the number of occupied cells.
 
-Rings 0 and 1 of a query inside a dense grid are read together, as one block of cells
+Rings 0 and 1 of a query inside the box of cells are read together, as one block of cells
 whose points are gathered once for all the queries of a cell (queries go in cell order):
 the distances then come from one vectorized loop (`gathered_block` says when; the heap
 gets the same candidates, so the result is the same). Ad hoc, both versions alternately
@@ -24,7 +24,10 @@ in one process, two threads, query only: 1e6 queries in 3-D 3.41 -> 3.22 s, 300,
 2-D 0.663 -> 0.624 s. The heap's offers, not the distances, took most of the time, so the
 block's rows are gathered nearest first (the query's own row, then those beside it, then
 the diagonal ones): the heap fills with near points and later ones rarely displace its
-top (the same measurement: 3.27 -> 2.52 s in 3-D, 0.636 -> 0.615 s in 2-D).
+top (the same measurement: 3.27 -> 2.52 s in 3-D, 0.636 -> 0.615 s in 2-D). Sparse grids
+(an outlier far away) gather the block too, finding its rows in the table of rows: 300,000
+queries among 1e6 points and one at 1e6, query only, 1.40 -> 1.12 s (dense: 0.85 s; one
+process, both versions alternated, medians of 6).
 """
 
 from __future__ import annotations
@@ -218,6 +221,7 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
     highest = np.empty(3, np.int64)
     run_bounds, _ = run_buffers(64)
     n_cells, dense_start = state.n_cells, state.dense_start
+    dense = dense_start.shape[0] > 0
     nx, ny = n_cells[0], n_cells[1]
     # The points of the block of cells around the last query's cell (rings 0 and 1: 3 x 3
     # x 3 inside the grid), gathered once for the queries of that cell (`gathered_block`).
@@ -237,35 +241,42 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
         first_ring, last_ring = ring_limits(state, (qx, qy, qz), center, u, lowest, highest)
         size = 0
         next_ring = first_ring
-        if gathered_block(n_cells, box, dense_start.shape[0], n_occupied, center, lowest,
-                          highest, first_ring, last_ring, block_lo, block_hi):
+        if gathered_block(n_cells, box, n_occupied, center, lowest, highest, first_ring,
+                          last_ring, block_lo, block_hi):
             if (block_lo[0] != block[0] or block_lo[1] != block[1] or block_lo[2] != block[2]
                     or block_hi[0] != block[3] or block_hi[1] != block[4]
                     or block_hi[2] != block[5]):
+                # Rows nearest the query's cell first (its own, then those beside it, then
+                # the diagonal ones): the heap fills with near points early, and fewer
+                # later candidates displace its top. A dense grid reads a row's slice with
+                # two loads, a sparse one with `sparse_row_slice`, once per block.
+                n_rows = 0
                 n_near = 0
-                for z in range(block_lo[2], block_hi[2] + 1):
-                    for y in range(block_lo[1], block_hi[1] + 1):
+                for rank in range(ROW_OFFSETS.shape[0]):
+                    z = center[2] + ROW_OFFSETS[rank, 0]
+                    y = center[1] + ROW_OFFSETS[rank, 1]
+                    if not (block_lo[2] <= z <= block_hi[2] and block_lo[1] <= y <= block_hi[1]):
+                        continue
+                    if dense:
                         row = (z * ny + y) * nx
-                        n_near += (dense_start[row + block_hi[0] + 1]
-                                   - dense_start[row + block_lo[0]])
+                        row_lo = dense_start[row + block_lo[0]]
+                        row_hi = dense_start[row + block_hi[0] + 1]
+                    else:
+                        row_lo, row_hi = sparse_row_slice(
+                            state.hash_keys, state.hash_ids, state.cell_start,
+                            state.cell_coords, block_lo[0], block_hi[0], y, z)
+                    run_bounds[n_rows, 0], run_bounds[n_rows, 1] = row_lo, row_hi
+                    n_near += row_hi - row_lo
+                    n_rows += 1
                 if n_near > near_x.shape[0]:
                     near_x = np.empty(n_near, np.float64)
                     near_y = np.empty(n_near, np.float64)
                     near_z = np.empty(n_near, np.float64)
                     near_index = np.empty(n_near, order.dtype)
                     near_d2 = np.empty(n_near, np.float64)
-                # Rows nearest the query's cell first (its own, then those beside it, then
-                # the diagonal ones): the heap fills with near points early, and fewer
-                # later candidates displace its top.
                 e = 0
-                for rank in range(ROW_OFFSETS.shape[0]):
-                    z = center[2] + ROW_OFFSETS[rank, 0]
-                    y = center[1] + ROW_OFFSETS[rank, 1]
-                    if not (block_lo[2] <= z <= block_hi[2] and block_lo[1] <= y <= block_hi[1]):
-                        continue
-                    row = (z * ny + y) * nx
-                    for j in range(np.uint64(dense_start[row + block_lo[0]]),
-                                   np.uint64(dense_start[row + block_hi[0] + 1])):
+                for r in range(n_rows):
+                    for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
                         near_x[e] = points[0, j]
                         near_y[e] = points[1, j]
                         near_z[e] = points[2, j]
@@ -339,16 +350,16 @@ _check_knn_queries, _call_knn_queries = kernel_caller(knn_queries)
 
 
 @jit
-def gathered_block(n_cells, box, n_dense, n_occupied, center, lowest, highest, first_ring,
+def gathered_block(n_cells, box, n_occupied, center, lowest, highest, first_ring,
                    last_ring, block_lo, block_hi):
     """Whether a query's rings 0 and 1 are read as one gathered block of cells, from
-    ``block_lo`` to ``block_hi`` per axis (set here): a dense grid, the query inside the
-    box of cells, no periodic wrap (on a periodic axis the query's cell has both
+    ``block_lo`` to ``block_hi`` per axis (set here): the query inside the box of cells
+    (dense or sparse), no periodic wrap (on a periodic axis the query's cell has both
     neighbours, and the axis at least 5 cells, so that no other image of a block point is
     nearer: a difference within the block is under 2 cells, at most half the box), and
     at most as many cells in the block as are occupied (else the ring loop would scan
     every cell at ring 1)."""
-    if n_dense == 0 or first_ring != 0 or last_ring < 1:
+    if first_ring != 0 or last_ring < 1:
         return False
     volume = 1
     for axis in range(3):
