@@ -317,7 +317,7 @@ def test_entry_sort_is_the_same_for_any_chunk_count(n_buckets):
 @pytest.mark.parametrize("seed", range(3))
 def test_bulk_moves_on_all_threads_leave_the_same_storage(monkeypatch, seed):
     """A bulk move of most objects (bucket lists dropped) runs on all threads from
-    `PARALLEL_MIN_ENTRIES` objects; it must leave every array as the sequential move does:
+    `PARALLEL_MIN_MOVES` objects; it must leave every array as the sequential move does:
     rows, levels, counts per level and boxes of cells (min/max, sums)."""
     import spatialhash.dynamic as dynamic_module
 
@@ -325,7 +325,7 @@ def test_bulk_moves_on_all_threads_leave_the_same_storage(monkeypatch, seed):
     worlds = []
     for threshold in (0, 2**62):
         hash_, _ = mixed_scene(seed, 400)
-        monkeypatch.setattr(dynamic_module, "PARALLEL_MIN_ENTRIES", threshold)
+        monkeypatch.setattr(dynamic_module, "PARALLEL_MIN_MOVES", threshold)
         step = np.random.default_rng(seed + 10)
         for _ in range(3):
             centres = (step.integers(-60, 60, (400, 3)) / 4.0)

@@ -62,7 +62,7 @@ ms on one core). What is left, per step of the benchmark's 100,000 boxes (one co
 time, loaded machine): the cross-level lookups, 13-21 ms; the sort, 10-11 ms;
 copying records, 3.1 ms (4.7-4.9 ms before its loop took unsigned indices), and the
 same-level sweep, 5.4 ms; a bulk move of everything, 5-6 ms
-(which runs on all threads from `PARALLEL_MIN_ENTRIES` objects once the bucket lists are
+(which runs on all threads from `PARALLEL_MIN_MOVES` objects once the bucket lists are
 dropped, `_kernels/dynamic_move.py`). Wall-clock per step (1% / 10% / 100% moved, medians
 of 11 in two runs, two threads, load average about 0.8): 35-41 / 47-49 / 57-58 ms before
 the round that parallelized the sort, 32-34 / 38-40 / 40 ms after; the whole
@@ -155,9 +155,13 @@ LEVEL_RATIO = 4.0
 #: rather than updating them in place.
 RELINK_FRACTION = 0.25
 #: `query_pairs` runs its sweep on all threads from this many (object, cell) entries on,
-#: its sort from this many slots, and `move_many` its bulk moves from this many objects
-#: (below, a parallel region's start costs more than it saves).
+#: and its sort from this many slots (below, a parallel region's start costs more than it
+#: saves).
 PARALLEL_MIN_ENTRIES = 20_000
+#: `move_many` moves objects on all threads from this many on, when the bucket lists are
+#: dropped (10,000 of the benchmark's 100,000 boxes: 1.61 -> 1.16 ms against a threshold
+#: of 20,000, one process, alternated, medians of 38 steps).
+PARALLEL_MIN_MOVES = 2_000
 #: `query_pairs` finds the pairs of a finer and a coarser level from the coarser side
 #: (each coarse object reads the finer cells it covers) when that takes at most this many
 #: times as many probes as the finer level has objects (each of which would look up the
@@ -729,7 +733,7 @@ class DynamicHash:
         lists_read, self._lists_read = self._lists_read, False
         if m > RELINK_FRACTION * len(self) or not lists_read:
             self._status[0] = 0
-            if m >= PARALLEL_MIN_ENTRIES:
+            if m >= PARALLEL_MIN_MOVES:
                 dynamic_move.move_many_unlinked(self._storage, self._changed, slots, rows,
                                                 spheres, numba.get_num_threads())
                 return
