@@ -50,10 +50,11 @@ group of constraints sharing no particle, took 0.47 ms a pass against 0.38). The
 hoc, 164,000 pairs, order alternated: 1.35 -> 0.99 ms and 0.66 -> 0.41 ms). The rest is
 sequential: the contact pass is
 Gauss-Seidel over pairs that share particles. Per frame (ad hoc, seed 0, two threads,
-quiet machine): `query_pairs` 5.1 ms, the constraint pass 3.4 ms, the list filters 3.6 ms,
-the grid build 2.0 ms, the contact pass 1.6 ms, the bounds 0.8 ms, the rest 0.9 ms: 18.3
-ms in all against 16.7 ms of real time (before the list filters ran on every thread); runs
-of the demo vary from 18.8 to 25.8 ms.
+each kernel call timed, after the constraints went into bands): `query_pairs` 4.2 ms, the
+constraint pass 3.1 ms, the list filters 2.8 ms, the contact pass 1.7 ms, the grid build
+1.6 ms, the bounds 0.6 ms, the prediction 0.6 ms, the rest 1.1 ms: 15.7 ms in all against
+16.7 ms of real time; the demo's own runs gave 16.4 ms in a fast phase of the machine and
+21-22 ms in a slow one.
 
 Measuring "passing through". `Cloth.count_crossings` meshes the grid into triangles and
 counts edges that pierce a triangle (candidates from the spatial hash); a surface that has
