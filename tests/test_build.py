@@ -67,6 +67,30 @@ def test_parallel_build_leaves_sparse_and_large_boxes_to_the_sequential_build(mo
     assert not calls
 
 
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+@pytest.mark.parametrize("periodic", [False, True])
+def test_parallel_sparse_build_equals_sequential_build(periodic, monkeypatch):
+    """A sparse grid (an outlier on an open axis) sorts its points on every thread once
+    its cells are numbered: the same state, byte for byte."""
+    points = rng.integers(0, 40, size=(5000, 3)) * 0.05
+    points[::7] += 0.013  # several points a cell, some cells with one
+    points[17] = [3e6, 1.0, 1.0]
+    options = {"box": [4.0, 4.0, 4.0], "periodic": [False, True, True]} if periodic else {}
+    sequential = Grid(points, 0.1, n_threads=1, **options).state
+    assert sequential.hash_ids.size > 0  # sparse
+    monkeypatch.setattr(spatialhash.grid, "PARALLEL_MIN_POINTS", 0)
+    calls = []
+    original = spatialhash.grid.build_parallel.sort_points_parallel
+    monkeypatch.setattr(spatialhash.grid.build_parallel, "sort_points_parallel",
+                        lambda *args: calls.append(1) or original(*args))
+    parallel = Grid(points, 0.1, n_threads=2, **options).state
+    assert calls, "the parallel sort did not run"
+    for field in sequential._fields:
+        expected, got = getattr(sequential, field), getattr(parallel, field)
+        assert got.dtype == expected.dtype, field
+        assert np.array_equal(got, expected), field
+
+
 @pytest.mark.parametrize("layout", ["dense", "sparse", "periodic"])
 def test_parallel_query_order_and_gather_equal_the_sequential_ones(layout):
     points = rng.random((3000, 3))

@@ -885,7 +885,8 @@ def _build_state(points3, lowest, highest, cell_size, box, brute, index_dtype,
     ``lowest`` and ``highest`` are the smallest and largest coordinate per axis (the origin
     of open axes, and the extent of the box of cells). With ``parallel``, a dense grid
     whose counts fit `PARALLEL_BUILD_MAX_COUNTS_PER_POINT` is sorted on every thread
-    (`build_parallel`): the same state, byte for byte.
+    (`build_parallel`), and so are the points of a sparse one once its cells are
+    numbered: the same state, byte for byte.
     """
     n = points3.shape[0]
     is_periodic = np.isfinite(box)
@@ -946,7 +947,11 @@ def _build_state(points3, lowest, highest, cell_size, box, brute, index_dtype,
         cell_coords = np.take(unique, cell_order, axis=0)  # rows: see `Pairs.sorted`
         # Queries look up rows of cells, not cells (see `cells.sparse_row_slice`).
         hash_keys, hash_ids = build.row_table(cell_coords)
-        cell_start, permutation, columns = build.sort_points(points3, cell_id, n_occupied)
+        if parallel and n_threads > 1 and _histograms_fit(n_threads, n_occupied, n):
+            cell_start, permutation, columns = build_parallel.sort_points_parallel(
+                points3, cell_id, n_occupied, n_threads)
+        else:
+            cell_start, permutation, columns = build.sort_points(points3, cell_id, n_occupied)
     return _grid_state(columns, permutation, index_dtype, origin, size, inv_size, n_cells,
                        box, cell_start, cell_coords, dense_lookup, dense_start, hash_keys,
                        hash_ids)

@@ -136,7 +136,7 @@ def row_table(cell_coords):
     while capacity < 2 * n_rows:
         capacity *= 2
     mask = capacity - 1
-    hash_keys = np.empty((capacity, 3), np.int64)
+    hash_keys = np.zeros((capacity, 3), np.int64)  # zeros: the same bytes on every build
     hash_ids = np.full(capacity, -1, np.int64)
     slot = 0
     for c in range(n):

@@ -94,6 +94,35 @@ def build_dense_parallel(points3, origin, inv_cell_size, n_periodic, n_cells, n_
 
 
 @jit_parallel
+def sort_points_parallel(points3, cell_id, n_occupied, n_chunks):
+    """`build.sort_points` on every thread (the sparse build): the same ``(cell_start,
+    permutation, columns)``, a stable counting sort being unique, from per-chunk
+    histograms of the cell ids (``n_chunks`` times ``n_occupied`` counts). A million
+    points and one far outlier, the whole build: 0.186 -> 0.154 s (two threads, one
+    process, alternated, medians of 10)."""
+    n = cell_id.shape[0]
+    counts = chunk_histograms(cell_id, n_occupied, n_chunks)
+    # counts[k, cell] becomes where chunk k writes its first point of `cell`.
+    cell_start = np.empty(n_occupied + 1, np.int64)
+    total = 0
+    for cell in range(n_occupied):
+        cell_start[cell] = total
+        for k in range(n_chunks):
+            count = counts[k, cell]
+            counts[k, cell] = total
+            total += count
+    cell_start[n_occupied] = total
+    permutation = chunk_scatter(cell_id, counts)
+    columns = np.empty((3, n), np.float64)
+    for s in prange(n):
+        i = permutation[s]
+        columns[0, s] = points3[i, 0]
+        columns[1, s] = points3[i, 1]
+        columns[2, s] = points3[i, 2]
+    return cell_start, permutation, columns
+
+
+@jit_parallel
 def query_order_parallel(state, queries, n_chunks):
     """`build.query_order` on every thread: the same permutation (a stable counting sort
     is unique), from per-chunk histograms of the keys (``n_chunks`` times their count)."""
