@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._config import jit_parallel
+from .._config import jit, jit_parallel
 from .build import query_key_count, query_keys
 from .cells import floor_to_int
 
@@ -54,22 +54,15 @@ def build_dense_parallel(points3, origin, inv_cell_size, n_periodic, n_cells, n_
     counts = chunk_histograms(linear, n_linear, n_chunks)
 
     # counts[k, key] becomes where chunk k writes its first point of cell `key`.
-    dense_start = np.empty(n_linear + 1, np.int64)
+    dense_start = chunk_starts(counts)
     dense_lookup = np.empty(n_linear, np.int64)
     n_occupied = 0
-    total = 0
     for key in range(n_linear):
-        dense_start[key] = total
-        for k in range(n_chunks):
-            count = counts[k, key]
-            counts[k, key] = total
-            total += count
-        if total > dense_start[key]:
+        if dense_start[key + 1] > dense_start[key]:
             dense_lookup[key] = n_occupied
             n_occupied += 1
         else:
             dense_lookup[key] = -1
-    dense_start[n_linear] = total
 
     cell_start = np.empty(n_occupied + 1, np.int64)
     cell_coords = np.empty((n_occupied, 3), np.int64)
@@ -83,43 +76,52 @@ def build_dense_parallel(points3, origin, inv_cell_size, n_periodic, n_cells, n_
     cell_start[n_occupied] = n
 
     permutation = chunk_scatter(linear, counts)
-
-    columns = np.empty((3, n), np.float64)
-    for s in prange(n):
-        i = permutation[s]
-        columns[0, s] = points3[i, 0]
-        columns[1, s] = points3[i, 1]
-        columns[2, s] = points3[i, 2]
-    return cell_start, permutation, columns, dense_lookup, dense_start, cell_coords
+    return (cell_start, permutation, gather_columns_parallel(points3, permutation),
+            dense_lookup, dense_start, cell_coords)
 
 
-@jit_parallel
+@jit  # its parallel loops are in the kernels it calls
 def sort_points_parallel(points3, cell_id, n_occupied, n_chunks):
     """`build.sort_points` on every thread (the sparse build): the same ``(cell_start,
     permutation, columns)``, a stable counting sort being unique, from per-chunk
     histograms of the cell ids (``n_chunks`` times ``n_occupied`` counts). A million
     points and one far outlier, the whole build: 0.186 -> 0.154 s (two threads, one
     process, alternated, medians of 10)."""
-    n = cell_id.shape[0]
     counts = chunk_histograms(cell_id, n_occupied, n_chunks)
-    # counts[k, cell] becomes where chunk k writes its first point of `cell`.
-    cell_start = np.empty(n_occupied + 1, np.int64)
-    total = 0
-    for cell in range(n_occupied):
-        cell_start[cell] = total
-        for k in range(n_chunks):
-            count = counts[k, cell]
-            counts[k, cell] = total
-            total += count
-    cell_start[n_occupied] = total
+    cell_start = chunk_starts(counts)
     permutation = chunk_scatter(cell_id, counts)
+    return cell_start, permutation, gather_columns_parallel(points3, permutation)
+
+
+@jit
+def chunk_starts(counts):
+    """Turn ``counts[k, key]`` (`chunk_histograms`) into where chunk ``k`` puts its first
+    item of ``key`` in a stable sort by key; returns the start of each key's run (with
+    the total at the end), shape ``(n_keys + 1,)``."""
+    n_chunks, n_keys = counts.shape
+    key_start = np.empty(n_keys + 1, np.int64)
+    total = 0
+    for key in range(n_keys):
+        key_start[key] = total
+        for k in range(n_chunks):
+            count = counts[k, key]
+            counts[k, key] = total
+            total += count
+    key_start[n_keys] = total
+    return key_start
+
+
+@jit_parallel
+def gather_columns_parallel(points3, permutation):
+    """`build.gather_columns` on every thread."""
+    n = permutation.shape[0]
     columns = np.empty((3, n), np.float64)
     for s in prange(n):
         i = permutation[s]
         columns[0, s] = points3[i, 0]
         columns[1, s] = points3[i, 1]
         columns[2, s] = points3[i, 2]
-    return cell_start, permutation, columns
+    return columns
 
 
 @jit_parallel
@@ -133,13 +135,7 @@ def query_order_parallel(state, queries, n_chunks):
     for k in prange(n_chunks):
         query_keys(state, queries, k * chunk, min(m, (k + 1) * chunk), keys)
     counts = chunk_histograms(keys, n_keys, n_chunks)
-    # counts[k, key] becomes where chunk k puts its first query of `key`.
-    total = 0
-    for key in range(n_keys):
-        for k in range(n_chunks):
-            count = counts[k, key]
-            counts[k, key] = total
-            total += count
+    chunk_starts(counts)
     return chunk_scatter(keys, counts)
 
 
