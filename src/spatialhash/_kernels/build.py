@@ -157,10 +157,9 @@ def row_table(cell_coords):
 
 @jit
 def relabel(values, new_label):
-    """``values[i] = new_label[values[i]]`` in place, skipping negative (empty) entries."""
+    """``values[i] = new_label[values[i]]`` in place (the sparse build's cell ids)."""
     for i in range(values.shape[0]):
-        if values[i] >= 0:
-            values[i] = new_label[values[i]]
+        values[i] = new_label[values[i]]
 
 
 @jit

@@ -44,12 +44,12 @@ machine: 1 (one list) 25.9 and 27.4 ms; 0.5: 21.6 and 22.4 ms; 0.4: 24.2 and 26.
 Threads. The constraints come in bands of rows, and bands two apart share no particle,
 so `solve_distances_parallel` runs the even bands at once, then the odd ones, with the
 same result as one thread, bit for bit (two parallel regions a pass; twelve, one per
-group of constraints sharing no particle, took 0.47 ms a pass against 0.38). The neighbour search's
-`query_pairs` runs on every thread too, and so do the list filters (`split_contacts` and
-`pairs_within`, by chunks whose kept rows are then moved together: the same lists; ad
-hoc, 164,000 pairs, order alternated: 1.35 -> 0.99 ms and 0.66 -> 0.41 ms). The rest is
-sequential: the contact pass is
-Gauss-Seidel over pairs that share particles. Per frame (ad hoc, seed 0, two threads,
+group of constraints sharing no particle, took 0.47 ms a pass against 0.38, ad hoc). The
+neighbour search's `query_pairs` runs on every thread too, and so do the list filters
+(`split_contacts` and `pairs_within`, by chunks whose kept rows are then moved together:
+the same lists; ad hoc, 164,000 pairs, order alternated: 1.35 -> 0.99 ms and 0.66 -> 0.41
+ms). The rest is sequential: the contact pass is Gauss-Seidel over pairs that share
+particles. Per frame (ad hoc, seed 0, two threads,
 each kernel call timed, after the constraints went into bands): `query_pairs` 4.2 ms, the
 constraint pass 3.1 ms, the list filters 2.8 ms, the contact pass 1.7 ms, the grid build
 1.6 ms, the bounds 0.6 ms, the prediction 0.6 ms, the rest 1.1 ms: 15.7 ms in all against
