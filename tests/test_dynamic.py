@@ -162,6 +162,22 @@ def test_single_moves_that_stay_in_cells_and_that_leave_them():
     assert hash_.query_box([5, 5, 5], [6, 6, 6]).tolist() == []
 
 
+def test_buffered_moves_apply_in_order_and_turn_spheres_into_boxes():
+    """Single moves wait in a buffer: an id moved three times ends at its last move, and a
+    sphere moved as a box is a box again (its sphere bit flagged for the pair sort)."""
+    hash_ = DynamicHash(1.0, n_dims=2)
+    hash_.insert("s", [0.0, 0.0], radius=0.5)
+    hash_.insert("b", [0.4, 0.4], [0.45, 0.45])
+    assert hash_.query_pairs().tolist() == []  # the box misses the disc, not its bounds
+    for x in (5.0, 9.0, 0.2):
+        hash_.move("s", [x, x], [x + 0.1, x + 0.1])
+    hash_.move("b", [3.0, 3.0], [3.5, 3.5])
+    hash_.move("b", [0.25, 0.25], [0.4, 0.4])
+    assert sorted(hash_.query_box([0.0, 0.0], [0.3, 0.3])) == ["b", "s"]
+    assert hash_.query_box([4.0, 4.0], [10.0, 10.0]).tolist() == []
+    assert {frozenset(pair) for pair in hash_.query_pairs().tolist()} == {frozenset("sb")}
+
+
 def test_bulk_move_of_everything_then_local_queries():
     """Large bulk moves drop the bucket lists; the next local query rebuilds them."""
     rng = np.random.default_rng(2)

@@ -133,6 +133,7 @@ object array in unspecified order.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
 
@@ -331,8 +332,11 @@ class DynamicHash:
     def _apply_moves(self) -> None:
         """Apply the single moves buffered by `move`, in the order they were made."""
         if self._pending:
-            rows = np.array(self._pending, dtype=np.float64)
-            self._pending = []
+            pending, self._pending = self._pending, []
+            # Flattened by `fromiter`: NumPy's `array` of a list of tuples took 0.67 us a
+            # row against 0.39 (ad hoc, 65,536 rows).
+            rows = np.fromiter(itertools.chain.from_iterable(pending), dtype=np.float64,
+                               count=7 * len(pending)).reshape(-1, 7)
             storage_kernels.place_rows(self._storage, self._changed, rows)
 
     # ------------------------------------------------------------------ properties

@@ -212,12 +212,18 @@ def place_one(storage, slot, x0, y0, z0, x1, y1, z1, cx, cy, cz, radius):
 def place_rows(storage, changed, rows):
     """Single moves buffered by `DynamicHash.move`, applied in order: row ``k`` is
     ``(slot, x0, y0, z0, x1, y1, z1)``, a box or point (slots are exact in float64 below
-    2**53). Each is `place_one`, so a slot moved twice ends where its last move put it."""
-    for k in range(rows.shape[0]):
-        slot = np.int64(rows[k, 0])
-        if place_one(storage, slot, rows[k, 1], rows[k, 2], rows[k, 3], rows[k, 4],
-                     rows[k, 5], rows[k, 6], 0.0, 0.0, 0.0, -1.0):
-            changed[slot] = 1
+    2**53). One `place_many` over the rows, which applies them one after the other, so a
+    slot moved twice ends where its last move put it. (`place_one` per row, which unpacks
+    the storage at every call, took 0.6-0.8 us a row against 0.45-0.5, ad hoc, 65,536
+    random rows among 100,000 boxes.)"""
+    m = rows.shape[0]
+    slots = np.empty(m, np.int64)
+    new_bounds = np.empty((m, 6))
+    for k in range(m):
+        slots[k] = np.int64(rows[k, 0])
+        for axis in range(6):
+            new_bounds[k, axis] = rows[k, axis + 1]
+    place_many(storage, changed, slots, new_bounds, np.empty((0, 4)), False)
 
 
 @jit
