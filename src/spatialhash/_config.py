@@ -8,9 +8,7 @@ plain-NumPy oracles that use the same arithmetic, and reassociation would break 
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
 
 import numba
 from numba.core import types
@@ -77,15 +75,23 @@ def check_n_threads(n_threads: int | None) -> int | None:
     return n_threads
 
 
-@contextlib.contextmanager
-def threads(n_threads: int | None) -> Iterator[None]:
-    """Run the body with numba's thread count set to ``n_threads`` (``None``: unchanged)."""
-    if n_threads is None:
-        yield
-        return
-    previous = numba.get_num_threads()
-    numba.set_num_threads(n_threads)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(previous)
+class threads:  # noqa: N801 (used as a function: ``with threads(n):``)
+    """Run the body with numba's thread count set to ``n_threads`` (``None``: unchanged).
+
+    A class rather than a generator context manager: entering and leaving cost about 0.5
+    us instead of 4, paid twice by a grid built and queried every frame."""
+
+    __slots__ = ("_n_threads", "_previous")
+
+    def __init__(self, n_threads: int | None) -> None:
+        self._n_threads = n_threads
+        self._previous = None
+
+    def __enter__(self) -> None:
+        if self._n_threads is not None:
+            self._previous = numba.get_num_threads()
+            numba.set_num_threads(self._n_threads)
+
+    def __exit__(self, *exc_info) -> None:
+        if self._n_threads is not None:
+            numba.set_num_threads(self._previous)

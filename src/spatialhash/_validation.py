@@ -21,6 +21,8 @@ def _describe(array: np.ndarray) -> str:
 
 def as_float_array(value, name: str) -> np.ndarray:
     """``value`` as a float64 ndarray (a copy only when needed); rejects non-real dtypes."""
+    if type(value) is np.ndarray and value.dtype == np.float64:
+        return value  # the common case, without the dtype checks (a few us a call)
     try:
         array = np.asarray(value)
     except Exception as error:  # ragged lists and the like
