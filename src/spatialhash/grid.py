@@ -136,6 +136,8 @@ _NO_POSITIONS = np.empty(0, dtype=np.int64)
 #: The hash table of a dense grid.
 _NO_HASH_KEYS = np.empty((0, N_AXES), dtype=np.int64)
 _NO_HASH_IDS = np.empty(0, dtype=np.int64)
+#: The dense lookup and starts of a sparse grid.
+_NO_DENSE_LOOKUP = np.empty(0, dtype=np.int64)
 
 
 class Grid:
@@ -914,26 +916,25 @@ def _build_state(points3, lowest, highest, cell_size, box, brute, index_dtype,
         else:
             size[axis] = np.inf if brute else cell_size * (1 + CELL_SIZE_MARGIN)
     inv_size = 1.0 / size
+    # The cell coordinate of the largest coordinate is the largest cell coordinate (the
+    # same arithmetic, monotone), so the box of cells is known before any pass.
+    n_cells = np.array([
+        n_periodic[axis] if n_periodic[axis] > 0 else
+        floor_to_int((highest[axis] - origin[axis]) * inv_size[axis]) + 1
+        for axis in range(N_AXES)
+    ], dtype=np.int64)
+    n_linear = float(np.prod(n_cells.astype(np.float64)))
     n_threads = numba.get_num_threads() if parallel else 1
-    if n_threads > 1:
-        # The cell coordinate of the largest coordinate is the largest cell coordinate (the
-        # same arithmetic, monotone), so the box of cells is known before any pass.
-        n_cells = np.array([
-            n_periodic[axis] if n_periodic[axis] > 0 else
-            floor_to_int((highest[axis] - origin[axis]) * inv_size[axis]) + 1
-            for axis in range(N_AXES)
-        ], dtype=np.int64)
-        n_linear = float(np.prod(n_cells.astype(np.float64)))
-        if n_linear <= build.max_dense_cells(n) and _histograms_fit(n_threads, n_linear, n):
-            (cell_start, permutation, columns, dense_lookup, dense_start,
-             cell_coords) = build_parallel.build_dense_parallel(
-                points3, origin, inv_size, n_periodic, n_cells, n_threads)
-            return _grid_state(columns, permutation, index_dtype, origin, size, inv_size,
-                               n_cells, box, cell_start, cell_coords, dense_lookup,
-                               dense_start, _NO_HASH_KEYS, _NO_HASH_IDS)
-    (dense, n_cells, coords, cell_start, permutation, columns, dense_lookup, dense_start,
-     cell_coords) = build.build_cells(points3, origin, inv_size, n_periodic,
-                                      build.max_dense_cells(n))
+    if n_linear <= build.max_dense_cells(n):
+        if n_threads > 1 and _histograms_fit(n_threads, n_linear, n):
+            built = build_parallel.build_dense_parallel(points3, origin, inv_size,
+                                                        n_periodic, n_cells, n_threads)
+        else:
+            built = build.dense_build(points3, origin, inv_size, n_periodic, n_cells)
+        cell_start, permutation, columns, dense_lookup, dense_start, cell_coords = built
+        return _grid_state(columns, permutation, index_dtype, origin, size, inv_size,
+                           n_cells, box, cell_start, cell_coords, dense_lookup, dense_start,
+                           _NO_HASH_KEYS, _NO_HASH_IDS)
     # Only open axes can exceed it: periodic ones were checked above.
     if n_cells.max() > MAX_CELLS_PER_AXIS:
         axis = int(np.argmax(n_cells > MAX_CELLS_PER_AXIS))
@@ -942,25 +943,24 @@ def _build_state(points3, lowest, highest, cell_size, box, brute, index_dtype,
             f"need {float(n_cells[axis]):.3g} cells along axis {axis} (at most 2**52). "
             "Use a larger cell_size."
         )
-    hash_keys, hash_ids = _NO_HASH_KEYS, _NO_HASH_IDS
-    if not dense:
-        cell_id, unique = build.hashed_cell_ids(coords)
-        n_occupied = unique.shape[0]
-        cell_order = np.lexsort((unique[:, 0], unique[:, 1], unique[:, 2]))
-        rank = np.empty(n_occupied, dtype=np.int64)
-        rank[cell_order] = np.arange(n_occupied)
-        build.relabel(cell_id, rank)
-        cell_coords = np.take(unique, cell_order, axis=0)  # rows: see `Pairs.sorted`
-        # Queries look up rows of cells, not cells (see `cells.sparse_row_slice`).
-        hash_keys, hash_ids = build.row_table(cell_coords)
-        if n_threads > 1 and _histograms_fit(n_threads, n_occupied, n):
-            cell_start, permutation, columns = build_parallel.sort_points_parallel(
-                points3, cell_id, n_occupied, n_threads)
-        else:
-            cell_start, permutation, columns = build.sort_points(points3, cell_id, n_occupied)
+    coords, _ = build.cell_coords_of(points3, origin, inv_size, n_periodic)
+    cell_id, unique = build.hashed_cell_ids(coords)
+    n_occupied = unique.shape[0]
+    cell_order = np.lexsort((unique[:, 0], unique[:, 1], unique[:, 2]))
+    rank = np.empty(n_occupied, dtype=np.int64)
+    rank[cell_order] = np.arange(n_occupied)
+    build.relabel(cell_id, rank)
+    cell_coords = np.take(unique, cell_order, axis=0)  # rows: see `Pairs.sorted`
+    # Queries look up rows of cells, not cells (see `cells.sparse_row_slice`).
+    hash_keys, hash_ids = build.row_table(cell_coords)
+    if n_threads > 1 and _histograms_fit(n_threads, n_occupied, n):
+        cell_start, permutation, columns = build_parallel.sort_points_parallel(
+            points3, cell_id, n_occupied, n_threads)
+    else:
+        cell_start, permutation, columns = build.sort_points(points3, cell_id, n_occupied)
     return _grid_state(columns, permutation, index_dtype, origin, size, inv_size, n_cells,
-                       box, cell_start, cell_coords, dense_lookup, dense_start, hash_keys,
-                       hash_ids)
+                       box, cell_start, cell_coords, _NO_DENSE_LOOKUP, _NO_DENSE_LOOKUP,
+                       hash_keys, hash_ids)
 
 
 def _grid_state(columns, permutation, index_dtype, origin, size, inv_size, n_cells, box,

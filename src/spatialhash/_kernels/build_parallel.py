@@ -3,7 +3,7 @@
 A stable counting sort is unique: whatever way the points are cut into chunks, sorting
 them by cell and keeping equal keys in index order gives one permutation. So the chunks
 may follow the thread count and the grid is still identical, byte for byte, to the one
-the sequential `build.build_cells` makes.
+the sequential `build.dense_build` makes.
 
 The sort is by the cell's linear index in the box of cells (row-major, x fastest), whose
 order is that of the occupied-cell ids. Four passes:
@@ -36,7 +36,7 @@ def build_dense_parallel(points3, origin, inv_cell_size, n_periodic, n_cells, n_
     ``n_cells`` must cover every point's cell coordinate (the caller derives it from the
     largest coordinate with the same arithmetic); periodic axes (``n_periodic > 0``) clamp
     as in `build.cell_coords_of`. Returns ``(cell_start, permutation, columns,
-    dense_lookup, dense_start, cell_coords)``, equal to `build.build_cells`'s.
+    dense_lookup, dense_start, cell_coords)``, equal to `build.dense_build`'s.
     """
     n = points3.shape[0]
     nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
