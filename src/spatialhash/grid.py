@@ -7,12 +7,13 @@ per axis (1-D and 2-D points are padded to three axes with zeros, so one set of 
 serves every dimension). The occupied cells are numbered in row-major order of their
 coordinates and the points are sorted by cell with a stable counting sort: ``cell_start``
 gives each cell's slice of the sorted points and ``order`` maps a sorted point back to the
-caller's index. The sorted copy keeps every cell's points contiguous in memory. The box
-of cells is known before any pass (the largest coordinate has the largest cell
-coordinate), so a dense build sorts by each point's linear cell index, computed in its
-counting pass, and stores no per-point coordinates. Large dense grids are sorted on every thread (per-thread histograms of the box of cells, then
-each thread scatters its share of the points); a stable counting sort is unique, so the
-grid is the same, byte for byte, whatever the thread count.
+caller's index. The sorted copy keeps every cell's points contiguous in memory. The box of
+cells is known before any pass (the largest coordinate has the largest cell coordinate), so
+a dense build sorts by each point's linear cell index, computed in its counting pass, and
+stores no per-point coordinates. Large dense grids are sorted on every thread (per-thread
+histograms of the box of cells, then each thread scatters its share of the points); a
+stable counting sort is unique, so the grid is the same, byte for byte, whatever the thread
+count.
 
 Finding a cell. There are no world bounds. When the box of cells spanned by the points is
 small next to the number of points (at most ``max(4 n, 65536)`` cells), a dense array maps

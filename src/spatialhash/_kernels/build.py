@@ -9,6 +9,20 @@ from .cells import find_cell, floor_to_int, hash_cell
 
 
 @jit
+def linear_cell(points3, i, origin, inv_cell_size, n_periodic, n_cells):
+    """Linear index, in the box of ``n_cells`` cells (x fastest), of the cell of point
+    ``i``: the arithmetic of `cell_coords_of`, periodic axes (``n_periodic > 0``) clamped
+    the same way."""
+    key = np.int64(0)
+    for axis in range(2, -1, -1):
+        c = floor_to_int((points3[i, axis] - origin[axis]) * inv_cell_size[axis])
+        if n_periodic[axis] > 0:
+            c = min(max(c, 0), n_periodic[axis] - 1)
+        key = key * n_cells[axis] + c
+    return key
+
+
+@jit
 def dense_build(points3, origin, inv_cell_size, n_periodic, n_cells):
     """Dense mode: the whole build of ``points3`` (n, 3) into the box of ``n_cells`` cells.
 
@@ -31,12 +45,7 @@ def dense_build(points3, origin, inv_cell_size, n_periodic, n_cells):
     linear = np.empty(n, np.int64)
     dense_start = np.zeros(n_linear + 1, np.int64)
     for i in range(n):
-        key = np.int64(0)
-        for axis in range(2, -1, -1):
-            c = floor_to_int((points3[i, axis] - origin[axis]) * inv_cell_size[axis])
-            if n_periodic[axis] > 0:
-                c = min(max(c, 0), n_periodic[axis] - 1)
-            key = key * n_cells[axis] + c
+        key = linear_cell(points3, i, origin, inv_cell_size, n_periodic, n_cells)
         linear[i] = key
         dense_start[key + 1] += 1
     dense_lookup = np.empty(n_linear, np.int64)

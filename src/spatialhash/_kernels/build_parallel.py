@@ -25,8 +25,7 @@ import numpy as np
 from numba import prange
 
 from .._config import jit, jit_parallel
-from .build import query_key_count, query_keys
-from .cells import floor_to_int
+from .build import linear_cell, query_key_count, query_keys
 
 
 @jit_parallel
@@ -43,13 +42,7 @@ def build_dense_parallel(points3, origin, inv_cell_size, n_periodic, n_cells, n_
     n_linear = nx * ny * nz
     linear = np.empty(n, np.int64)
     for i in prange(n):
-        key = np.int64(0)
-        for axis in range(2, -1, -1):
-            c = floor_to_int((points3[i, axis] - origin[axis]) * inv_cell_size[axis])
-            if n_periodic[axis] > 0:
-                c = min(max(c, 0), n_periodic[axis] - 1)
-            key = key * n_cells[axis] + c
-        linear[i] = key
+        linear[i] = linear_cell(points3, i, origin, inv_cell_size, n_periodic, n_cells)
 
     counts = chunk_histograms(linear, n_linear, n_chunks)
 
