@@ -971,16 +971,10 @@ class DynamicHash:
                 break
             scratch["pairs"] = np.empty((dynamic_pairs.N_CHUNKS * (int(1.25 * most) + 16), 2),
                                         np.int64)
+        if self._n_other_ids == 0:
+            return dynamic_pairs.chunk_pairs_as_ids(pairs, counts, self._slot_key)
         slots = np.concatenate([pairs[c * per_chunk : c * per_chunk + counts[c]]
                                 for c in range(dynamic_pairs.N_CHUNKS)])
-        if self._n_other_ids == 0:
-            ids = self._slot_key[slots]
-            # Columnwise minimum and maximum: swapping the rows picked by a mask cost
-            # four times as much (ad hoc, 50,000 pairs: 2.15 -> 0.48 ms with the lookup).
-            ordered = np.empty_like(ids)
-            np.minimum(ids[:, 0], ids[:, 1], out=ordered[:, 0])
-            np.maximum(ids[:, 0], ids[:, 1], out=ordered[:, 1])
-            return ordered
         out = np.empty((len(slots), 2), dtype=object)
         id_of = self._id_of
         for i, (a, b) in enumerate(slots.tolist()):

@@ -471,3 +471,25 @@ def pairs_chunks_parallel(bounds, spheres, meta, inv_size, filtered, used_levels
         down_chunk(np.int64(chunk), bounds, spheres, meta, inv_size, filtered, used_levels,
                    inverted, scan_ratio, bucket_start, codes, records, coarse_codes,
                    coarse_records, pairs, counts)
+
+
+@jit
+def chunk_pairs_as_ids(pairs, counts, slot_key):
+    """The pairs the chunks wrote (chunk ``c`` in rows ``c * per_chunk`` on, ``counts[c]``
+    of them), in chunk order, as integer ids with the smaller first: shape (n_pairs, 2).
+
+    One pass; NumPy's concatenation, id lookup and columnwise minimum and maximum took 0.45
+    ms for 50,000 pairs (ad hoc, back to back).
+    """
+    per_chunk = pairs.shape[0] // counts.shape[0]
+    out = np.empty((counts.sum(), 2), np.int64)
+    row = 0
+    for chunk in range(counts.shape[0]):
+        base = chunk * per_chunk
+        for k in range(base, base + counts[chunk]):
+            a = slot_key[pairs[k, 0]]
+            b = slot_key[pairs[k, 1]]
+            out[row, 0] = min(a, b)
+            out[row, 1] = max(a, b)
+            row += 1
+    return out
