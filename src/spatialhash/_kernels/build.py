@@ -336,7 +336,8 @@ def pad_columns(points, padded):
 def pad_with_bounds(points, padded):
     """`pad_columns` and `bounds` in one pass, and a finiteness test: returns ``(lowest,
     highest, poison)``, where ``poison`` is NaN when some value is NaN or infinite (the sum
-    of ``x * 0``, so the loop needs no branch) and 0 otherwise. Zeros for no points.
+    of ``x * 0``, so the loop needs no branch) and 0 otherwise. Zeros for no points. An
+    empty ``padded`` (no rows) asks for the bounds and the test only, without the copy.
 
     One compiled call instead of NumPy's ``isfinite`` and two kernels: a grid of 5,000
     points is built in a few hundred microseconds, and each of those cost 10-30 us.
@@ -349,10 +350,12 @@ def pad_with_bounds(points, padded):
         return lowest, highest, poison
     for axis in range(d):
         lowest[axis] = highest[axis] = points[0, axis]
+    copy = padded.shape[0] > 0
     for i in range(n):
         for axis in range(3):
             x = points[i, axis] if axis < d else 0.0
-            padded[i, axis] = x
+            if copy:
+                padded[i, axis] = x
             lowest[axis] = min(lowest[axis], x)
             highest[axis] = max(highest[axis], x)
             poison += x * 0.0

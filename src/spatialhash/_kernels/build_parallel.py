@@ -42,7 +42,9 @@ def build_dense_parallel(points3, origin, inv_cell_size, n_periodic, n_cells, n_
     n_linear = nx * ny * nz
     linear = np.empty(n, np.int64)
     for i in prange(n):
-        linear[i] = linear_cell(points3, i, origin, inv_cell_size, n_periodic, n_cells)
+        # As int64: a `prange` index is unsigned, and the helper would compile twice.
+        linear[i] = linear_cell(points3, np.int64(i), origin, inv_cell_size, n_periodic,
+                                n_cells)
 
     counts = chunk_histograms(linear, n_linear, n_chunks)
 
