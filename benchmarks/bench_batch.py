@@ -71,7 +71,8 @@ OUTLIER = 1e6
 OPTIONAL_PEERS = {"scikit-learn": "sklearn", "vesin": "vesin", "freud": "freud"}
 #: Fraction of the free memory a peer's answer may be estimated to need.
 MEMORY_FRACTION = 0.6
-#: Our small_pairs median must stay well under this many seconds.
+#: Our small_pairs median must stay well under this many seconds (the report says which
+#: side of it a run fell on).
 SMALL_PAIRS_TARGET_S = 1e-3
 
 
@@ -623,9 +624,11 @@ def small_pairs_line(rows: list[dict]) -> str | None:
     for row in rows:
         if row["workload"] == "small_pairs":
             microseconds = row["ours_s"] * 1e6
-            verdict = "met" if row["ours_s"] < SMALL_PAIRS_TARGET_S else "NOT MET"
+            # The target is "well under" a millisecond: this run only says which side of
+            # it the median fell on.
+            side = "under" if row["ours_s"] < SMALL_PAIRS_TARGET_S else "NOT under"
             return (f"small_pairs ({row['n']:,} points): ours median {microseconds:,.0f} us "
-                    f"over {row['ours_runs']} runs; target well under 1,000 us: {verdict}")
+                    f"over {row['ours_runs']} runs: {side} 1,000 us (target: well under)")
     return None
 
 
