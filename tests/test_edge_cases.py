@@ -441,6 +441,22 @@ def test_read_only_input():
                                   oracles.box(points, lower, upper)[1])
 
 
+def test_read_only_3d_points_are_built_from_a_copy():
+    """Writable open (n, 3) float64 points are built from directly (no copy); read-only
+    ones are copied, so that no build kernel is compiled again for read-only arrays."""
+    from numba.core import types
+
+    from spatialhash._kernels import build
+
+    points = np.random.default_rng(14).random((300, 3))
+    points.flags.writeable = False
+    grid = Grid(points, 0.2, algorithm="grid")
+    np.testing.assert_array_equal(grid.query_pairs(0.2).sorted().indices,
+                                  oracles.pairs(points, 0.2)[0])
+    for signature in build.dense_build.signatures:
+        assert not any(isinstance(arg, types.Array) and not arg.mutable for arg in signature)
+
+
 @pytest.mark.parametrize("box", [None, 2.0])
 def test_inputs_are_never_modified(box):
     rng = np.random.default_rng(13)
