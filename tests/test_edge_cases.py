@@ -447,9 +447,13 @@ def test_read_only_3d_points_are_built_from_a_copy():
     from numba.core import types
 
     from spatialhash._kernels import build
+    from spatialhash._validation import grid_points
 
     points = np.random.default_rng(14).random((300, 3))
+    open_box = np.full(3, np.inf)
+    assert grid_points(points, open_box)[0] is points
     points.flags.writeable = False
+    assert grid_points(points, open_box)[0] is not points
     grid = Grid(points, 0.2, algorithm="grid")
     np.testing.assert_array_equal(grid.query_pairs(0.2).sorted().indices,
                                   oracles.pairs(points, 0.2)[0])
