@@ -78,8 +78,9 @@ def check_n_threads(n_threads: int | None) -> int | None:
 class threads:  # noqa: N801 (used as a function: ``with threads(n):``)
     """Run the body with numba's thread count set to ``n_threads`` (``None``: unchanged).
 
-    A class rather than a generator context manager: entering and leaving cost about 0.5
-    us instead of 4, paid twice by a grid built and queried every frame."""
+    A class rather than a generator context manager: entering and leaving with ``None``
+    took 0.6-0.9 us against 2.0-2.4 (ad hoc, timeit), paid twice by a grid built and
+    queried every frame."""
 
     __slots__ = ("_n_threads", "_previous")
 
