@@ -86,6 +86,20 @@ def test_searches_agree_on_a_settled_pile():
             keys(system.copy(search=search).candidate_pairs(), 800), reference)
 
 
+def test_every_search_hands_the_solver_int32_pairs():
+    # The hash search passes the library's int32 indices on unconverted and the baselines
+    # write int32 too, so the step's solver is compiled for one type of pairs.
+    system = ParticleSystem(300, seed=2)
+    for search in SEARCHES:
+        clone = system.copy(search=search)
+        assert clone.candidate_pairs().dtype == np.int32
+        clone.step()
+    pair_types = {str(signature[0]) for signature in _particle_kernels.sweep_order.signatures}
+    assert pair_types == {"array(int32, 2d, C)"}
+    # The public function keeps its int64 result.
+    assert find_contacts([[0.0, 0.0], [0.5, 0.0]], [0.5, 0.5]).dtype == np.int64
+
+
 @pytest.mark.parametrize("search", SEARCHES)
 def test_search_edge_cases(search):
     # One particle; two coincident ones; zero radii touching only when coincident.
