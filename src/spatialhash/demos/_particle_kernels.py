@@ -4,8 +4,7 @@ Arrays and scalars in, arrays out; no validation. Positions are (n, 2) C-contigu
 pairs (n_pairs, 2) int32 (the library's index type for fewer than 2**31 particles). A pair
 ``(i, j)`` is in contact when ``dx * dx + dy * dy <= (radii[i] + radii[j]) ** 2`` with
 ``dx = x_i - x_j``: the arithmetic of the library's ``query_pairs(radii=...)``, so the three
-searches of the demo find exactly
-the same pairs, ties included.
+searches of the demo find exactly the same pairs, ties included.
 
 The searches write at most ``out.shape[0]`` pairs and return how many there are; a caller
 whose buffer was too small grows it and calls again (buffers live across steps, so the hot
