@@ -1,0 +1,257 @@
+"""Before and after: workloads timed on two versions of spatialhash, batch by batch.
+
+Run from the repository root::
+
+    python benchmarks/bench_ab.py --base HEAD~1
+    python benchmarks/bench_ab.py --base 1a2b3c4 --workloads particles pairs5k --gap-ms 5
+
+The base version (``--base``, any git revision) is checked out into a temporary git
+worktree; the other version is this checkout's ``src``, uncommitted changes included. Each
+version runs in a process of its own (its ``src`` first on ``sys.path``), which stays up
+for the whole workload: the two processes take turns, ``--rounds`` times, each timing one
+batch of ``--calls`` calls while the other waits, the one going first swapping every round.
+A round's two batches run within a fraction of a second of each other, so both meet the
+same phase of a machine whose speed drifts (on the development machine, the same call's
+median over 200 calls swung from 0.95 to 1.8 ms within seconds, in one process). The table
+gives each version's median over its batches' medians and the median, over rounds, of the
+ratio of the two batches of a round, with its quartiles. After each batch both versions
+report a digest of their last answer; versions whose answers differ are not compared (exit
+status 1). Before any timing, each process makes untimed calls (which fill or load its
+version's numba cache).
+
+Why processes: two copies of the package imported in one process under different names
+gave implausible timings for the batch grid (session 13: the copy of the old code took
+2,057 us for the pairs of 5,000 points, where separate processes took 1,440-1,577 us).
+
+``--gap-ms`` sleeps that long before each call, as a simulation's step does between two
+searches: a call after a pause finds its data gone from the caches and costs more.
+
+Workloads: ``pairs5k`` and ``pairs5k_2d`` (build and all pairs of 5,000 uniform points, 30
+expected neighbours in 3-D, 20 in 2-D), ``build5k`` (the build alone), ``particles`` (the
+particle demo's search on its pile of 5,000 discs after 600 steps, made once by this
+checkout's demo), ``dynamic1``, ``dynamic10``, ``dynamic100`` (steps of `bench_dynamic`:
+100,000 boxes, that percentage moved, then all overlapping pairs; both processes make the
+same steps, outside the timed calls).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+BENCHMARKS = Path(__file__).resolve().parent
+REPOSITORY = BENCHMARKS.parent
+sys.path.insert(0, str(BENCHMARKS))
+import _common as common  # noqa: E402 (the benchmarks folder, put on the path above)
+
+WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "particles", "dynamic1", "dynamic10",
+             "dynamic100")
+#: Untimed calls a process makes before its first batch.
+WARM_CALLS = 20
+
+
+# ---------------------------------------------------------------------- child process
+def _pair_digest(pairs) -> str:
+    """Digest of a pair set, whatever the order of its rows."""
+    indices = np.asarray(pairs.indices if hasattr(pairs, "indices") else pairs, np.int64)
+    keys = np.sort(indices[:, 0] * (int(indices.max(initial=0)) + 1) + indices[:, 1])
+    return hashlib.sha1(keys.tobytes()).hexdigest()[:12]
+
+
+def _workload(name: str, inputs: str):
+    """``(next_arguments, call, digest)`` for workload ``name``: ``call(*next_arguments())``
+    runs it once (only the call is timed) and ``digest(result)`` names its answer."""
+    from spatialhash import Grid
+
+    none = lambda: ()  # noqa: E731 (the same arguments every call: none)
+    if name in ("pairs5k", "pairs5k_2d", "build5k"):
+        n_dims = 2 if name.endswith("2d") else 3
+        points = common.uniform_points(5_000, n_dims, seed=0)
+        r = (common.radius_for_neighbors_2d(5_000) if n_dims == 2
+             else common.radius_for_neighbors_3d(5_000))
+        if name == "build5k":
+            return none, lambda: Grid(points, cell_size=r), lambda grid: str(grid.n_points)
+        return none, lambda: Grid(points, cell_size=r).query_pairs(r), _pair_digest
+    if name == "particles":
+        pile = np.load(inputs)
+        positions, radii = pile["positions"], pile["search_radii"]
+        reach = 2.0 * float(radii.max())
+        return none, lambda: Grid(positions, cell_size=reach).query_pairs(radii=radii), \
+            _pair_digest
+    import bench_dynamic
+
+    n = 100_000
+    lower, sizes = bench_dynamic.make_boxes(n, 0, bench_dynamic.WORLD)
+    world = bench_dynamic.Ours(lower, sizes)
+    m = max(1, round(int(name.removeprefix("dynamic")) / 100 * n))
+    rng = np.random.default_rng(1)
+    current = lower.copy()
+
+    def next_step():
+        # As `bench_dynamic.make_steps`, one step at a time (a step's corners take 1.6 MB).
+        ids = np.sort(rng.choice(n, m, replace=False)) if m < n else np.arange(n)
+        current[ids] += rng.uniform(-0.5, 0.5, (m, 2))
+        return ids, current.copy()
+
+    world.step(*next_step())
+    return next_step, world.step, _pair_digest
+
+
+def child(args: argparse.Namespace) -> int:
+    """Serve batches: each line on stdin asks for that many timed calls; each answer is a
+    line of JSON, the batch's median in microseconds and the digest of its last answer."""
+    sys.path.insert(0, args.src)
+    import spatialhash
+
+    if not Path(spatialhash.__file__).resolve().is_relative_to(Path(args.src).resolve()):
+        raise RuntimeError(f"imported {spatialhash.__file__}, not the version in {args.src}")
+    next_arguments, call, digest = _workload(args.workload, args.inputs)
+    for _ in range(WARM_CALLS):
+        call(*next_arguments())
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        times, result = [], None
+        for _ in range(int(line)):
+            arguments = next_arguments()
+            if args.gap_ms:
+                time.sleep(args.gap_ms / 1e3)
+            start = time.perf_counter()
+            result = call(*arguments)
+            times.append(time.perf_counter() - start)
+        print(json.dumps({"median_us": common.median(times) * 1e6, "digest": digest(result)}),
+              flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------------- parent process
+class Version:
+    """A child process serving one version's batches of one workload."""
+
+    def __init__(self, src: str, workload: str, gap_ms: float, inputs: str) -> None:
+        command = [sys.executable, __file__, "--child", "--src", src, "--workload", workload,
+                   "--gap-ms", str(gap_ms), "--inputs", inputs]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True, bufsize=1)
+        self._read()
+
+    def batch(self, calls: int) -> dict:
+        self.process.stdin.write(f"{calls}\n")
+        return self._read()
+
+    def _read(self) -> dict:
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the process of {self.process.args[4]} ended early "
+                               f"(exit status {self.process.wait()})")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def make_particle_pile(path: str) -> None:
+    """The particle demo's pile of 5,000 discs after 600 steps (this checkout's demo)."""
+    sys.path.insert(0, str(REPOSITORY / "src"))
+    from spatialhash.demos.particles import ParticleSystem
+
+    system = ParticleSystem(5_000, seed=0)
+    for _ in range(600):
+        system.step()
+    np.savez(path, positions=system.positions, search_radii=system.radii + system.skin)
+
+
+def parent(args: argparse.Namespace) -> int:
+    base = subprocess.run(["git", "rev-parse", "--short", args.base], cwd=REPOSITORY,
+                          capture_output=True, text=True, check=True).stdout.strip()
+    with tempfile.TemporaryDirectory(prefix="spatialhash-ab-") as scratch:
+        worktree = os.path.join(scratch, "base")
+        subprocess.run(["git", "worktree", "add", "--detach", worktree, base],
+                       cwd=REPOSITORY, capture_output=True, check=True)
+        try:
+            return compare(args, base, os.path.join(worktree, "src"), scratch)
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", worktree],
+                           cwd=REPOSITORY, capture_output=True, check=False)
+
+
+def compare(args: argparse.Namespace, base: str, base_src: str, scratch: str) -> int:
+    sources = {f"base {base}": base_src, "this checkout": str(REPOSITORY / "src")}
+    inputs = os.path.join(scratch, "pile.npz")
+    if "particles" in args.workloads:
+        make_particle_pile(inputs)
+    print(common.speed_probe())
+    rows, differ = [], False
+    for workload in args.workloads:
+        start = time.perf_counter()
+        versions = {label: Version(src, workload, args.gap_ms, inputs)
+                    for label, src in sources.items()}
+        print(f"{workload}: processes ready in {time.perf_counter() - start:.1f} s "
+              "(numba caches filled or loaded, warm-up calls)")
+        medians = {label: [] for label in versions}
+        ratios = []
+        steal = common.StealMeter()
+        try:
+            for k in range(args.rounds):
+                order = list(versions) if k % 2 == 0 else list(versions)[::-1]
+                seen = {label: versions[label].batch(args.calls) for label in order}
+                if len({answer["digest"] for answer in seen.values()}) > 1:
+                    differ = True
+                    rows.append([workload, "", "", f"answers differ in round {k}", ""])
+                    break
+                for label, answer in seen.items():
+                    medians[label].append(answer["median_us"])
+                before, after = (seen[label]["median_us"] for label in versions)
+                ratios.append(after / before)
+            else:
+                quartiles = np.percentile(ratios, [25, 50, 75])
+                rows.append([workload, *(f"{common.median(values):,.0f}"
+                                         for values in medians.values()),
+                             f"{quartiles[1]:.3f} ({quartiles[0]:.3f}-{quartiles[2]:.3f})",
+                             common.format_share(steal.share())])
+        finally:
+            for version in versions.values():
+                version.close()
+    print(f"\nmicroseconds: median over {args.rounds} rounds of each batch's median of "
+          f"{args.calls} calls; {args.gap_ms:g} ms of sleep before each call\n")
+    print(common.markdown_table(["workload", *sources, "after / before, per round (quartiles)",
+                                 "CPU stolen"], rows))
+    print(common.speed_probe())
+    return 1 if differ else 0
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--base", default="HEAD", help="git revision to compare against")
+    parser.add_argument("--workloads", nargs="+", choices=WORKLOADS,
+                        default=["pairs5k", "particles", "dynamic10"])
+    parser.add_argument("--rounds", type=int, default=40, help="batches per version")
+    parser.add_argument("--calls", type=int, default=25, help="timed calls per batch")
+    parser.add_argument("--gap-ms", type=float, default=0.0,
+                        help="sleep before each timed call, in milliseconds")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--src", help=argparse.SUPPRESS)
+    parser.add_argument("--workload", choices=WORKLOADS, help=argparse.SUPPRESS)
+    parser.add_argument("--inputs", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.rounds < 1 or args.calls < 1 or args.gap_ms < 0:
+        parser.error("--rounds and --calls must be at least 1, --gap-ms at least 0")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    return child(args) if args.child else parent(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
