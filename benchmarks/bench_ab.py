@@ -31,7 +31,8 @@ expected neighbours in 3-D, 20 in 2-D), ``build5k`` (the build alone), ``particl
 particle demo's search on its pile of 5,000 discs after 600 steps, made once by this
 checkout's demo), ``dynamic1``, ``dynamic10``, ``dynamic100`` (steps of `bench_dynamic`:
 100,000 boxes, that percentage moved, then all overlapping pairs; both processes make the
-same steps, outside the timed calls).
+same steps, outside the timed calls), ``dynamic3d10`` (the same in 3-D, 10% moved, boxes
+in a cube of side `WORLD_3D`).
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ sys.path.insert(0, str(BENCHMARKS))
 import _common as common  # noqa: E402 (the benchmarks folder, put on the path above)
 
 WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "particles", "dynamic1", "dynamic10",
-             "dynamic100")
+             "dynamic100", "dynamic3d10")
+#: Side of the cube of `dynamic3d10`'s boxes: 0.1 box a unit of volume.
+WORLD_3D = 100.0
 #: Untimed calls a process makes before its first batch.
 WARM_CALLS = 20
 
@@ -70,7 +73,7 @@ def _pair_digest(pairs) -> str:
 def _workload(name: str, inputs: str):
     """``(next_arguments, call, digest)`` for workload ``name``: ``call(*next_arguments())``
     runs it once (only the call is timed) and ``digest(result)`` names its answer."""
-    from spatialhash import Grid
+    from spatialhash import DynamicHash, Grid
 
     none = lambda: ()  # noqa: E731 (the same arguments every call: none)
     if name in ("pairs5k", "pairs5k_2d", "build5k"):
@@ -90,16 +93,31 @@ def _workload(name: str, inputs: str):
     import bench_dynamic
 
     n = 100_000
-    lower, sizes = bench_dynamic.make_boxes(n, 0, bench_dynamic.WORLD)
-    world = bench_dynamic.Ours(lower, sizes)
-    m = max(1, round(int(name.removeprefix("dynamic")) / 100 * n))
+    if name == "dynamic3d10":
+        # `bench_dynamic.make_boxes` in 3-D: the same three classes of sizes.
+        rng = np.random.default_rng(0)
+        kind = rng.random(n)
+        side = np.where(kind < 0.9, rng.uniform(0.5, 1.5, n), np.where(
+            kind < 0.99, rng.uniform(2.0, 6.0, n), rng.uniform(10.0, 30.0, n)))
+        sizes = side[:, None] * rng.uniform(0.5, 1.0, (n, 3))
+        lower = rng.random((n, 3)) * WORLD_3D
+        world = bench_dynamic.Ours.__new__(bench_dynamic.Ours)
+        world.sizes = sizes
+        world.hash = DynamicHash(bench_dynamic.CELL_SIZE, n_dims=3, capacity=n)
+        world.hash.insert_many(np.arange(n), lower, lower + sizes)
+        percent = 10
+    else:
+        lower, sizes = bench_dynamic.make_boxes(n, 0, bench_dynamic.WORLD)
+        world = bench_dynamic.Ours(lower, sizes)
+        percent = int(name.removeprefix("dynamic"))
+    m = max(1, round(percent / 100 * n))
     rng = np.random.default_rng(1)
     current = lower.copy()
 
     def next_step():
         # As `bench_dynamic.make_steps`, one step at a time (a step's corners take 1.6 MB).
         ids = np.sort(rng.choice(n, m, replace=False)) if m < n else np.arange(n)
-        current[ids] += rng.uniform(-0.5, 0.5, (m, 2))
+        current[ids] += rng.uniform(-0.5, 0.5, (m, current.shape[1]))
         return ids, current.copy()
 
     world.step(*next_step())
