@@ -5,9 +5,16 @@ Sort. Every (object, cell) entry is sorted by bucket with a counting sort
 that a bucket is one contiguous run. An entry is a code, ``slot <<
 10 | level << 4 | sphere << 3 | offset``: ``offset`` has bit ``axis`` set when the cell is
 not the object's lowest on that axis. Buckets keep space local: a bucket is a hash of the
-tile of 4 x 4 x 4 cells plus the cell's place in the tile (`tile_bucket`), so neighbouring
-cells sit in neighbouring buckets, and the objects met one after the other in the sweep look
-up the same coarse cells. Each run's bounding boxes are copied next to the codes
+tile of 8 x 8 cells of one plane plus the cell's place in the tile (`tile_bucket`), so
+neighbouring cells sit in neighbouring buckets, and the objects met one after the other in
+the sweep look up the same coarse cells. Tiles of 8 x 8 x 1 cells replaced 4 x 4 x 4 in
+session 14 (`benchmarks/bench_ab.py`, the two versions taking turns, 30 rounds of 10 steps,
+the same pairs): a step of `bench_dynamic`'s 100,000 2-D boxes took 0.91 / 0.92 / 0.91
+times as long with 1% / 10% / 100% moved, and its 3-D version (``dynamic3d10``) 0.80
+times. Against 8 x 8 x 4, the 3-D step took 0.79 times as long with 8 x 8 x 1, 0.81 with
+8 x 8 x 2, 0.92 with 8 x 8 x 8, 0.80 with 16 x 16 x 4 (2-D steps do not see the z extent;
+16 x 16 tiles made them 1.04 times as long). Why deep tiles cost so much in 3-D was not
+found out. Each run's bounding boxes are copied next to the codes
 (`records`, chunk by chunk in the sweep), so the sweep reads memory in order. A candidate
 whose box overlaps is checked to be in the same cell (a bucket may hold several) with its
 lowest cell recomputed from its record, exactly as `object_cells` computed it; ``meta``
@@ -134,6 +141,9 @@ SPHERE_BIT = 8
 LEVEL_SHIFT = 4
 LEVEL_FIELD = 63
 SLOT_SHIFT = 10
+#: A tile of `tile_bucket` is ``2**TILE_BITS`` cells on each of the x and y axes, one on z.
+TILE_BITS = 3
+TILE_MASK = (1 << TILE_BITS) - 1
 #: Fixed chunks of the sweep (a multiple of any likely thread count, small enough that the
 #: per-chunk output regions stay cheap).
 N_CHUNKS = 16
@@ -141,10 +151,10 @@ N_CHUNKS = 16
 
 @jit
 def tile_bucket(level, cx, cy, cz, mask):
-    """Bucket of cell ``(cx, cy, cz)`` of ``level``: a hash of its tile of 4 x 4 x 4 cells
+    """Bucket of cell ``(cx, cy, cz)`` of ``level``: a hash of its tile (`TILE_BITS`)
     plus its place in the tile, so the cells of a tile take consecutive buckets."""
-    base = hash_cell(cx >> 2, cy >> 2, (cz >> 2) ^ (level * LEVEL_SALT), mask)
-    return (base + (cx & 3) + 4 * (cy & 3) + 16 * (cz & 3)) & mask
+    base = hash_cell(cx >> TILE_BITS, cy >> TILE_BITS, cz ^ (level * LEVEL_SALT), mask)
+    return (base + (cx & TILE_MASK) + ((cy & TILE_MASK) << TILE_BITS)) & mask
 
 
 @jit
