@@ -27,7 +27,8 @@ gave implausible timings for the batch grid (session 13: the copy of the old cod
 searches: a call after a pause finds its data gone from the caches and costs more.
 
 Workloads: ``pairs5k`` and ``pairs5k_2d`` (build and all pairs of 5,000 uniform points, 30
-expected neighbours in 3-D, 20 in 2-D), ``build5k`` (the build alone), ``particles`` (the
+expected neighbours in 3-D, 20 in 2-D), ``build5k`` (the build alone), ``build1m_2d`` (the
+build of a million points in 2-D, cells for 20 expected neighbours), ``particles`` (the
 particle demo's search on its pile of 5,000 discs after 600 steps, made once by this
 checkout's demo), ``dynamic1``, ``dynamic10``, ``dynamic100`` (steps of `bench_dynamic`:
 100,000 boxes, that percentage moved, then all overlapping pairs; both processes make the
@@ -54,7 +55,7 @@ REPOSITORY = BENCHMARKS.parent
 sys.path.insert(0, str(BENCHMARKS))
 import _common as common  # noqa: E402 (the benchmarks folder, put on the path above)
 
-WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "particles", "dynamic1", "dynamic10",
+WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d", "particles", "dynamic1", "dynamic10",
              "dynamic100", "dynamic3d10")
 #: Side of the cube of `dynamic3d10`'s boxes: 0.1 box a unit of volume.
 WORLD_3D = 100.0
@@ -76,12 +77,13 @@ def _workload(name: str, inputs: str):
     from spatialhash import DynamicHash, Grid
 
     none = lambda: ()  # noqa: E731 (the same arguments every call: none)
-    if name in ("pairs5k", "pairs5k_2d", "build5k"):
+    if name in ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d"):
         n_dims = 2 if name.endswith("2d") else 3
-        points = common.uniform_points(5_000, n_dims, seed=0)
-        r = (common.radius_for_neighbors_2d(5_000) if n_dims == 2
-             else common.radius_for_neighbors_3d(5_000))
-        if name == "build5k":
+        n = 1_000_000 if name == "build1m_2d" else 5_000
+        points = common.uniform_points(n, n_dims, seed=0)
+        r = (common.radius_for_neighbors_2d(n) if n_dims == 2
+             else common.radius_for_neighbors_3d(n))
+        if name.startswith("build"):
             return none, lambda: Grid(points, cell_size=r), lambda grid: str(grid.n_points)
         return none, lambda: Grid(points, cell_size=r).query_pairs(r), _pair_digest
     if name == "particles":

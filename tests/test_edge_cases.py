@@ -441,15 +441,16 @@ def test_read_only_input():
                                   oracles.box(points, lower, upper)[1])
 
 
-def test_read_only_3d_points_are_built_from_a_copy():
-    """Writable open (n, 3) float64 points are built from directly (no copy); read-only
-    ones are copied, so that no build kernel is compiled again for read-only arrays."""
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+def test_read_only_points_are_built_from_a_copy(n_dims):
+    """Writable open float64 points are built from directly (no copy); read-only ones are
+    copied, so that no build kernel is compiled again for read-only arrays."""
     from numba.core import types
 
     from spatialhash._kernels import build
     from spatialhash._validation import grid_points
 
-    points = np.random.default_rng(14).random((300, 3))
+    points = np.random.default_rng(14).random((300, n_dims))
     open_box = np.full(3, np.inf)
     assert grid_points(points, open_box)[0] is points
     points.flags.writeable = False
@@ -459,6 +460,25 @@ def test_read_only_3d_points_are_built_from_a_copy():
                                   oracles.pairs(points, 0.2)[0])
     for signature in build.dense_build.signatures:
         assert not any(isinstance(arg, types.Array) and not arg.mutable for arg in signature)
+
+
+@pytest.mark.parametrize("n_points", [300, 25_000])
+@pytest.mark.parametrize("outlier", [False, True])
+@pytest.mark.parametrize("n_dims", [1, 2])
+def test_points_of_fewer_dimensions_build_the_grid_of_their_padded_copy(n_dims, outlier,
+                                                                         n_points):
+    """(n, 1) and (n, 2) points, read by the build as they are, give the grid of the same
+    points padded with zero columns to (n, 3), byte for byte: dense and sparse (a far
+    outlier) grids, built on one thread and (from 20,000 points) on every thread."""
+    points = np.random.default_rng(15).random((n_points, n_dims)) * 10 - 5
+    if outlier:
+        points[7] = 1e9
+    padded = np.zeros((n_points, 3))
+    padded[:, :n_dims] = points
+    direct, from_padded = Grid(points, 0.05).state, Grid(padded, 0.05).state
+    assert (direct.dense_start.shape[0] == 0) == outlier
+    for name, value in direct._asdict().items():
+        np.testing.assert_array_equal(value, getattr(from_padded, name), err_msg=name)
 
 
 @pytest.mark.parametrize("box", [None, 2.0])

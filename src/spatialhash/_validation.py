@@ -76,22 +76,26 @@ def as_points(points, name: str = "points", n_dims: int | None = None, *,
 
 def grid_points(points: np.ndarray, box: np.ndarray, name: str = "points"
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The (n, 3) float64 points a grid is built from, ``points`` being an (n, d) float64
-    array already through `as_points` (with ``finite=False``), wrapped into the periodic
-    axes of ``box``, and their smallest and largest coordinate per axis (zeros for no
-    points). One compiled pass copies, bounds and checks finiteness. Open, writable (n, 3)
-    points are not copied: the result is the C-contiguous input itself, only ever read.
+    """The float64 points a grid is built from, ``points`` being an (n, d) float64 array
+    already through `as_points` (with ``finite=False``), and their smallest and largest
+    coordinate per axis (three axes, zeros for the missing ones and for no points). One
+    compiled pass bounds and checks finiteness.
+
+    Open, writable points are not copied: the result is the C-contiguous (n, d) input
+    itself, which the build kernels read as (n, 3) points with zeros for the missing
+    coordinates, and no kernel writes. Otherwise the result is an (n, 3) copy, wrapped into
+    the periodic axes of ``box``.
 
     Raises when the coordinates on some axis span more than float64 can hold: differences
     of such coordinates overflow to infinity, and no cell size can cover them.
     """
     array = np.ascontiguousarray(points)
     periodic = np.isfinite(box).any()
-    if array.shape[1] == N_AXES and not periodic and array.flags.writeable:
-        # Already (n, 3) and nothing to wrap: the build reads the caller's array, which no
-        # kernel writes, instead of a copy (a pass and n * 24 bytes fewer to bring into the
-        # cache on every frame of a simulation). Read-only arrays are copied: numba
-        # compiles every kernel again for them.
+    if not periodic and array.flags.writeable:
+        # Nothing to wrap: the build reads the caller's array instead of an (n, 3) copy (a
+        # pass and n * 24 bytes fewer to bring into the cache on every frame of a
+        # simulation). Read-only arrays are copied: numba compiles every kernel again for
+        # them.
         points3 = array
         lowest, highest, poison = pad_with_bounds(array, _NO_COPY)
     else:

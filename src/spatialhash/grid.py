@@ -891,7 +891,8 @@ def _histograms_fit(n_threads: int, n_keys: float, n: int) -> bool:
 
 def _build_state(points3, lowest, highest, cell_size, box, brute, index_dtype,
                  parallel) -> GridState:
-    """Sort ``points3`` (n, 3), already wrapped, into cells; see the module docstring.
+    """Sort ``points3`` (n, d), d <= 3 (missing coordinates 0), already wrapped, into
+    cells; see the module docstring.
 
     ``lowest`` and ``highest`` are the smallest and largest coordinate per axis (the origin
     of open axes, and the extent of the box of cells). With ``parallel``, a dense grid

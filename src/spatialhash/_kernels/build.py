@@ -9,13 +9,15 @@ from .cells import find_cell, floor_to_int, hash_cell
 
 
 @jit
-def linear_cell(points3, i, origin, inv_cell_size, n_periodic, n_cells):
+def linear_cell(points, i, origin, inv_cell_size, n_periodic, n_cells):
     """Linear index, in the box of ``n_cells`` cells (x fastest), of the cell of point
-    ``i``: the arithmetic of `cell_coords_of`, periodic axes (``n_periodic > 0``) clamped
-    the same way."""
+    ``i`` of the (n, d) ``points`` (d <= 3, missing coordinates 0): the arithmetic of
+    `cell_coords_of`, periodic axes (``n_periodic > 0``) clamped the same way."""
+    d = points.shape[1]
     key = np.int64(0)
     for axis in range(2, -1, -1):
-        c = floor_to_int((points3[i, axis] - origin[axis]) * inv_cell_size[axis])
+        x = points[i, axis] if axis < d else 0.0
+        c = floor_to_int((x - origin[axis]) * inv_cell_size[axis])
         if n_periodic[axis] > 0:
             c = min(max(c, 0), n_periodic[axis] - 1)
         key = key * n_cells[axis] + c
@@ -24,7 +26,8 @@ def linear_cell(points3, i, origin, inv_cell_size, n_periodic, n_cells):
 
 @jit
 def dense_build(points3, origin, inv_cell_size, n_periodic, n_cells):
-    """Dense mode: the whole build of ``points3`` (n, 3) into the box of ``n_cells`` cells.
+    """Dense mode: the whole build of ``points3`` (n, d), d <= 3 (missing coordinates are
+    0), into the box of ``n_cells`` cells.
 
     ``n_cells`` must cover every point's cell coordinate (the caller derives it from the
     largest coordinate with the same arithmetic, monotone); periodic axes (``n_periodic >
@@ -272,12 +275,13 @@ def query_keys(state, queries, lo, hi, keys):
 
 @jit
 def cell_coords_of(points3, origin, inv_cell_size, n_periodic):
-    """Integer cell coordinates of each point, shape (n, 3), and their maximum per axis.
+    """Integer cell coordinates of each point of the (n, d) ``points3`` (d <= 3, missing
+    coordinates 0), shape (n, 3), and their maximum per axis.
 
     The arithmetic of `cells.floor_to_int`. Periodic axes (``n_periodic > 0``) are clamped to
     ``[0, n_periodic - 1]``, which only matters for a point rounded onto the box's upper face.
     """
-    n = points3.shape[0]
+    n, d = points3.shape
     coords = np.empty((n, 3), np.int64)
     largest = np.zeros(3, np.int64)
     # Axis by axis, with the axis' constants hoisted out of the loop over points.
@@ -285,7 +289,7 @@ def cell_coords_of(points3, origin, inv_cell_size, n_periodic):
         low, inv_size, top = origin[axis], inv_cell_size[axis], n_periodic[axis] - 1
         most = np.int64(0)
         for i in range(n):
-            c = floor_to_int((points3[i, axis] - low) * inv_size)
+            c = floor_to_int(((points3[i, axis] if axis < d else 0.0) - low) * inv_size)
             if top >= 0:
                 c = min(max(c, 0), top)
             coords[i, axis] = c
@@ -309,16 +313,20 @@ def sort_points(points3, cell_id, n_occupied):
 
 @jit
 def gather_columns(points3, permutation):
-    """The (n, 3) points in sorted order as C-contiguous (3, n) columns. Gathering the
-    coordinates after the sort measured faster than scattering them during it (42 ms
-    against about 100 ms for a million points)."""
-    n = permutation.shape[0]
+    """The (n, d) points, d <= 3, in sorted order as C-contiguous (3, n) columns, zeros
+    for missing coordinates. Gathering the coordinates after the sort measured faster than
+    scattering them during it (42 ms against about 100 ms for a million points)."""
+    n, d = permutation.shape[0], points3.shape[1]
     columns = np.empty((3, n), np.float64)
     for s in range(n):
         i = permutation[s]
         columns[0, s] = points3[i, 0]
-        columns[1, s] = points3[i, 1]
-        columns[2, s] = points3[i, 2]
+        if d > 1:
+            columns[1, s] = points3[i, 1]
+        if d > 2:
+            columns[2, s] = points3[i, 2]
+    for axis in range(d, 3):
+        columns[axis, :] = 0.0
     return columns
 
 

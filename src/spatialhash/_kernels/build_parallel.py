@@ -30,7 +30,7 @@ from .build import linear_cell, query_key_count, query_keys
 
 @jit_parallel
 def build_dense_parallel(points3, origin, inv_cell_size, n_periodic, n_cells, n_chunks):
-    """Sort ``points3`` (n, 3) into the dense box of ``n_cells`` cells.
+    """Sort ``points3`` (n, d), d <= 3, into the dense box of ``n_cells`` cells.
 
     ``n_cells`` must cover every point's cell coordinate (the caller derives it from the
     largest coordinate with the same arithmetic); periodic axes (``n_periodic > 0``) clamp
@@ -109,13 +109,17 @@ def chunk_starts(counts):
 @jit_parallel
 def gather_columns_parallel(points3, permutation):
     """`build.gather_columns` on every thread."""
-    n = permutation.shape[0]
+    n, d = permutation.shape[0], points3.shape[1]
     columns = np.empty((3, n), np.float64)
     for s in prange(n):
         i = permutation[s]
         columns[0, s] = points3[i, 0]
-        columns[1, s] = points3[i, 1]
-        columns[2, s] = points3[i, 2]
+        if d > 1:
+            columns[1, s] = points3[i, 1]
+        if d > 2:
+            columns[2, s] = points3[i, 2]
+    for axis in range(d, 3):
+        columns[axis, :] = 0.0
     return columns
 
 
