@@ -206,8 +206,8 @@ class Grid:
         if algorithm == "auto":
             algorithm = "brute" if n <= BRUTE_FORCE_MAX_POINTS else "grid"
         self._algorithm = algorithm
-        # One pass for the copy, the finiteness check and the bounds (the spread check,
-        # the default cell size and the origin).
+        # One pass for the finiteness check and the bounds (the spread check, the default
+        # cell size and the origin), and the copy where one is made (`grid_points`).
         points3, lowest, highest = grid_points(coords, self._box)
         if cell_size is None:
             cell_size = _default_cell_size(points3, lowest, highest, self._box, n_dims)
