@@ -143,7 +143,14 @@ import numpy as np
 from . import _dynamic_validation as check
 from ._dynamic_validation import ALL_BITS, UnknownIdError
 from ._kernels import dynamic as storage_kernels
-from ._kernels import dynamic_move, dynamic_pairs, dynamic_query, dynamic_ray, dynamic_sort
+from ._kernels import (
+    dynamic_move,
+    dynamic_pairs,
+    dynamic_query,
+    dynamic_ray,
+    dynamic_sort,
+    indirect,
+)
 from ._kernels.dynamic import CATEGORY, ENTRIES, LEVEL, MASK, META_COLUMNS, N_LEVELS
 from ._results import Hits
 from ._validation import as_count, as_positive_scalar, check_rows_order
@@ -192,6 +199,27 @@ def _power_of_two(n: float, minimum: int = 1024) -> int:
     while size < n:
         size *= 2
     return size
+
+
+#: An array of the type of the ``inverted`` table that `dynamic_pairs.pairs_chunks_parallel`
+#: passes its chunk kernels (typing their targets needs one).
+_INVERTED_LIKE = np.zeros((1, 1), np.uint8)
+
+
+def _chunk_targets(arguments) -> tuple[np.ndarray, np.ndarray]:
+    """The targets of `dynamic_pairs.sweep_chunk` and `dynamic_pairs.down_chunk` for the
+    arguments of `dynamic_pairs.pairs_chunks_parallel` (see `_kernels/indirect.py`)."""
+    (bounds, spheres, meta, inv_size, filtered, used_levels, _, bucket_start, codes, records,
+     coarse_start, coarse_codes, coarse_records, pairs, counts, _, scan_ratio) = arguments
+    shared = (bounds, spheres, meta, inv_size, filtered, used_levels, _INVERTED_LIKE)
+    # One key: every argument type is fixed.
+    sweep = indirect.kernel_target(dynamic_pairs.sweep_chunk, (
+        0, *shared, bucket_start, codes, records, coarse_start, coarse_codes, coarse_records,
+        pairs, counts), "dynamic")
+    down = indirect.kernel_target(dynamic_pairs.down_chunk, (
+        0, *shared, scan_ratio, bucket_start, codes, records, coarse_codes, coarse_records,
+        pairs, counts), "dynamic")
+    return sweep, down
 
 
 def _int_id(value):
@@ -955,16 +983,19 @@ class DynamicHash:
             self._pair_scratch = scratch
         n_entries, n_coarse, filtered = self._sort_entries(scratch)
         used_levels = np.flatnonzero(self._level_count)
-        chunks = (dynamic_pairs.pairs_chunks_parallel if n_entries >= PARALLEL_MIN_ENTRIES
-                  else dynamic_pairs.pairs_chunks)
+        parallel = n_entries >= PARALLEL_MIN_ENTRIES
         counts = scratch["counts"]
         while True:
             pairs = scratch["pairs"]
-            chunks(self._bounds, self._spheres, self._meta, self._inv_size, filtered,
-                   used_levels, self._level_count, scratch["bucket_start"], scratch["codes"],
-                   scratch["records"], scratch["coarse_start"],
-                   scratch["coarse_codes"][:n_coarse], scratch["coarse_records"], pairs, counts,
-                   CROSS_INVERT_WEIGHT, CROSS_SCAN_RATIO)
+            arguments = (self._bounds, self._spheres, self._meta, self._inv_size, filtered,
+                         used_levels, self._level_count, scratch["bucket_start"],
+                         scratch["codes"], scratch["records"], scratch["coarse_start"],
+                         scratch["coarse_codes"][:n_coarse], scratch["coarse_records"], pairs,
+                         counts, CROSS_INVERT_WEIGHT, CROSS_SCAN_RATIO)
+            if parallel:
+                dynamic_pairs.pairs_chunks_parallel(*arguments, *_chunk_targets(arguments))
+            else:
+                dynamic_pairs.pairs_chunks(*arguments)
             per_chunk = pairs.shape[0] // dynamic_pairs.N_CHUNKS
             most = int(counts.max())
             if most <= per_chunk:

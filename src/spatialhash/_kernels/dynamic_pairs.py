@@ -82,6 +82,7 @@ import numpy as np
 from .._config import jit, jit_parallel
 from .cells import floor_to_int, hash_cell
 from .dynamic import CATEGORY, LEVEL_SALT, MASK
+from .indirect import kernel_caller
 
 #: Every category bit (the default category and mask; see `_dynamic_validation.py`).
 ALL_BITS = 0xFFFFFFFF
@@ -462,25 +463,38 @@ def pairs_chunks(bounds, spheres, meta, inv_size, filtered, used_levels, level_c
                    pairs, counts)
 
 
+_check_sweep, _call_sweep = kernel_caller(sweep_chunk)
+_check_down, _call_down = kernel_caller(down_chunk)
+
+
 @jit_parallel
 def pairs_chunks_parallel(bounds, spheres, meta, inv_size, filtered, used_levels,
                           level_count, bucket_start, codes, records, coarse_start,
                           coarse_codes, coarse_records, pairs, counts, invert_weight,
-                          scan_ratio):
-    """`pairs_chunks` with the chunks on all threads (the same output)."""
+                          scan_ratio, sweep_target, down_target):
+    """`pairs_chunks` with the chunks on all threads (the same output). `sweep_chunk` and
+    `down_chunk` are called at ``sweep_target`` and ``down_target`` (see `indirect`): called
+    directly, their code was compiled again into this driver (4.4 s of a cold compile)."""
     inverted = choose_inverted(used_levels, level_count, inv_size,
                                bucket_start[bucket_start.shape[0] - 1], coarse_codes,
                                coarse_records, invert_weight, scan_ratio)
+    first = np.int64(0)
+    _check_sweep(sweep_target, (first, bounds, spheres, meta, inv_size, filtered, used_levels,
+                                inverted, bucket_start, codes, records, coarse_start,
+                                coarse_codes, coarse_records, pairs, counts))
+    _check_down(down_target, (first, bounds, spheres, meta, inv_size, filtered, used_levels,
+                              inverted, scan_ratio, bucket_start, codes, records, coarse_codes,
+                              coarse_records, pairs, counts))
     # `prange` indices are unsigned: the chunk is passed as int64, as `pairs_chunks` does,
     # so that the kernels compile once, not once more for uint64.
     for chunk in numba.prange(N_CHUNKS):
-        sweep_chunk(np.int64(chunk), bounds, spheres, meta, inv_size, filtered, used_levels,
-                    inverted, bucket_start, codes, records, coarse_start, coarse_codes,
-                    coarse_records, pairs, counts)
+        _call_sweep(sweep_target, (np.int64(chunk), bounds, spheres, meta, inv_size, filtered,
+                                   used_levels, inverted, bucket_start, codes, records,
+                                   coarse_start, coarse_codes, coarse_records, pairs, counts))
     for chunk in numba.prange(N_CHUNKS):
-        down_chunk(np.int64(chunk), bounds, spheres, meta, inv_size, filtered, used_levels,
-                   inverted, scan_ratio, bucket_start, codes, records, coarse_codes,
-                   coarse_records, pairs, counts)
+        _call_down(down_target, (np.int64(chunk), bounds, spheres, meta, inv_size, filtered,
+                                 used_levels, inverted, scan_ratio, bucket_start, codes,
+                                 records, coarse_codes, coarse_records, pairs, counts))
 
 
 @jit
