@@ -947,7 +947,7 @@ def _build_state(points3, lowest, highest, cell_size, box, brute, index_dtype,
             f"need {float(n_cells[axis]):.3g} cells along axis {axis} (at most 2**52). "
             "Use a larger cell_size."
         )
-    coords, _ = build.cell_coords_of(points3, origin, inv_size, n_periodic)
+    coords = build.cell_coords_of(points3, origin, inv_size, n_periodic)
     cell_id, unique = build.hashed_cell_ids(coords)
     n_occupied = unique.shape[0]
     cell_order = np.lexsort((unique[:, 0], unique[:, 1], unique[:, 2]))

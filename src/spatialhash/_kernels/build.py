@@ -276,26 +276,22 @@ def query_keys(state, queries, lo, hi, keys):
 @jit
 def cell_coords_of(points3, origin, inv_cell_size, n_periodic):
     """Integer cell coordinates of each point of the (n, d) ``points3`` (d <= 3, missing
-    coordinates 0), shape (n, 3), and their maximum per axis.
+    coordinates 0), shape (n, 3).
 
     The arithmetic of `cells.floor_to_int`. Periodic axes (``n_periodic > 0``) are clamped to
     ``[0, n_periodic - 1]``, which only matters for a point rounded onto the box's upper face.
     """
     n, d = points3.shape
     coords = np.empty((n, 3), np.int64)
-    largest = np.zeros(3, np.int64)
     # Axis by axis, with the axis' constants hoisted out of the loop over points.
     for axis in range(3):
         low, inv_size, top = origin[axis], inv_cell_size[axis], n_periodic[axis] - 1
-        most = np.int64(0)
         for i in range(n):
             c = floor_to_int(((points3[i, axis] if axis < d else 0.0) - low) * inv_size)
             if top >= 0:
                 c = min(max(c, 0), top)
             coords[i, axis] = c
-            most = max(most, c)
-        largest[axis] = most
-    return coords, largest
+    return coords
 
 
 @jit
