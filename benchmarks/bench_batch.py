@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/bench_batch.py                 # n = 1,000,000, 5 timed runs
     python benchmarks/bench_batch.py --quick         # n = 20,000: a check that it all works
     python benchmarks/bench_batch.py --workloads pairs3d knn --threads 2 --output-json out.json
+    python benchmarks/bench_batch.py --peers vesin,freud   # cKDTree and these peers only
 
 Workloads: all pairs among uniform points in 3-D and 2-D, in a periodic box and on a
 clustered cloud; radius queries and k nearest of as many query points; all pairs among 5,000
@@ -672,6 +673,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         default=list(WORKLOAD_NAMES), help="workloads to run, in order")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads for us and every peer (default: all cores)")
+    parser.add_argument("--peers", default=None,
+                        help="comma-separated optional peers to run, of "
+                        f"{', '.join(OPTIONAL_PEERS)} (default: every installed one; "
+                        "cKDTree always runs)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--slow-peer-seconds", type=float, default=5.0)
     parser.add_argument("--slow-peer-repeat", type=int, default=2)
@@ -686,6 +691,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.n = args.n or (QUICK_N if args.quick else FULL_N)
     args.repeat = args.repeat or (3 if args.quick else 5)
     args.small_repeat = args.small_repeat or (50 if args.quick else 200)
+    if args.peers is not None:
+        chosen = [name.strip() for name in args.peers.split(",") if name.strip()]
+        unknown = sorted(set(chosen) - set(OPTIONAL_PEERS))
+        if unknown:
+            parser.error(f"--peers: unknown peer(s) {', '.join(unknown)}; choose from "
+                         f"{', '.join(OPTIONAL_PEERS)}")
+        args.peers = ["cKDTree", *(name for name in OPTIONAL_PEERS if name in chosen)]
     return args
 
 
@@ -698,7 +710,7 @@ def main(argv=None) -> int:
         return 0
     probe_before = common.speed_probe()
     rows = run(args.n, args.repeat, args.workloads, args.threads, args.small_repeat,
-               args.seed, args.slow_peer_seconds, args.slow_peer_repeat,
+               args.seed, args.slow_peer_seconds, args.slow_peer_repeat, args.peers,
                log=lambda line: print(line, flush=True))
     env = environment()
     env["speed_probe"] = f"before the run: {probe_before}; after: {common.speed_probe()}"
