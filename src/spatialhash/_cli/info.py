@@ -17,8 +17,8 @@ import spatialhash
 #: Distributions reported, by role: the hard dependencies, then the optional ones
 #: (the extras in pyproject.toml).
 REQUIRED = ("numpy", "numba")
-OPTIONAL = ("scipy", "pillow", "pygame", "tqdm", "pyarrow", "vesin", "scikit-learn",
-            "pymunk", "rtree")
+OPTIONAL = ("scipy", "pillow", "pygame", "tqdm", "pyarrow", "vesin", "freud-analysis",
+            "scikit-learn", "pymunk", "rtree")
 
 
 def add_parser(subparsers) -> None:
