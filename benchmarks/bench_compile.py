@@ -17,6 +17,8 @@ objects; then one object at a time and its other queries). Each first call
 compiles what it needs and writes it to the cache; the total is what a new user who uses
 everything waits for once.
 
+The calls are those of ``spatialhash compile`` (`spatialhash._warmup`).
+
 (b) Warm: the same cache, now filled, in new subprocesses (``--warm-runs`` of them): the
 import time and the first ``Grid(points, cell_size=r).query_pairs(r)`` on 1,000 points,
 which loads the kernels from the cache. Each child also counts numba's cache hits and
@@ -41,10 +43,7 @@ except ImportError:  # run as a script, or loaded by path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _common as common
 
-N_POINTS = 1_000
-N_QUERIES = 100
-#: Points and queries of the calls that take the multi-threaded paths.
-N_PARALLEL = 60_000
+# The child imports spatialhash itself, timed: nothing here may import it at module level.
 
 
 # ---------------------------------------------------------------------- child process
@@ -52,139 +51,6 @@ def _timed(func) -> float:
     start = time.perf_counter()
     func()
     return time.perf_counter() - start
-
-
-def _first_calls(seed: int) -> list[tuple[str, object]]:
-    """Every query once, as (name, call) in order; the calls share one grid."""
-    import numpy as np
-
-    from spatialhash import Grid
-
-    points = common.uniform_points(N_POINTS, 3, seed)
-    queries = common.uniform_points(N_QUERIES, 3, seed + 1)
-    r = common.radius_for_neighbors_3d(N_POINTS)
-    radii = np.full(N_POINTS, r / 2)
-    spread = points.copy()
-    spread[0] = 1e6  # an outlier: the grid falls back to its hash table
-    grids = {}
-
-    def build():
-        grids["open"] = Grid(points, cell_size=r)
-
-    grid = lambda: grids["open"]  # noqa: E731 (reads the grid built by the first call)
-    return [
-        ("Grid build", build),
-        ("query_pairs", lambda: grid().query_pairs(r)),
-        ("query_pairs return_distances", lambda: grid().query_pairs(r, return_distances=True)),
-        ("query_pairs radii", lambda: grid().query_pairs(radii=radii)),
-        ("iter_pairs", lambda: list(grid().iter_pairs(r, chunk_size=1000))),
-        ("query_radius", lambda: grid().query_radius(queries, r)),
-        ("query_radius return_distances",
-         lambda: grid().query_radius(queries, r, return_distances=True)),
-        ("count_radius", lambda: grid().count_radius(queries, r)),
-        ("query_knn", lambda: grid().query_knn(queries, 16)),
-        ("query_box", lambda: grid().query_box(queries, queries + r)),
-        ("periodic build + query_pairs", lambda: Grid(points, cell_size=r, box=1.0)
-         .query_pairs(r)),
-        ("hash-table build + query_pairs", lambda: Grid(spread, cell_size=r).query_pairs(r)),
-    ]
-
-
-def _first_parallel_calls(seed: int) -> list[tuple[str, object]]:
-    """The main queries once on `N_PARALLEL` points, as (name, call): the multi-threaded
-    paths (the pair search of that many points also estimates its regions' rows)."""
-    from spatialhash import Grid
-
-    points = common.uniform_points(N_PARALLEL, 3, seed)
-    queries = common.uniform_points(N_PARALLEL, 3, seed + 1)
-    r = common.radius_for_neighbors_3d(N_PARALLEL)
-    grids = {}
-
-    def build():
-        grids["open"] = Grid(points, cell_size=r)
-
-    grid = lambda: grids["open"]  # noqa: E731 (reads the grid built by the first call)
-    label = f"{N_PARALLEL:,} points: "
-    return [
-        (label + "Grid build", build),
-        (label + "query_pairs", lambda: grid().query_pairs(r)),
-        (label + "iter_pairs", lambda: list(grid().iter_pairs(r, chunk_size=100_000))),
-        (label + "query_radius", lambda: grid().query_radius(queries, r)),
-        (label + "query_knn", lambda: grid().query_knn(queries, 16)),
-        (label + "query_box", lambda: grid().query_box(queries, queries + r)),
-    ]
-
-
-def _first_other_calls(seed: int) -> list[tuple[str, object]]:
-    """Ray casts on the batch grid and the dynamic hash, as (name, call): each on small
-    data, then on data large enough for its multi-threaded paths."""
-    import numpy as np
-
-    from spatialhash import DynamicHash, Grid
-
-    rng = np.random.default_rng(seed)
-    calls = []
-    grids, hashes = {}, {}
-    for n in (N_POINTS, N_PARALLEL):
-        rays, boxes = f"{n // 10:,} rays on {n:,} points: ", f"{n:,} boxes: DynamicHash "
-        points = common.uniform_points(n, 3, seed)
-        origins = common.uniform_points(n // 10, 3, seed + 1)
-        directions = rng.normal(size=origins.shape)
-        r = common.radius_for_neighbors_3d(n)
-        lower = rng.random((n, 2)) * np.sqrt(n)
-        upper = lower + rng.uniform(0.5, 1.5, (n, 2))
-
-        def insert(lower=lower, upper=upper, n=n):
-            hashes[n] = DynamicHash(2.0, n_dims=2, capacity=n)
-            hashes[n].insert_many(np.arange(n), lower, upper)
-
-        calls += [
-            (rays + "Grid build + first hits",
-             lambda p=points, o=origins, d=directions, r=r, n=n: grids.setdefault(
-                 n, Grid(p, cell_size=r)).query_ray(o, d, r / 4)),
-            (rays + "all hits",
-             lambda o=origins, d=directions, r=r, n=n: grids[n].query_ray(
-                 o, d, r / 4, all_hits=True)),
-            (boxes + "insert_many", insert),
-            (boxes + "query_pairs", lambda n=n: hashes[n].query_pairs()),
-            (boxes + "move_many + query_pairs",
-             lambda n=n, lower=lower, upper=upper: (
-                 hashes[n].move_many(np.arange(0, n, 2), lower[::2] + 0.3, upper[::2] + 0.3),
-                 hashes[n].query_pairs())),
-        ]
-    hash_ = {}
-
-    def one_by_one():
-        hash_["h"] = DynamicHash(2.0, n_dims=3)
-        for i in range(10):
-            hash_["h"].insert(i, [i, 0.0, 0.0], [i + 1.5, 1.0, 1.0])
-        hash_["h"].move(3, [0.5, 0.0, 0.0], [2.0, 1.0, 1.0])
-        hash_["h"].remove(4)
-
-    calls += [
-        ("DynamicHash insert, move, remove one by one", one_by_one),
-        ("DynamicHash query_box, query_radius, query_knn, query_ray", lambda: (
-            hash_["h"].query_box([0, 0, 0], [3, 1, 1]), hash_["h"].query_radius([1, 0, 0], 2.0),
-            hash_["h"].query_knn([1, 0, 0], 3), hash_["h"].query_ray([-1, 0.5, 0.5], [1, 0, 0]))),
-    ]
-    return calls
-
-
-def _cache_counts() -> dict:
-    """numba cache hits and misses summed over spatialhash's kernel dispatchers."""
-    from numba.core.registry import CPUDispatcher
-
-    from spatialhash import _kernels
-
-    hits = misses = 0
-    for module in list(sys.modules.values()):
-        if not getattr(module, "__name__", "").startswith(_kernels.__name__):
-            continue
-        for value in vars(module).values():
-            if isinstance(value, CPUDispatcher) and value.__module__ == module.__name__:
-                hits += sum(value.stats.cache_hits.values())
-                misses += sum(value.stats.cache_misses.values())
-    return {"cache_hits": hits, "cache_misses": misses}
 
 
 def child(phase: str, seed: int) -> dict:
@@ -201,19 +67,19 @@ def child(phase: str, seed: int) -> dict:
     # of numba, not of spatialhash, timed apart so the first call shows only ours.
     from numba.core.registry import cpu_target
 
+    from spatialhash import _warmup
+
     start = time.perf_counter()
     cpu_target.target_context.refresh()
     numba_setup_s = time.perf_counter() - start
-    calls = _first_calls(seed)
+    calls = _warmup.warm_up_calls(seed)
     if phase == "warm":
         calls = calls[:2]  # Grid build, query_pairs
-    else:
-        calls += _first_parallel_calls(seed) + _first_other_calls(seed)
     steps = {name: _timed(call) for name, call in calls}
     return {"phase": phase, "import_numba_numpy_s": import_numba_s,
             "import_spatialhash_s": import_spatialhash_s, "numba_setup_s": numba_setup_s,
             "first_calls_s": steps,
-            **_cache_counts()}
+            **_warmup.cache_counts()}
 
 
 # ---------------------------------------------------------------------- parent process
@@ -232,6 +98,33 @@ def run_child(phase: str, cache_dir: str, seed: int) -> dict:
     return result
 
 
+#: Kernels only the tests call (the warm-up cannot reach them): `dda.traverse` runs the DDA
+#: loop whole, as a reference for the loop the ray casts inline.
+TEST_ONLY_KERNELS = {"dda.traverse"}
+
+
+def kernels_not_cached(cache_dir: str) -> list[str]:
+    """spatialhash's kernels (``module.function``) with no index file in the cold cache:
+    the warm-up calls never compiled them, so the cold total leaves them out."""
+    import importlib
+    import pkgutil
+
+    from numba.core.registry import CPUDispatcher
+
+    from spatialhash import _kernels
+
+    cached = {path.name.split("-")[0] for path in Path(cache_dir).rglob("*.nbi")}
+    missing = []
+    for info in pkgutil.iter_modules(_kernels.__path__):
+        module = importlib.import_module(f"{_kernels.__name__}.{info.name}")
+        for value in vars(module).values():
+            if isinstance(value, CPUDispatcher) and value.__module__ == module.__name__:
+                name = f"{info.name}.{value.py_func.__qualname__}"
+                if name not in cached and name not in TEST_ONLY_KERNELS:
+                    missing.append(name)
+    return sorted(missing)
+
+
 def run(warm_runs: int = 3, seed: int = 0, keep_cache: bool = False) -> dict:
     """The cold child, then ``warm_runs`` warm children on the same fresh cache.
 
@@ -243,6 +136,7 @@ def run(warm_runs: int = 3, seed: int = 0, keep_cache: bool = False) -> dict:
     cache_dir = tempfile.mkdtemp(prefix="spatialhash-numba-cache-")
     try:
         cold = run_child("cold", cache_dir, seed)
+        cold["kernels_not_cached"] = kernels_not_cached(cache_dir)
         warm = [run_child("warm", cache_dir, seed) for _ in range(warm_runs)]
     finally:
         if not keep_cache:
@@ -252,6 +146,8 @@ def run(warm_runs: int = 3, seed: int = 0, keep_cache: bool = False) -> dict:
 
 def cold_table(cold: dict) -> str:
     """Markdown table of the cold child's imports and first calls."""
+    from spatialhash._warmup import N_PARALLEL
+
     rows = [["import numpy + numba", f"{cold['import_numba_numpy_s']:.2f}"],
             ["import spatialhash", f"{cold['import_spatialhash_s']:.2f}"],
             ["numba's target set-up (once per process, any numba code)",
@@ -273,6 +169,8 @@ def cold_table(cold: dict) -> str:
 
 def warm_table(warm: list[dict]) -> str:
     """Markdown table of the warm children, one row each."""
+    from spatialhash._warmup import N_POINTS
+
     rows = []
     for number, result in enumerate(warm, start=1):
         first = result["first_calls_s"]
@@ -312,7 +210,10 @@ def main(argv=None) -> int:
     cold = results["cold"]
     print(f"numba cache: {results['cache_dir']}"
           + ("" if args.keep_cache else " (removed afterwards)"))
-    print(f"cold start: {cold['cache_misses']} kernel compilations written to the cache\n")
+    print(f"cold start: {cold['cache_misses']} kernel compilations written to the cache")
+    missing = cold["kernels_not_cached"]
+    print(f"kernels the calls never compiled: {', '.join(missing) if missing else 'none'}"
+          f" (test-only kernels left out: {', '.join(sorted(TEST_ONLY_KERNELS))})\n")
     print(cold_table(cold))
     print()
     print(warm_table(results["warm"]))

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 import spatialhash
 from spatialhash import cli
-from spatialhash._cli import bench, common, readers, writers
+from spatialhash._cli import bench, common, info, readers, writers
 
 import oracles
 
@@ -628,7 +628,7 @@ def test_version_and_help(capsys):
     assert capsys.readouterr().out == f"spatialhash {spatialhash.__version__}\n"
     assert cli.main(["--help"]) == 0
     out = capsys.readouterr().out
-    for command in ("pairs", "neighbors", "knn", "demo", "bench", "info"):
+    for command in ("pairs", "neighbors", "knn", "demo", "bench", "info", "compile"):
         assert f"\n    {command}" in out
     for command, option in [("pairs", "--radii-column"), ("neighbors", "--queries"),
                             ("knn", "--r-max"), ("info", "--json"), ("demo", "NAME")]:
@@ -810,3 +810,25 @@ def test_bench_help_shows_the_script_options():
     assert ("Every argument after `bench` goes to benchmarks/bench_batch.py"
             in " ".join(result.stdout.split()))
     assert "--repeat" in result.stdout and "--workloads" in result.stdout
+
+
+def test_compile_runs_every_warm_up_call_and_reports_the_cache(capsys):
+    from spatialhash import _warmup
+
+    assert cli.main(["compile", "--json", "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    report = json.loads(captured.out)
+    names = [name for name, _ in _warmup.warm_up_calls()]
+    assert list(report["calls_s"]) == names and len(set(names)) == len(names)
+    assert all(seconds >= 0.0 for seconds in report["calls_s"].values())
+    assert report["total_s"] >= sum(report["calls_s"].values())
+    folder, n_cached = info.kernel_cache()
+    assert report["kernel_cache"] == folder and report["cached_kernels"] == n_cached > 0
+    # Run again in this process: every kernel is in memory now, nothing compiled or loaded.
+    assert cli.main(["compile", "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith(
+        f"ran {len(names)} calls in ")
+    assert cli.main(["compile", "--json", "--quiet"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["compiled"] == 0 and again["loaded"] == 0

@@ -1,4 +1,5 @@
-"""The ``spatialhash`` command line: queries over point files, demos, benchmarks, info.
+"""The ``spatialhash`` command line: queries over point files, demos, benchmarks, info,
+kernel compilation.
 
 ``main(argv)`` parses the arguments, runs one command and returns its exit status; the
 console script ``spatialhash`` and ``python -m spatialhash`` call it. The commands live in
@@ -15,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
-from ._cli import bench, demo, info, queries
+from ._cli import bench, compile_kernels, demo, info, queries
 from ._cli.common import EXIT_USAGE, CommandError
 
 PROG = "spatialhash"
@@ -65,6 +66,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     demo.add_parser(commands, _requested_demo(argv))
     bench.add_parser(commands)
     info.add_parser(commands)
+    compile_kernels.add_parser(commands)
     return parser
 
 

@@ -4,5 +4,5 @@
 - `readers`: point files (.npy, .csv, .parquet) into validated float64 arrays.
 - `writers`: result tables streamed to .npy, .csv or .parquet, atomically.
 - `queries`: ``pairs``, ``neighbors`` and ``knn``.
-- `info`, `bench`, `demo`: the other commands.
+- `info`, `bench`, `demo`: the other commands; `compile_kernels`: ``compile``.
 """

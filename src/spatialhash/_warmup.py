@@ -1,0 +1,196 @@
+"""Every query once, so that numba compiles every kernel (or loads it from its disk cache).
+
+Numba compiles a kernel on its first call and caches it on disk; a new process that finds
+the cache filled loads the kernels instead (see the README's "Compile time"). `warm_up_calls`
+lists calls that reach every kernel: each query of the batch grid on small data, the main
+ones again on data large enough for their multi-threaded paths (parallel drivers, which
+numba compiles apart), then ray casts and the dynamic hash, small and large. The command
+``spatialhash compile`` runs them to fill the cache ahead of time (in an image build, say);
+``benchmarks/bench_compile.py`` times them on an empty cache.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import numpy as np
+
+#: Points of the small calls: enough for the grid path rather than brute force.
+N_POINTS = 1_000
+#: Query points of the small calls.
+N_QUERIES = 100
+#: Points and queries of the calls that take the multi-threaded paths.
+N_PARALLEL = 60_000
+#: Expected neighbours within the radius of the generated points (3-D, uniform).
+NEIGHBORS = 30
+
+Call = tuple[str, Callable[[], object]]
+
+
+def _uniform_points(n: int, n_dims: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).random((n, n_dims))
+
+
+def _radius(n: int) -> float:
+    """The radius holding `NEIGHBORS` expected points of ``n`` uniform in the unit cube."""
+    return float((3.0 * NEIGHBORS / (4.0 * np.pi * n)) ** (1.0 / 3.0))
+
+
+def small_calls(seed: int = 0) -> list[Call]:
+    """Every query of the batch grid once on `N_POINTS` points, as (name, call) in order;
+    the calls after the first read the grid it builds (run them in order)."""
+    from .grid import Grid
+
+    points = _uniform_points(N_POINTS, 3, seed)
+    queries = _uniform_points(N_QUERIES, 3, seed + 1)
+    r = _radius(N_POINTS)
+    radii = np.full(N_POINTS, r / 2)
+    spread = points.copy()
+    spread[0] = 1e6  # an outlier: the grid falls back to its table of rows
+    grids = {}
+
+    def build():
+        grids["open"] = Grid(points, cell_size=r)
+
+    def grid():
+        return grids["open"]
+
+    return [
+        ("Grid build", build),
+        ("query_pairs", lambda: grid().query_pairs(r)),
+        ("query_pairs return_distances", lambda: grid().query_pairs(r, return_distances=True)),
+        ("query_pairs radii", lambda: grid().query_pairs(radii=radii)),
+        ("iter_pairs", lambda: list(grid().iter_pairs(r, chunk_size=1000))),
+        ("query_radius", lambda: grid().query_radius(queries, r)),
+        ("query_radius return_distances",
+         lambda: grid().query_radius(queries, r, return_distances=True)),
+        ("count_radius", lambda: grid().count_radius(queries, r)),
+        ("query_knn", lambda: grid().query_knn(queries, 16)),
+        ("query_box", lambda: grid().query_box(queries, queries + r)),
+        ("periodic build + query_pairs", lambda: Grid(points, cell_size=r, box=1.0)
+         .query_pairs(r)),
+        ("hash-table build + query_pairs", lambda: Grid(spread, cell_size=r).query_pairs(r)),
+        # Under `pairs.GATHER_MIN_POINTS_PER_CELL` points a cell: the other pair kernel.
+        ("few points a cell: build + query_pairs",
+         lambda: Grid(points, cell_size=r / 2).query_pairs(r)),
+    ]
+
+
+def parallel_calls(seed: int = 0) -> list[Call]:
+    """The main queries once on `N_PARALLEL` points, as (name, call): their multi-threaded
+    paths (the pair search of that many points also estimates its regions' rows)."""
+    from .grid import Grid
+
+    points = _uniform_points(N_PARALLEL, 3, seed)
+    queries = _uniform_points(N_PARALLEL, 3, seed + 1)
+    r = _radius(N_PARALLEL)
+    spread = points.copy()
+    spread[0] = 1e6  # the table of rows, sorted on every thread
+    grids = {}
+
+    def build():
+        grids["open"] = Grid(points, cell_size=r)
+
+    def grid():
+        return grids["open"]
+
+    label = f"{N_PARALLEL:,} points: "
+    return [
+        (label + "Grid build", build),
+        (label + "query_pairs", lambda: grid().query_pairs(r)),
+        (label + "iter_pairs", lambda: list(grid().iter_pairs(r, chunk_size=100_000))),
+        (label + "query_radius", lambda: grid().query_radius(queries, r)),
+        (label + "query_knn", lambda: grid().query_knn(queries, 16)),
+        (label + "query_box", lambda: grid().query_box(queries, queries + r)),
+        (label + "hash-table build + query_pairs",
+         lambda: Grid(spread, cell_size=r).query_pairs(r)),
+    ]
+
+
+def other_calls(seed: int = 0) -> list[Call]:
+    """Ray casts on the batch grid and the dynamic hash, as (name, call): each on small
+    data, then on data large enough for its multi-threaded paths."""
+    from .dynamic import DynamicHash
+    from .grid import Grid
+
+    rng = np.random.default_rng(seed)
+    calls = []
+    grids, hashes = {}, {}
+    for n in (N_POINTS, N_PARALLEL):
+        rays, boxes = f"{n // 10:,} rays on {n:,} points: ", f"{n:,} boxes: DynamicHash "
+        points = _uniform_points(n, 3, seed)
+        origins = _uniform_points(n // 10, 3, seed + 1)
+        directions = rng.normal(size=origins.shape)
+        r = _radius(n)
+        lower = rng.random((n, 2)) * np.sqrt(n)
+        upper = lower + rng.uniform(0.5, 1.5, (n, 2))
+
+        def insert(lower=lower, upper=upper, n=n):
+            hashes[n] = DynamicHash(2.0, n_dims=2, capacity=n)
+            hashes[n].insert_many(np.arange(n), lower, upper)
+
+        calls += [
+            (rays + "Grid build + first hits",
+             lambda p=points, o=origins, d=directions, r=r, n=n: grids.setdefault(
+                 n, Grid(p, cell_size=r)).query_ray(o, d, r / 4)),
+            (rays + "all hits",
+             lambda o=origins, d=directions, r=r, n=n: grids[n].query_ray(
+                 o, d, r / 4, all_hits=True)),
+            (boxes + "insert_many", insert),
+            (boxes + "query_pairs", lambda n=n: hashes[n].query_pairs()),
+            (boxes + "move_many + query_pairs",
+             lambda n=n, lower=lower, upper=upper: (
+                 hashes[n].move_many(np.arange(0, n, 2), lower[::2] + 0.3, upper[::2] + 0.3),
+                 hashes[n].query_pairs())),
+            # Few objects changed cells: the kept sort is updated, not redone.
+            (boxes + "move_many of 1% + query_pairs",
+             lambda n=n, lower=lower, upper=upper: (
+                 hashes[n].move_many(np.arange(0, n, 100), lower[::100] + 1.1,
+                                     upper[::100] + 1.1),
+                 hashes[n].query_pairs())),
+            # A query that reads the per-cell lists, which bulk moves may have dropped.
+            (boxes + "query_box", lambda n=n, lower=lower, upper=upper: hashes[n].query_box(
+                lower[0], upper[0])),
+        ]
+    hash_ = {}
+
+    def one_by_one():
+        hash_["h"] = DynamicHash(2.0, n_dims=3)
+        for i in range(10):
+            hash_["h"].insert(i, [i, 0.0, 0.0], [i + 1.5, 1.0, 1.0])
+        hash_["h"].move(3, [0.5, 0.0, 0.0], [2.0, 1.0, 1.0])  # buffered
+        hash_["h"].move(5, [5.0, 0.5, 0.5], radius=0.5)  # placed at once
+        hash_["h"].remove(4)
+
+    calls += [
+        ("DynamicHash insert, move, remove one by one", one_by_one),
+        ("DynamicHash query_box, query_radius, query_knn, query_ray", lambda: (
+            hash_["h"].query_box([0, 0, 0], [3, 1, 1]), hash_["h"].query_radius([1, 0, 0], 2.0),
+            hash_["h"].query_knn([1, 0, 0], 3), hash_["h"].query_ray([-1, 0.5, 0.5], [1, 0, 0]))),
+    ]
+    return calls
+
+
+def warm_up_calls(seed: int = 0) -> list[Call]:
+    """`small_calls`, `parallel_calls` and `other_calls`, in that order: run them in order
+    to compile (or load) every kernel of the library."""
+    return small_calls(seed) + parallel_calls(seed) + other_calls(seed)
+
+
+def cache_counts() -> dict[str, int]:
+    """numba's cache hits (kernels loaded) and misses (kernels compiled) in this process,
+    summed over spatialhash's kernels."""
+    from numba.core.registry import CPUDispatcher
+
+    from . import _kernels
+
+    hits = misses = 0
+    for module in list(sys.modules.values()):
+        if not getattr(module, "__name__", "").startswith(_kernels.__name__):
+            continue
+        for value in vars(module).values():
+            if isinstance(value, CPUDispatcher) and value.__module__ == module.__name__:
+                hits += sum(value.stats.cache_hits.values())
+                misses += sum(value.stats.cache_misses.values())
+    return {"cache_hits": hits, "cache_misses": misses}
