@@ -17,7 +17,9 @@ objects; then one object at a time and its other queries). Each first call
 compiles what it needs and writes it to the cache; the total is what a new user who uses
 everything waits for once.
 
-The calls are those of ``spatialhash compile`` (`spatialhash._warmup`).
+The calls are those of ``spatialhash compile`` (`spatialhash._warmup`). After the cold
+child, the kernels with no index file in its cache are listed (`kernels_not_cached`): a
+kernel the calls never reach would be missing from the total.
 
 (b) Warm: the same cache, now filled, in new subprocesses (``--warm-runs`` of them): the
 import time and the first ``Grid(points, cell_size=r).query_pairs(r)`` on 1,000 points,
