@@ -10,6 +10,7 @@ import pytest
 
 import dynamic_oracles as oracle
 from spatialhash import DynamicHash, Hits, UnknownIdError
+from spatialhash._config import threads
 from spatialhash._dynamic_validation import ALL_BITS
 
 
@@ -307,20 +308,18 @@ def test_entry_sort_is_the_same_for_any_chunk_count(n_buckets):
     coarse_ref, coarse_starts_ref = reference_sort(hash_._meta, hash_._spheres,
                                                    n_coarse_buckets, lowest + 1)
     assert len(coarse_ref) > 20
-    for sort, n_chunks in [(dynamic_sort.sort_entries, 1), (dynamic_sort.sort_entries, 3),
-                           (dynamic_sort.sort_entries, 7), (dynamic_sort.sort_entries, 600),
-                           (dynamic_sort.sort_entries_parallel, 2),
-                           (dynamic_sort.sort_entries_parallel, 5)]:
+    for n_threads, n_chunks in [(1, 1), (1, 3), (1, 7), (1, 600), (2, 2), (2, 5)]:
         size = len(codes_ref)
         out = {"bucket_start": np.full(n_buckets + 1, -9), "codes": np.full(size, -9),
                "coarse_start": np.full(n_coarse_buckets + 1, -9),
                "coarse_codes": np.full(len(coarse_ref), -9),
                "coarse_records": np.full((len(coarse_ref), 6), np.nan)}
-        n_entries, n_coarse, filtered = sort(
-            hash_._bounds, hash_._spheres, hash_._meta, hash_._level_count,
-            out["bucket_start"], out["codes"], np.empty(size, np.int64),
-            np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64),
-            n_chunks, out["coarse_start"], out["coarse_codes"], out["coarse_records"])
+        with threads(n_threads):
+            n_entries, n_coarse, filtered = dynamic_sort.sort_entries(
+                hash_._bounds, hash_._spheres, hash_._meta, hash_._level_count,
+                out["bucket_start"], out["codes"], np.empty(size, np.int64),
+                np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64),
+                n_chunks, out["coarse_start"], out["coarse_codes"], out["coarse_records"])
         assert (n_entries, n_coarse, filtered) == (size, len(coarse_ref), True)
         assert np.array_equal(out["codes"], codes_ref)
         assert np.array_equal(out["bucket_start"], starts_ref)

@@ -140,6 +140,7 @@ from collections.abc import Iterator
 import numba
 import numpy as np
 
+from . import _config
 from . import _dynamic_validation as check
 from ._dynamic_validation import ALL_BITS, UnknownIdError
 from ._kernels import dynamic as storage_kernels
@@ -201,14 +202,14 @@ def _power_of_two(n: float, minimum: int = 1024) -> int:
     return size
 
 
-#: An array of the type of the ``inverted`` table that `dynamic_pairs.pairs_chunks_parallel`
+#: An array of the type of the ``inverted`` table that `dynamic_pairs.pairs_chunks`
 #: passes its chunk kernels (typing their targets needs one).
 _INVERTED_LIKE = np.zeros((1, 1), np.uint8)
 
 
 def _chunk_targets(arguments) -> tuple[np.ndarray, np.ndarray]:
     """The targets of `dynamic_pairs.sweep_chunk` and `dynamic_pairs.down_chunk` for the
-    arguments of `dynamic_pairs.pairs_chunks_parallel` (see `_kernels/indirect.py`)."""
+    arguments of `dynamic_pairs.pairs_chunks` (see `_kernels/indirect.py`)."""
     (bounds, spheres, meta, inv_size, filtered, used_levels, _, bucket_start, codes, records,
      coarse_start, coarse_codes, coarse_records, pairs, counts, _, scan_ratio) = arguments
     shared = (bounds, spheres, meta, inv_size, filtered, used_levels, _INVERTED_LIKE)
@@ -920,14 +921,15 @@ class DynamicHash:
                 return n_entries, n_coarse, filtered
         parallel = self._meta.shape[0] >= PARALLEL_MIN_ENTRIES
         n_chunks = numba.get_num_threads() if parallel else 1
-        sort = dynamic_sort.sort_entries_parallel if parallel else dynamic_sort.sort_entries
         while True:
-            n_entries, n_coarse, filtered = sort(
-                self._bounds, self._spheres, self._meta, self._level_count,
-                scratch["bucket_start"], scratch["codes"], scratch["entry_bucket"],
-                scratch["entry_code"], scratch["part_bucket"], scratch["part_code"], n_chunks,
-                scratch["coarse_start"],
-                scratch["coarse_codes"], scratch["coarse_records"])
+            # Small hashes on this thread alone: waking the others costs more than it saves.
+            with _config.threads(None if parallel else 1):
+                n_entries, n_coarse, filtered = dynamic_sort.sort_entries(
+                    self._bounds, self._spheres, self._meta, self._level_count,
+                    scratch["bucket_start"], scratch["codes"], scratch["entry_bucket"],
+                    scratch["entry_code"], scratch["part_bucket"], scratch["part_code"],
+                    n_chunks, scratch["coarse_start"], scratch["coarse_codes"],
+                    scratch["coarse_records"])
             if n_entries <= scratch["codes"].shape[0] and (
                     n_coarse <= scratch["coarse_codes"].shape[0]):
                 break
@@ -992,10 +994,8 @@ class DynamicHash:
                          scratch["codes"], scratch["records"], scratch["coarse_start"],
                          scratch["coarse_codes"][:n_coarse], scratch["coarse_records"], pairs,
                          counts, CROSS_INVERT_WEIGHT, CROSS_SCAN_RATIO)
-            if parallel:
-                dynamic_pairs.pairs_chunks_parallel(*arguments, *_chunk_targets(arguments))
-            else:
-                dynamic_pairs.pairs_chunks(*arguments)
+            with _config.threads(None if parallel else 1):
+                dynamic_pairs.pairs_chunks(*arguments, *_chunk_targets(arguments))
             per_chunk = pairs.shape[0] // dynamic_pairs.N_CHUNKS
             most = int(counts.max())
             if most <= per_chunk:

@@ -53,7 +53,9 @@ sweeps its buckets and does the fine-side lookups of its entries, writing into i
 region of the output (`sweep_chunk`). Once every chunk has copied its records, chunk ``c``
 does the coarse-side lookups of the ``c``-th `N_CHUNKS` part of the small sort and appends
 to its region (`down_chunk`). The chunks are the same for any thread count, so the output
-is too (`pairs_chunks` runs them in order, `pairs_chunks_parallel` on all threads).
+is too (`pairs_chunks` runs them on all threads; `DynamicHash.query_pairs` runs it on one
+thread below `dynamic.PARALLEL_MIN_ENTRIES` entries, where a sequential copy of the driver,
+dropped in session 15, was no faster and cost 0.8-1.0 s of cold compile of its own).
 
 Measured on the benchmark's 100,000 boxes (2-D, three size classes; one core of the loaded
 2-core development machine, `time.thread_time`, best of 9; the sort's figures are those of
@@ -442,39 +444,23 @@ def down_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels, in
     counts[chunk] = n - out_begin
 
 
-@jit
-def pairs_chunks(bounds, spheres, meta, inv_size, filtered, used_levels, level_count,
-                 bucket_start, codes, records, coarse_start, coarse_codes, coarse_records,
-                 pairs, counts, invert_weight, scan_ratio):
-    """Every chunk (`sweep_chunk`, then `down_chunk`), one after the other. ``pairs``
-    holds `N_CHUNKS` regions of equal length; chunk ``c`` found ``counts[c]`` pairs (its
-    region holds the first of them when it is too short: the caller grows it and calls
-    again)."""
-    inverted = choose_inverted(used_levels, level_count, inv_size,
-                               bucket_start[bucket_start.shape[0] - 1], coarse_codes,
-                               coarse_records, invert_weight, scan_ratio)
-    for chunk in range(N_CHUNKS):
-        sweep_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels, inverted,
-                    bucket_start, codes, records, coarse_start, coarse_codes, coarse_records,
-                    pairs, counts)
-    for chunk in range(N_CHUNKS):
-        down_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels, inverted,
-                   scan_ratio, bucket_start, codes, records, coarse_codes, coarse_records,
-                   pairs, counts)
-
-
 _check_sweep, _call_sweep = kernel_caller(sweep_chunk)
 _check_down, _call_down = kernel_caller(down_chunk)
 
 
 @jit_parallel
-def pairs_chunks_parallel(bounds, spheres, meta, inv_size, filtered, used_levels,
-                          level_count, bucket_start, codes, records, coarse_start,
-                          coarse_codes, coarse_records, pairs, counts, invert_weight,
-                          scan_ratio, sweep_target, down_target):
-    """`pairs_chunks` with the chunks on all threads (the same output). `sweep_chunk` and
-    `down_chunk` are called at ``sweep_target`` and ``down_target`` (see `indirect`): called
-    directly, their code was compiled again into this driver (4.4 s of a cold compile)."""
+def pairs_chunks(bounds, spheres, meta, inv_size, filtered, used_levels, level_count,
+                 bucket_start, codes, records, coarse_start, coarse_codes, coarse_records,
+                 pairs, counts, invert_weight, scan_ratio, sweep_target, down_target):
+    """Every chunk's first pass (`sweep_chunk`), then every chunk's second (`down_chunk`),
+    the chunks on all threads; the output is the same for any thread count. ``pairs``
+    holds `N_CHUNKS` regions of equal length; chunk ``c`` found ``counts[c]`` pairs (its
+    region holds the first of them when it is too short: the caller grows it and calls
+    again).
+
+    `sweep_chunk` and `down_chunk` are called at ``sweep_target`` and ``down_target`` (see
+    `indirect`): called directly, their code was compiled again into this driver (4.4 s of
+    a cold compile)."""
     inverted = choose_inverted(used_levels, level_count, inv_size,
                                bucket_start[bucket_start.shape[0] - 1], coarse_codes,
                                coarse_records, invert_weight, scan_ratio)
@@ -485,8 +471,8 @@ def pairs_chunks_parallel(bounds, spheres, meta, inv_size, filtered, used_levels
     _check_down(down_target, (first, bounds, spheres, meta, inv_size, filtered, used_levels,
                               inverted, scan_ratio, bucket_start, codes, records, coarse_codes,
                               coarse_records, pairs, counts))
-    # `prange` indices are unsigned: the chunk is passed as int64, as `pairs_chunks` does,
-    # so that the kernels compile once, not once more for uint64.
+    # `prange` indices are unsigned: the chunk is passed as int64, the type of the
+    # targets (`dynamic._chunk_targets`).
     for chunk in numba.prange(N_CHUNKS):
         _call_sweep(sweep_target, (np.int64(chunk), bounds, spheres, meta, inv_size, filtered,
                                    used_levels, inverted, bucket_start, codes, records,

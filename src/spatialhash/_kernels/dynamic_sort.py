@@ -253,14 +253,16 @@ def entry_counts(meta, n_chunks):
     return firsts, filtered
 
 
-@jit
+@jit_parallel
 def sort_entries(bounds, spheres, meta, level_count, bucket_start, codes, entry_bucket,
                  entry_code, part_bucket, part_code, n_chunks, coarse_start, coarse_codes,
                  coarse_records):
     """Sort all entries by bucket into ``codes`` (runs ``bucket_start``) and, apart, those
-    above the lowest non-empty level, with their records, in ``n_chunks`` chunks (the
-    result does not depend on it). Returns ``(n_entries, n_coarse, filtered)``; when a
-    buffer is too small nothing is sorted (the caller grows the buffers and calls again)."""
+    above the lowest non-empty level, with their records, in ``n_chunks`` chunks of slots
+    on all threads (the result depends on neither). Returns ``(n_entries, n_coarse,
+    filtered)``; when a buffer is too small nothing is sorted (the caller grows the buffers
+    and calls again). Small hashes run it on one thread, with one chunk (a sequential copy
+    of this driver, dropped in session 15, cost 0.9-1.0 s of cold compile of its own)."""
     n_slots = meta.shape[0]
     n_buckets = bucket_start.shape[0] - 1
     firsts, filtered = entry_counts(meta, n_chunks)
@@ -270,40 +272,8 @@ def sort_entries(bounds, spheres, meta, level_count, bucket_start, codes, entry_
     shift = part_shift(n_buckets)
     n_parts = n_buckets >> shift
     counts = np.empty((n_chunks, n_parts), np.int64)
-    for k in range(n_chunks):
-        begin, end = chunk_range(n_slots, n_chunks, k)
-        entry_keys(meta, spheres, n_buckets - 1, begin, end, firsts[k], entry_bucket,
-                   entry_code)
-        part_counts(entry_bucket, firsts[k], firsts[k + 1], shift, counts[k])
-    positions, part_start = part_positions(counts)
-    for k in range(n_chunks):
-        part_scatter(entry_bucket, entry_code, firsts[k], firsts[k + 1], shift, positions[k],
-                     part_bucket, part_code)
-    for d in range(n_parts):
-        sort_part(part_bucket, part_code, part_start[d], part_start[d + 1], d << shift,
-                  (d + 1) << shift, bucket_start, codes)
-    bucket_start[n_buckets] = n_entries
-    n_coarse = finish_sort(bounds, level_count, entry_bucket, entry_code, n_entries,
-                           coarse_start, coarse_codes, coarse_records)
-    return n_entries, n_coarse, filtered
-
-
-@jit_parallel
-def sort_entries_parallel(bounds, spheres, meta, level_count, bucket_start, codes,
-                          entry_bucket, entry_code, part_bucket, part_code, n_chunks,
-                          coarse_start, coarse_codes, coarse_records):
-    """`sort_entries` with the chunks on all threads (the same output)."""
-    n_slots = meta.shape[0]
-    n_buckets = bucket_start.shape[0] - 1
-    firsts, filtered = entry_counts(meta, n_chunks)
-    n_entries = firsts[n_chunks]
-    if n_entries > min(codes.shape[0], part_bucket.shape[0], part_code.shape[0]):
-        return n_entries, 0, filtered
-    shift = part_shift(n_buckets)
-    n_parts = n_buckets >> shift
-    counts = np.empty((n_chunks, n_parts), np.int64)
-    # `prange` indices are unsigned: passed on as int64, as the sequential sort does, so
-    # that the kernels compile once.
+    # `prange` indices are unsigned: passed on as int64, so that the kernels compile once
+    # (`update_sort` calls some of them with int64 too).
     for k in prange(n_chunks):
         begin, end = chunk_range(n_slots, n_chunks, np.int64(k))
         entry_keys(meta, spheres, n_buckets - 1, begin, end, firsts[k], entry_bucket,
