@@ -108,23 +108,11 @@ TEST_ONLY_KERNELS = {"dda.traverse"}
 def kernels_not_cached(cache_dir: str) -> list[str]:
     """spatialhash's kernels (``module.function``) with no index file in the cold cache:
     the warm-up calls never compiled them, so the cold total leaves them out."""
-    import importlib
-    import pkgutil
-
-    from numba.core.registry import CPUDispatcher
-
-    from spatialhash import _kernels
+    from spatialhash._warmup import kernel_dispatchers
 
     cached = {path.name.split("-")[0] for path in Path(cache_dir).rglob("*.nbi")}
-    missing = []
-    for info in pkgutil.iter_modules(_kernels.__path__):
-        module = importlib.import_module(f"{_kernels.__name__}.{info.name}")
-        for value in vars(module).values():
-            if isinstance(value, CPUDispatcher) and value.__module__ == module.__name__:
-                name = f"{info.name}.{value.py_func.__qualname__}"
-                if name not in cached and name not in TEST_ONLY_KERNELS:
-                    missing.append(name)
-    return sorted(missing)
+    return sorted(name for name, _ in kernel_dispatchers(import_all=True)
+                  if name not in cached and name not in TEST_ONLY_KERNELS)
 
 
 def run(warm_runs: int = 3, seed: int = 0, keep_cache: bool = False) -> dict:

@@ -11,8 +11,10 @@ numba compiles apart), then ray casts and the dynamic hash, small and large. The
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -178,19 +180,31 @@ def warm_up_calls(seed: int = 0) -> list[Call]:
     return small_calls(seed) + parallel_calls(seed) + other_calls(seed)
 
 
-def cache_counts() -> dict[str, int]:
-    """numba's cache hits (kernels loaded) and misses (kernels compiled) in this process,
-    summed over spatialhash's kernels."""
+def kernel_dispatchers(import_all: bool = False) -> Iterator[tuple[str, object]]:
+    """spatialhash's compiled kernels as ``("module.function", dispatcher)``, from the
+    modules of `spatialhash._kernels` imported so far, or from all of them."""
     from numba.core.registry import CPUDispatcher
 
     from . import _kernels
 
-    hits = misses = 0
+    if import_all:
+        for info in pkgutil.iter_modules(_kernels.__path__):
+            importlib.import_module(f"{_kernels.__name__}.{info.name}")
+    prefix = _kernels.__name__ + "."
     for module in list(sys.modules.values()):
-        if not getattr(module, "__name__", "").startswith(_kernels.__name__):
+        name = getattr(module, "__name__", "")
+        if not name.startswith(prefix):
             continue
         for value in vars(module).values():
-            if isinstance(value, CPUDispatcher) and value.__module__ == module.__name__:
-                hits += sum(value.stats.cache_hits.values())
-                misses += sum(value.stats.cache_misses.values())
+            if isinstance(value, CPUDispatcher) and value.__module__ == name:
+                yield f"{name.removeprefix(prefix)}.{value.py_func.__qualname__}", value
+
+
+def cache_counts() -> dict[str, int]:
+    """numba's cache hits (kernels loaded) and misses (kernels compiled) in this process,
+    summed over spatialhash's kernels."""
+    hits = misses = 0
+    for _, dispatcher in kernel_dispatchers():
+        hits += sum(dispatcher.stats.cache_hits.values())
+        misses += sum(dispatcher.stats.cache_misses.values())
     return {"cache_hits": hits, "cache_misses": misses}
