@@ -30,10 +30,12 @@ Workloads: ``pairs5k`` and ``pairs5k_2d`` (build and all pairs of 5,000 uniform 
 expected neighbours in 3-D, 20 in 2-D), ``build5k`` (the build alone), ``build1m_2d`` (the
 build of a million points in 2-D, cells for 20 expected neighbours), ``particles`` (the
 particle demo's search on its pile of 5,000 discs after 600 steps, made once by this
-checkout's demo), ``dynamic1``, ``dynamic10``, ``dynamic100`` (steps of `bench_dynamic`:
-100,000 boxes, that percentage moved, then all overlapping pairs; both processes make the
-same steps, outside the timed calls), ``dynamic3d10`` (the same in 3-D, 10% moved, boxes
-in a cube of side `WORLD_3D`).
+checkout's demo), ``cloth`` (a frame of the cloth demo's 100 x 100 cloth, default options:
+each process drops its own cloth and the two step in lockstep, so a round's two batches
+are the same frames; the digest is that of the positions), ``dynamic1``, ``dynamic10``,
+``dynamic100`` (steps of `bench_dynamic`: 100,000 boxes, that percentage moved, then all
+overlapping pairs; both processes make the same steps, outside the timed calls),
+``dynamic3d10`` (the same in 3-D, 10% moved, boxes in a cube of side `WORLD_3D`).
 """
 
 from __future__ import annotations
@@ -55,8 +57,8 @@ REPOSITORY = BENCHMARKS.parent
 sys.path.insert(0, str(BENCHMARKS))
 import _common as common  # noqa: E402 (the benchmarks folder, put on the path above)
 
-WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d", "particles", "dynamic1", "dynamic10",
-             "dynamic100", "dynamic3d10")
+WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d", "particles", "cloth", "dynamic1",
+             "dynamic10", "dynamic100", "dynamic3d10")
 #: Side of the cube of `dynamic3d10`'s boxes: 0.1 box a unit of volume.
 WORLD_3D = 100.0
 #: Untimed calls a process makes before its first batch.
@@ -92,6 +94,12 @@ def _workload(name: str, inputs: str):
         reach = 2.0 * float(radii.max())
         return none, lambda: Grid(positions, cell_size=reach).query_pairs(radii=radii), \
             _pair_digest
+    if name == "cloth":
+        from spatialhash.demos.cloth import Cloth
+
+        cloth = Cloth(100)
+        return none, cloth.step_frame, \
+            lambda _: hashlib.sha1(cloth.positions.tobytes()).hexdigest()[:12]
     import bench_dynamic
 
     n = 100_000

@@ -206,6 +206,47 @@ def test_spreads_of_displacements_bound_every_pair_and_learn_the_centres(rng):
         centres[:] = 0.0
 
 
+def test_solve_contacts_is_the_gauss_seidel_pass_over_the_touching_pairs(rng):
+    # The contact pass against the same pass in plain Python, on a crumpled patch where
+    # many pairs touch and share particles (so the order matters), some particles pinned.
+    cloth = Cloth(9, seed=3)
+    n = len(cloth.positions)
+    positions = cloth.positions + rng.normal(scale=cloth.spacing, size=(n, 3))
+    previous = positions + rng.normal(scale=0.1 * cloth.spacing, size=(n, 3))
+    inverse_mass = cloth.inverse_mass.copy()
+    inverse_mass[:3] = 0.0
+    i, j = np.triu_indices(n, 1)
+    pairs = np.stack([i, j], axis=1).astype(np.int32)
+    for friction in (0.0, 0.1):
+        expected = _contacts_reference(positions, previous, inverse_mass, pairs,
+                                       cloth.thickness, friction)
+        moved = positions.copy()
+        kernels.solve_contacts(moved, previous, inverse_mass, pairs, cloth.thickness,
+                               friction, np.empty(len(pairs), dtype=np.int64))
+        assert not np.array_equal(moved, positions)
+        np.testing.assert_allclose(moved, expected, rtol=0, atol=1e-15)
+
+
+def _contacts_reference(positions, previous, inverse_mass, pairs, thickness, friction):
+    """`_cloth_kernels.solve_contacts` in plain Python: the pairs touching at the start,
+    separated one after the other, then the friction step of each."""
+    p = positions.copy()
+    gaps = p[pairs[:, 1]] - p[pairs[:, 0]]
+    for a, b in pairs[(gaps**2).sum(axis=1) < thickness**2]:
+        d = p[b] - p[a]
+        distance = math.sqrt(float(d @ d))
+        weight = inverse_mass[a] + inverse_mass[b]
+        if distance >= thickness or distance == 0.0 or weight == 0.0:
+            continue
+        scale = (thickness - distance) / (distance * weight)
+        p[a] -= scale * inverse_mass[a] * d
+        p[b] += scale * inverse_mass[b] * d
+        relative = (p[b] - previous[b]) - (p[a] - previous[a])
+        p[a] += friction * inverse_mass[a] / weight * relative
+        p[b] -= friction * inverse_mass[b] / weight * relative
+    return p
+
+
 def test_pairs_within_keeps_exactly_the_close_pairs_in_order(rng):
     positions = rng.uniform(0.0, 1.0, size=(60, 3))
     i, j = np.triu_indices(60, 1)
