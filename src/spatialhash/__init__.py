@@ -11,7 +11,6 @@ import math
 import numbers
 
 from ._results import Hits, KNearest, Neighbors, Pairs, RayHits
-from .dynamic import DynamicHash, UnknownIdError
 from .grid import Grid
 
 __version__ = "0.1.0"
@@ -20,6 +19,25 @@ __all__ = [
     "DynamicHash", "Grid", "Hits", "KNearest", "Neighbors", "Pairs", "RayHits", "UnknownIdError",
     "query_pairs", "__version__",
 ]
+
+
+#: Names loaded on first use: the dynamic hash's modules (about 40 numba kernels to
+#: declare) are a fifth of ``import spatialhash``, which code using only `Grid` need not pay.
+_LAZY = {"DynamicHash": "dynamic", "UnknownIdError": "dynamic"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value  # the next lookup finds it without this hook
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def query_pairs(points, r=None, *, radii=None, box=None, periodic=None,
