@@ -235,3 +235,66 @@ def test_query_box_with_huge_finite_bounds_warns_overflow():
     grid = Grid(points, 0.1)
     boxes = grid.query_box([-1.7e308, -1.7e308], [1.7e308, 1.7e308])
     assert boxes.counts.tolist() == [50]
+
+
+# ---------------------------------------------------------------------- session 16 audit
+@pytest.mark.parametrize("algorithm", ["grid", "auto"])
+def test_pair_search_reaching_2_63_cells_or_more_finds_nothing(algorithm):
+    """A reach of 2**63 cells or more (a huge ``r`` over tiny cells) overflowed the int64
+    count of cells to search: ``Grid([[0], [1]], cell_size=1e-9).query_pairs(1e10)``.
+    Expected: every pair. Got: no pairs, or a MemoryError, or "array is too big"."""
+    grid = Grid([[0.0], [1.0]], cell_size=1e-9, algorithm=algorithm)
+    assert grid.query_pairs(1e10).indices.tolist() == [[0, 1]]
+    assert [chunk.indices.tolist() for chunk in grid.iter_pairs(1e10)] == [[[0, 1]]]
+    points = np.random.default_rng(0).random((10, 2))
+    found = Grid(points, 1e-2, algorithm=algorithm).query_pairs(1e17).sorted()
+    np.testing.assert_array_equal(found.indices, np.argwhere(np.triu(np.ones((10, 10)), 1)))
+    found = Grid(points, 1e-2, algorithm=algorithm).query_pairs(radii=np.full(10, 1e300))
+    assert len(found.indices) == 45
+
+
+def test_dynamic_queries_spanning_2_63_cells_find_nothing():
+    """A ball or box query spanning 2**63 cells or more: the count of its cells overflowed
+    an int64 and went negative, so the query walked cells instead of scanning objects.
+    Expected: the object at the origin. Got: ``[]``."""
+    from spatialhash import DynamicHash
+
+    hash_ = DynamicHash(1.0, n_dims=1)
+    hash_.insert(1, [0.0])
+    assert hash_.query_radius([0.0], 1e19).tolist() == [1]
+    assert hash_.query_box([-1e300], [1e300]).tolist() == [1]
+    fine = DynamicHash(1e-10, n_dims=3)
+    fine.insert(1, [0.0, 0.0, 0.0])
+    assert fine.query_box([-1e9] * 3, [1e9] * 3).tolist() == [1]
+
+
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+def test_dynamic_rays_and_nearest_walk_every_cell_between_distant_objects(n_dims):
+    """Objects 1e9 cells apart: a ray cast walked every cell between them (over a minute
+    at 1e9, unbounded at 1e12), and in 1-D the nearest-object search walked them ring by
+    ring (24 s at 1e9). Expected: the answers of brute force, at once."""
+    import dynamic_oracles as oracle
+    from spatialhash import DynamicHash
+
+    rng = np.random.default_rng(n_dims)
+    lower = rng.integers(-20, 20, (40, n_dims)) / 4.0
+    lower[:3, 0] = [1e9, -1e12, 3e9]
+    sizes = rng.choice([0.0, 0.5, 2.0], (40, 1))
+    hash_ = DynamicHash(1.0, n_dims=n_dims)
+    hash_.insert_many(np.arange(40), lower, lower + sizes)
+    model = {i: oracle.make_shape(lower[i], lower[i] + sizes[i], None, n_dims)
+             for i in range(40)}
+    for _ in range(20):
+        origin = rng.integers(-24, 24, n_dims) / 4.0
+        direction = np.zeros(n_dims)
+        direction[0] = rng.choice([-1.0, 1.0])
+        direction[1:] = rng.integers(-1, 2, n_dims - 1) * 1e-12
+        expected = oracle.query_ray(model, oracle.pad(origin, n_dims),
+                                    oracle.unit(oracle.pad(direction, n_dims)))
+        hits = hash_.query_ray(origin, direction, all_hits=True)
+        assert hits.ids.tolist() == [id for _, id in expected]
+        assert hits.distances.tolist() == [t for t, _ in expected]
+        assert hash_.query_ray(origin, direction).ids.tolist() == [id for _, id in expected[:1]]
+        nearest = hash_.query_knn(origin, 40)
+        expected = oracle.query_knn(model, oracle.pad(origin, n_dims), 40)
+        assert nearest.ids.tolist() == [id for _, id in expected]

@@ -100,7 +100,8 @@ def query_slots(bounds, spheres, meta, links, head, inv_size, level_count, kind,
                 tolerance = cell_tolerance(abs(u) + reach)
                 first[axis] = floor_to_int(u - reach - tolerance)
                 last[axis] = floor_to_int(u + reach + tolerance)
-            volume *= last[axis] - first[axis] + 1.0
+            # In floating point: clamped ends 2**63 apart overflow an int64 difference.
+            volume *= float(last[axis]) - float(first[axis]) + 1.0
         if volume > SCAN_FACTOR * level_count[level]:
             for slot in range(meta.shape[0]):
                 if meta[slot, LEVEL] != level or (meta[slot, CATEGORY] & query_mask) == 0:
@@ -169,8 +170,10 @@ def knn_query(bounds, spheres, meta, links, head, inv_size, level_count, keys, p
     range nearest to the point's cell (visited first, exactly once). After ring ``R`` every
     unseen object of the level lies outside the block of ``2R + 1`` cells, at least
     ``R * cell`` away, and the level stops once the k-th best is nearer than that (a
-    margin of 2**-20 cell covers the rounding of cell coordinates). A ring
-    holding more cells than a few times the unseen objects gives way to a scan of them.
+    margin of 2**-20 cell covers the rounding of cell coordinates). A ring holding more
+    cells than a few times the unseen objects gives way to a scan of them, and so do the
+    rings once they have visited that many times the level's objects in all (in 1-D a ring
+    is always two cells: two objects 1e9 cells apart took 24 s ring by ring).
     Returns how many were found; ``heap_distance`` and ``heap_key`` (length ``k``) hold
     them nearest first.
     """
@@ -187,6 +190,7 @@ def knn_query(bounds, spheres, meta, links, head, inv_size, level_count, keys, p
         c0z = floor_to_int(pz * inv)
         seen = 0
         ring = 0
+        visited = 0.0
         while seen < n_level:
             if size == k and ring > 1 and inv > 0.0:
                 # Unseen objects lie outside the block of rings 0 .. ring - 1.
@@ -196,7 +200,9 @@ def knn_query(bounds, spheres, meta, links, head, inv_size, level_count, keys, p
             span_z = ring if n_dims == 3 else 0
             span_y = ring if n_dims >= 2 else 0
             n_ring_cells = (2.0 * ring + 1) ** n_dims - (2.0 * ring - 1) ** n_dims if ring else 1.0
-            if n_ring_cells > SCAN_FACTOR * (n_level - seen):
+            visited += n_ring_cells
+            if (n_ring_cells > SCAN_FACTOR * (n_level - seen)
+                    or visited > SCAN_FACTOR * n_level + 27.0):
                 # Scan every object of the level not met in rings 0 .. ring - 1.
                 for slot in range(meta.shape[0]):
                     if meta[slot, LEVEL] != level:

@@ -6,7 +6,10 @@ where the ray enters the level's box of cells to where it leaves it or reaches
 objects of the cells holding the ray's points of that interval are tested, the range
 widened by the rounding tolerance of `cells.cell_tolerance` so that a ray along a cell face
 or through a corner meets the objects on both sides. A stamp per slot tests each object
-once per ray.
+once per ray. A level whose stretch of the ray crosses more cells than a few times its
+objects (`dynamic_query.SCAN_FACTOR`) has its objects tested one by one instead, so a
+ray costs O(objects) at most: two objects 1e9 cells apart took over a minute cell by
+cell.
 
 Tests, with the arithmetic of `tests/dynamic_oracles.py`: the slab test against the
 closed bounding box over ``[0, max_distance]`` gives the entry parameter (0 when the ray
@@ -26,6 +29,7 @@ from .._config import jit
 from .cells import cell_tolerance, floor_to_int
 from .dda import clip_to_cells, dda_exit, dda_start, dda_step, ray_to_cells
 from .dynamic import CATEGORY, ENTRIES, LEVEL, LO, bucket_of
+from .dynamic_query import SCAN_FACTOR
 
 
 @jit
@@ -109,6 +113,17 @@ def ray_hits(bounds, spheres, meta, links, head, inv_size, level_count, level_ce
             t_lo, t_hi = clip_to_cells(u_start, u_rate, lower_u, upper_u, 0.0, max_distance)
             if t_lo > t_hi:
                 continue
+            crossed = 1.0
+            for axis in range(3):
+                crossed += abs(u_rate[axis]) * (t_hi - t_lo)
+            if crossed > SCAN_FACTOR * level_count[level]:
+                for slot in range(meta.shape[0]):
+                    if meta[slot, LEVEL] == level:
+                        n_out, best_t, best_key = _test_object(
+                            bounds, spheres, meta, keys, stamp, stamp_value, slot, origin,
+                            direction, max_distance, query_mask, first_only, out_slots,
+                            out_t, n_out, best_t, best_key)
+                continue
         dda_start(u_start, u_rate, t_lo, cell, step, t_next)
         t_enter = t_lo
         while True:
@@ -134,28 +149,38 @@ def ray_hits(bounds, spheres, meta, links, head, inv_size, level_count, level_ce
                             entry = links[entry, 0]
                             if (meta[slot, LEVEL] != level or meta[slot, LO] + (k & 1) != cx
                                     or meta[slot, LO + 1] + ((k >> 1) & 1) != cy
-                                    or meta[slot, LO + 2] + (k >> 2) != cz
-                                    or stamp[slot] == stamp_value):
+                                    or meta[slot, LO + 2] + (k >> 2) != cz):
                                 continue
-                            stamp[slot] = stamp_value
-                            if (meta[slot, CATEGORY] & query_mask) == 0:
-                                continue
-                            t = ray_object(bounds, spheres, slot, origin, direction,
-                                           max_distance)
-                            if t < 0.0:
-                                continue
-                            if first_only:
-                                if t < best_t or (t == best_t and keys[slot] < best_key):
-                                    best_t = t
-                                    best_key = keys[slot]
-                                    out_slots[0] = slot
-                                    out_t[0] = t
-                                    n_out = 1
-                            else:
-                                out_slots[n_out] = slot
-                                out_t[n_out] = t
-                                n_out += 1
+                            n_out, best_t, best_key = _test_object(
+                                bounds, spheres, meta, keys, stamp, stamp_value, slot, origin,
+                                direction, max_distance, query_mask, first_only, out_slots,
+                                out_t, n_out, best_t, best_key)
             if t_exit >= t_hi or (first_only and best_t < t_exit):
                 break
             _, t_enter = dda_step(u_start, u_rate, cell, step, t_next)
     return n_out
+
+
+@jit
+def _test_object(bounds, spheres, meta, keys, stamp, stamp_value, slot, origin, direction,
+                 max_distance, query_mask, first_only, out_slots, out_t, n_out, best_t,
+                 best_key):
+    """Test object ``slot`` against the ray once (see `ray_hits`) and record a hit: all of
+    them, or the first one. Returns the updated ``(n_out, best_t, best_key)``."""
+    if stamp[slot] == stamp_value:
+        return n_out, best_t, best_key
+    stamp[slot] = stamp_value
+    if (meta[slot, CATEGORY] & query_mask) == 0:
+        return n_out, best_t, best_key
+    t = ray_object(bounds, spheres, slot, origin, direction, max_distance)
+    if t < 0.0:
+        return n_out, best_t, best_key
+    if first_only:
+        if t < best_t or (t == best_t and keys[slot] < best_key):
+            out_slots[0] = slot
+            out_t[0] = t
+            return 1, t, keys[slot]
+        return n_out, best_t, best_key
+    out_slots[n_out] = slot
+    out_t[n_out] = t
+    return n_out + 1, best_t, best_key

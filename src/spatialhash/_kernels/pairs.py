@@ -62,15 +62,16 @@ def reach_in_cells(inv_cell_size, n_cells, reach):
     """Cells to search on each side of a cell so that no pair within ``reach`` is missed.
 
     Two cell coordinates of points within ``reach`` differ by at most ``reach / cell_size``
-    plus the rounding of each coordinate (a few ulps of the largest cell coordinate).
+    plus the rounding of each coordinate (a few ulps of the largest cell coordinate). No
+    search needs more cells than the axis has: the count is capped there, which also keeps
+    a reach of 2**63 cells or more (a huge ``r`` over tiny cells) from overflowing.
     """
     cells = np.empty(3, np.int64)
     for axis in range(3):
         u_reach = reach * inv_cell_size[axis]
         rounding = 2.0 * (n_cells[axis] + 1.0) * 2.0**-50
-        cells[axis] = math.ceil(
-            u_reach * (1.0 + RANGE_RELATIVE_TOLERANCE) + rounding + RANGE_ABSOLUTE_TOLERANCE
-        )
+        needed = u_reach * (1.0 + RANGE_RELATIVE_TOLERANCE) + rounding + RANGE_ABSOLUTE_TOLERANCE
+        cells[axis] = math.ceil(min(needed, float(n_cells[axis])))
     return cells
 
 
