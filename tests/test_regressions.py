@@ -160,8 +160,9 @@ def test_default_cell_size_overflows_for_clouds_with_huge_volume(n_dims):
     warns ("overflow encountered in reduce"), falls back to 1.0, and then fails with
     "`cell_size` is too small ... 1.0 would need 2e+150 cells" for a cell_size the user
     never gave. Expected: a grid with a finite default cell size (about 1e150 here).
+    (The 2-D case was at 1e200 until coordinates were limited to +-1e150 in session 16.)
     """
-    spread = 1e150 if n_dims == 3 else 1e200
+    spread = 1e150
     points = np.zeros((42, n_dims))
     points[0], points[1] = spread, -spread
     grid = Grid(points)
@@ -298,3 +299,31 @@ def test_dynamic_rays_and_nearest_walk_every_cell_between_distant_objects(n_dims
         nearest = hash_.query_knn(origin, 40)
         expected = oracle.query_knn(model, oracle.pad(origin, n_dims), 40)
         assert nearest.ids.tolist() == [id for _, id in expected]
+
+
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+def test_coordinates_whose_squared_distances_overflow_give_wrong_answers(n_dims):
+    """Coordinates from about 1.3e154 on: squared distances overflow to infinity, and with
+    a radius whose square overflows too every pair matched. ``Grid([[0], [2e160]], 1e160)
+    .query_pairs(1e160)``: expected no pair (they are 2e160 apart). Got: the pair, at
+    distance inf; `query_knn` ranked two such points by index; a ray from -1e155 missed.
+    Now coordinates beyond +-1e150 are refused, naming the argument."""
+    far = np.zeros((2, n_dims))
+    far[1, -1] = 2e160
+    with pytest.raises(ValueError, match=r"`points` must lie within \+-1e\+150.*2e\+160"):
+        Grid(far, 1e160)
+    grid = Grid(np.zeros((1, n_dims)), 1.0)
+    with pytest.raises(ValueError, match=r"`queries` must lie within.*queries\[0, 0\]"):
+        grid.query_radius(np.full((1, n_dims), -1e151), 1e300)
+    with pytest.raises(ValueError, match=r"`queries` must lie within"):
+        grid.query_knn(np.full((1, n_dims), 1e151), 1)
+    with pytest.raises(ValueError, match=r"`origins` must lie within"):
+        grid.query_ray(np.full(n_dims, -1e155), np.eye(n_dims)[0], 0.5)
+    # At the limit, distances and rankings are exact.
+    edge = np.zeros((3, n_dims))
+    edge[1, 0], edge[2, 0] = 1e150, -1e150
+    grid = Grid(edge, 1e149)
+    pairs = grid.query_pairs(1e300, return_distances=True).sorted()
+    assert pairs.indices.tolist() == [[0, 1], [0, 2], [1, 2]]
+    assert pairs.distances.tolist() == [1e150, 1e150, 2e150]
+    assert grid.query_knn(np.full((1, n_dims), 1e150), 3).indices.tolist() == [[1, 0, 2]]

@@ -39,6 +39,26 @@ def as_float_array(value, name: str) -> np.ndarray:
     return np.asarray(array, dtype=np.float64)
 
 
+#: Largest coordinate magnitude accepted for points, queries and ray origins: squared
+#: distances between such coordinates (at most 3 * (2e150)**2, about 1.2e301) stay finite
+#: in float64. From about 1.3e154 on they overflow to infinity, and pairs, neighbours and
+#: nearest neighbours would come out wrong for a radius whose square overflows too.
+COORDINATE_LIMIT = 1e150
+
+
+def check_magnitude(array: np.ndarray, name: str) -> None:
+    """Raise when some value of ``array`` lies outside ``[-COORDINATE_LIMIT,
+    COORDINATE_LIMIT]``, naming the first such row."""
+    if array.size and not (-COORDINATE_LIMIT <= array.min()
+                           and array.max() <= COORDINATE_LIMIT):
+        bad = np.argwhere(np.abs(array) > COORDINATE_LIMIT)[0]
+        where = "[" + ", ".join(str(int(i)) for i in bad) + "]"
+        raise ValueError(
+            f"`{name}` must lie within +-{COORDINATE_LIMIT:g} (squared distances of larger "
+            f"coordinates overflow float64); got {array[tuple(bad)]} at {name}{where}."
+        )
+
+
 def check_finite(array: np.ndarray, name: str) -> None:
     """Raise when ``array`` holds NaN or infinity, naming the first bad row."""
     if array.size and not np.isfinite(array).all():
@@ -86,8 +106,8 @@ def grid_points(points: np.ndarray, box: np.ndarray, name: str = "points"
     coordinates, and no kernel writes. Otherwise the result is an (n, 3) copy, wrapped into
     the periodic axes of ``box``.
 
-    Raises when the coordinates on some axis span more than float64 can hold: differences
-    of such coordinates overflow to infinity, and no cell size can cover them.
+    Raises when some coordinate (wrapped, on periodic axes) lies beyond
+    `COORDINATE_LIMIT`: squared distances of such coordinates overflow to infinity.
     """
     array = np.ascontiguousarray(points)
     periodic = np.isfinite(box).any()
@@ -108,12 +128,11 @@ def grid_points(points: np.ndarray, box: np.ndarray, name: str = "points"
         if points3.shape[0]:
             lowest, highest = bounds(points3)
     for axis in range(N_AXES):
-        # Python floats: an overflow gives inf without NumPy's warning.
-        if math.isinf(float(highest[axis]) - float(lowest[axis])):
+        if not -COORDINATE_LIMIT <= lowest[axis] <= highest[axis] <= COORDINATE_LIMIT:
+            value = lowest[axis] if lowest[axis] < -COORDINATE_LIMIT else highest[axis]
             raise ValueError(
-                f"`{name}` must span a finite range on every axis; got coordinates from "
-                f"{lowest[axis]} to {highest[axis]} on axis {axis}, whose difference "
-                "overflows float64."
+                f"`{name}` must lie within +-{COORDINATE_LIMIT:g} (squared distances of "
+                f"larger coordinates overflow float64); got {value} on axis {axis}."
             )
     return points3, lowest, highest
 
@@ -258,6 +277,7 @@ def as_rays(origins, directions, n_dims: int) -> tuple[np.ndarray, np.ndarray]:
             array = array[np.newaxis, :]
         arrays.append(as_points(array, name, n_dims=n_dims))
     origins, directions = arrays
+    check_magnitude(origins, "origins")
     if origins.shape != directions.shape:
         raise ValueError(
             f"`directions` must have the same shape as `origins`; got {directions.shape} and "

@@ -80,6 +80,7 @@ from ._validation import (
     as_positive_scalar,
     as_radii,
     as_rays,
+    check_magnitude,
     grid_points,
     pad_to_3d,
     wrap_into_box,
@@ -149,8 +150,9 @@ class Grid:
     Parameters
     ----------
     points : array_like of float, shape (n, d)
-        Coordinates, d = 1, 2 or 3. Any real dtype is accepted and converted to float64
-        once; the array is copied, never modified.
+        Coordinates, d = 1, 2 or 3, within +-1e150 (squared distances of larger ones
+        overflow float64). Any real dtype is accepted and converted to float64 once; the
+        array is never modified.
     cell_size : float, optional
         Edge of the cubic cells. Choose the query radius (or the largest one) for radius
         and pair queries. Default: the size that puts about four points in a cell on
@@ -266,8 +268,10 @@ class Grid:
 
     # ------------------------------------------------------------------ helpers
     def _queries(self, queries, name: str = "queries") -> np.ndarray:
-        coords = as_points(queries, name, n_dims=self._n_dims)
-        return wrap_into_box(pad_to_3d(coords), self._box)
+        coords = wrap_into_box(pad_to_3d(as_points(queries, name, n_dims=self._n_dims)),
+                               self._box)
+        check_magnitude(coords, name)
+        return coords
 
     def _check_periodic_reach(self, reach: float, name: str, seen: float) -> None:
         if not self._periodic.any():
