@@ -274,6 +274,23 @@ def test_csv_default_columns_skip_text_and_columns_pick_in_order(tmp_path):
     np.testing.assert_array_equal(points, [[2, 1], [4, 3]])
 
 
+@pytest.mark.parametrize("first", ["N/A", "0x10", "1_0", "0 # c", ""])
+def test_csv_column_with_text_in_its_first_row_only_is_numeric_and_reported(tmp_path, first):
+    # Session 16: the first data row alone decided which columns were text, so "N/A" there
+    # silently dropped the column `y` from the coordinates (a 1-D search, exit status 0).
+    path = tmp_path / "points.csv"
+    path.write_text(f"x,y\n0,{first}\n0,0\n0,10\n")
+    output = tmp_path / "out.npy"
+    assert run("pairs", path, "-r", 0.5, "-o", output, "-q") == 2
+    assert not output.exists()
+    with pytest.raises(readers.CommandError, match=r"column 'y' must hold numbers.* line 2"):
+        readers.read_points(str(path))
+    # A column with text in every row stays text, and is left out by default.
+    path.write_text("x,name,y\n0,a,0\n1,,1\n2,c,2\n")
+    points, _ = readers.read_points(str(path))
+    np.testing.assert_array_equal(points, [[0, 0], [1, 1], [2, 2]])
+
+
 def test_structured_npy_and_parquet_integer_columns(tmp_path):
     records = np.array([(1, 2.5, b"a"), (3, 4.5, b"b")],
                        dtype=[("x", "i4"), ("y", "f4"), ("tag", "S1")])

@@ -5,7 +5,9 @@ Formats, chosen by the file's extension:
 - ``.npy``: a 2-D array (n, d) of real numbers, whose columns are named ``0``, ``1``, ...;
   or a 1-D structured array, whose numeric fields are the columns.
 - ``.csv``: comma-separated, with an optional header: a first line whose fields are all
-  numbers is data, and the columns are then named ``0``, ``1``, ... by position.
+  numbers is data, and the columns are then named ``0``, ``1``, ... by position. A column
+  is text (never a coordinate by default) when none of its first `CSV_SAMPLE_ROWS` values
+  is a number; one number among them makes it numeric, and any text in it then an error.
 - ``.parquet`` (needs pyarrow): integer and floating-point columns.
 
 Coordinates are the columns named by ``--columns``, by default every numeric column (the
@@ -30,6 +32,8 @@ import numpy as np
 from .common import CommandError, optional_import, progress
 
 EXTENSIONS = (".npy", ".csv", ".parquet")
+#: Data rows of a CSV file read to tell text columns from numeric ones.
+CSV_SAMPLE_ROWS = 100
 #: Characters of a CSV file parsed per call of ``np.loadtxt`` (about 4 MB).
 CSV_BLOCK_CHARS = 1 << 22
 MAX_DIMS = 3
@@ -296,11 +300,10 @@ def _open_csv(path: str, quiet: bool) -> Table:
     with _garbled_csv(path), open(path, encoding="utf-8-sig") as file:
         lines = (line for line in file if line.strip())
         first = next(lines, None)
-        second = next(lines, None)
         if first is None:
             raise CommandError(f"{path}: the file is empty (no header and no rows).")
         fields = _split(first)
-        second = None if second is None else _split(second)
+        following = [_split(line) for line in itertools.islice(lines, CSV_SAMPLE_ROWS)]
     has_header = not all(_is_number(field) for field in fields)
     if has_header:
         names = fields
@@ -310,15 +313,18 @@ def _open_csv(path: str, quiet: bool) -> Table:
                 f"{path}: column names must be unique; got {repeated[0]!r} more than once "
                 "in the header."
             )
-        sample = second
+        sample = following
     else:
         names = [str(i) for i in range(len(fields))]
-        sample = fields
-    # Text columns are those whose first value is text; an empty first value says nothing
-    # (it is an error if the column is read). With no data, every column is numeric.
-    numeric = set(names) if sample is None else {
-        name for name, value in zip(names, sample, strict=False)
-        if _is_number(value) or not value
+        sample = [fields, *following[:CSV_SAMPLE_ROWS - 1]]
+    # Text columns hold text in every sampled row that has a value there; a number in
+    # one of them makes the column numeric, so that "N/A" in the first row is reported
+    # (at its line) rather than the column quietly left out of the coordinates. Empty
+    # values say nothing; with no data, every column is numeric.
+    numeric = {
+        name for k, name in enumerate(names)
+        if not any(k < len(row) and row[k] and not _is_number(row[k]) for row in sample)
+        or any(k < len(row) and _is_number(row[k]) for row in sample)
     }
     reader = _CsvReader(path, names, has_header, quiet)
     return Table(path, names, numeric, reader.load, reader.where)
