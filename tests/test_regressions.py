@@ -327,3 +327,24 @@ def test_coordinates_whose_squared_distances_overflow_give_wrong_answers(n_dims)
     assert pairs.indices.tolist() == [[0, 1], [0, 2], [1, 2]]
     assert pairs.distances.tolist() == [1e150, 1e150, 2e150]
     assert grid.query_knn(np.full((1, n_dims), 1e150), 3).indices.tolist() == [[1, 0, 2]]
+
+
+def test_huge_k_allocates_terabytes():
+    """``Grid([[0.0]]).query_knn([[0.0]], 2**40)``: a valid k (more than the points) made
+    (1, 2**40) result arrays. Expected: a clear error naming `k` (the padding alone would
+    take 16 TiB), and the dynamic hash, which returns fewer than k, the one object. Got:
+    MemoryError "Unable to allocate 4.00 TiB"; for 2**63 "Maximum allowed dimension
+    exceeded"."""
+    from spatialhash import DynamicHash
+
+    grid = Grid([[0.0], [1.0]])
+    for k in (2**40, 2**63):
+        with pytest.raises(ValueError, match=r"`k` must not exceed the number of points \(2\)"):
+            grid.query_knn([[0.0]], k)
+    found = grid.query_knn([[0.0]], 5)  # a little beyond the points: padded, as documented
+    assert found.indices.tolist() == [[0, 1, -1, -1, -1]] and found.counts.tolist() == [2]
+    hash_ = DynamicHash(1.0, n_dims=1)
+    assert hash_.query_knn([0.0], 2**40).ids.tolist() == []
+    hash_.insert(7, [0.5])
+    hits = hash_.query_knn([0.0], 2**40)
+    assert hits.ids.tolist() == [7] and hits.distances.tolist() == [0.5]

@@ -820,7 +820,9 @@ class DynamicHash:
         ``k`` come back when the hash holds fewer matching objects.
         """
         position = np.array(check.coordinates(point, "point", self._n_dims))
-        k = as_count(k, "k")
+        # No more than every object can come back: room for those only (a huge k, valid,
+        # would otherwise allocate terabytes).
+        k = min(as_count(k, "k"), max(len(self), 1))
         mask = check.bits_value(mask, "mask")
         self._ensure_linked()
         heap_distance = np.empty(k)

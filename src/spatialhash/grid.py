@@ -688,8 +688,7 @@ class Grid:
         limit = np.inf if r_max is None else as_positive_scalar(
             r_max, "r_max", allow_zero=True, allow_inf=True)
         m = query_points.shape[0]
-        indices = np.full((m, k), -1, dtype=self._index_dtype)
-        distances = np.full((m, k), np.inf)
+        indices, distances = _knn_outputs(m, k, self.n_points, self._index_dtype)
         counts = np.zeros(m, dtype=np.int64)
         with _config.threads(self._n_threads):
             visit_order = self._query_order(query_points)
@@ -885,6 +884,31 @@ def _default_cell_size(points3: np.ndarray, lowest: np.ndarray, highest: np.ndar
     # In logarithms: the volume of a cloud spanning 1e150 per axis overflows float64.
     log_size = (np.log(extent).sum() + math.log(DEFAULT_POINTS_PER_CELL / n)) / extent.size
     return float(min(math.exp(log_size), extent.max()))
+
+
+#: `Grid.query_knn` refuses a ``k`` beyond the point count whose padding columns (-1
+#: and ``inf``, 16 bytes a slot with int64 indices) would take more than this many bytes.
+KNN_MAX_PADDING_BYTES = 2**30
+
+
+def _knn_outputs(m: int, k: int, n_points: int, index_dtype) -> tuple[np.ndarray, np.ndarray]:
+    """The (m, k) index and distance arrays of `Grid.query_knn`, filled with -1 and
+    ``inf``; a clear error, naming ``k``, for results that cannot be made."""
+    padding = m * max(k - n_points, 0) * 16
+    if padding > KNN_MAX_PADDING_BYTES:
+        raise ValueError(
+            f"`k` must not exceed the number of points ({n_points}) by so much: the "
+            f"result's padding columns alone would take {padding / 2**30:.3g} GiB "
+            f"({m} x {k - n_points} slots); got k = {k} (k = {max(n_points, 1)} finds every "
+            "point)."
+        )
+    try:
+        return (np.full((m, k), -1, dtype=index_dtype), np.full((m, k), np.inf))
+    except (MemoryError, ValueError) as error:
+        raise MemoryError(
+            f"query_knn: no memory for results of shape ({m}, {k}) (`k` = {k}); ask for "
+            f"fewer neighbours or fewer queries at a time ({error})."
+        ) from error
 
 
 def _histograms_fit(n_threads: int, n_keys: float, n: int) -> bool:
