@@ -146,9 +146,20 @@ def test_bad_values_raise_and_change_nothing(world, call, error, pattern):
         ({"cell_size": 0.0}, ValueError, r"`cell_size` must be > 0; got 0\.0\."),
         ({"cell_size": np.inf}, ValueError, r"`cell_size` must be finite; got inf\."),
         ({"cell_size": 1.0, "n_dims": 4}, ValueError, r"`n_dims` must be 1, 2 or 3; got 4\."),
+        ({"cell_size": 1.0, "n_dims": 2.0}, TypeError, r"`n_dims` must be an integer"),
+        ({"cell_size": 1.0, "n_dims": True}, TypeError, r"`n_dims` must be an integer"),
+        ({"cell_size": 10**400}, ValueError, r"`cell_size` must fit float64; got an integer "
+                                             r"of 401 digits\."),
         ({"cell_size": 1.0, "capacity": 0}, ValueError, r"`capacity` must be >= 1; got 0\."),
     ],
 )
 def test_bad_construction(kwargs, error, pattern):
     with raises(error, pattern):
         DynamicHash(**kwargs)
+
+
+def test_numpy_integer_dimension_is_accepted():
+    world = DynamicHash(1.0, n_dims=np.int64(2))
+    assert world.n_dims == 2 and type(world.n_dims) is int
+    world.insert(1, [0.5, 0.5])
+    assert world.query_radius([0.0, 0.0], 1.0).tolist() == [1]

@@ -348,3 +348,60 @@ def test_huge_k_allocates_terabytes():
     hash_.insert(7, [0.5])
     hits = hash_.query_knn([0.0], 2**40)
     assert hits.ids.tolist() == [7] and hits.distances.tolist() == [0.5]
+
+
+@pytest.mark.parametrize(("n_dims", "outlier"), [(1, 1e15), (2, 1e16), (3, 1e150)])
+def test_default_cell_size_too_small_for_a_far_outlier(n_dims, outlier):
+    """1,000 points in the unit cube and one at 1e15 (1-D), no cell_size given. Expected: a
+    grid (the default cell size made large enough for the spread). Got: "`cell_size` is
+    too small for the spread of the points: 0.00395 would need 2.53e+17 cells", about a
+    cell size the user never gave."""
+    rng = np.random.default_rng(n_dims)
+    points = np.vstack([rng.random((1000, n_dims)), np.full((1, n_dims), outlier)])
+    grid = Grid(points)
+    found = grid.query_knn(points[:20], 3)
+    indices, _, _ = oracles.knn(points, points[:20], 3)
+    np.testing.assert_array_equal(found.indices, indices)
+
+
+def test_module_query_pairs_refuses_the_cell_size_it_chose():
+    """``spatialhash.query_pairs`` used the reach as the cell size unchecked: r = 1e-16 over
+    points in [0, 1] gave "`cell_size` is too small ... would need 1e+16 cells", and radii
+    of 1e308 (a reach of inf) "`cell_size` must be finite; got inf", neither a parameter
+    of the function. Expected: the pairs (none, and every one)."""
+    line = np.linspace(0.0, 1.0, 40)[:, None]
+    assert spatialhash.query_pairs(line, 1e-16).indices.shape == (0, 2)
+    assert spatialhash.query_pairs(line, 1e-17, box=1.0).indices.tolist() == [[0, 39]]
+    assert spatialhash.query_pairs([[0.0], [1.0]], radii=[1e308, 1e308]).indices.tolist() == [
+        [0, 1]]
+
+
+@pytest.mark.parametrize("call", [
+    lambda: Grid([[0.0]], cell_size=10**400),
+    lambda: Grid([[0.0]]).query_pairs(10**400),
+    lambda: spatialhash.query_pairs([[0.0]], 10**400),
+    lambda: Grid([[0.0]]).query_knn([[0.0]], 1, r_max=-(10**400)),
+])
+def test_integers_beyond_float64_raise_overflow_error(call):
+    """A Python integer too large for a float (10**400) as a cell size or radius. Expected:
+    a ValueError naming the parameter. Got: "OverflowError: int too large to convert to
+    float", naming none."""
+    with pytest.raises(ValueError, match=r"`(cell_size|r|r_max)` must fit float64; got an "
+                                         r"integer of 401 digits"):
+        call()
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda: Grid([[0.0], [1.0]]).query_pairs(radii=[[1], [1, 2]]), "radii"),
+    (lambda: Grid([[0.0, 0.0]], box=1.0, periodic=[[True], [True, False]]), "periodic"),
+    (lambda: spatialhash.DynamicHash(1.0, 1).insert_many([1, 2], [[0.0], [1.0]],
+                                                         radius=[[1], [1, 2]]), "radius"),
+    (lambda: spatialhash.DynamicHash(1.0, 1).insert_many([1, 2], [[0.0], [1.0]],
+                                                         category=[[1], [1, 2]]), "category"),
+])
+def test_ragged_arguments_reach_numpy_unnamed(call, name):
+    """Ragged nested lists as radii or periodic flags. Expected: a TypeError naming the
+    argument. Got: NumPy's "setting an array element with a sequence. The requested array
+    has an inhomogeneous shape", naming none."""
+    with pytest.raises(TypeError, match=rf"`{name}` must be"):
+        call()

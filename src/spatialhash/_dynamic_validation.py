@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from ._validation import as_float_array, check_finite
+from ._validation import as_array, as_float, as_float_array, check_finite
 
 #: Every category bit: the default category of an object and mask of a query.
 ALL_BITS = 0xFFFFFFFF
@@ -109,7 +109,7 @@ def radius_value(value, name: str = "radius") -> float:
     """A finite radius >= 0."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"`{name}` must be a real number; got {value!r}.")
-    value = float(value)
+    value = as_float(value, name)
     if not (math.isfinite(value) and value >= 0.0):
         raise ValueError(f"`{name}` must be finite and >= 0; got {value}.")
     return value
@@ -158,7 +158,7 @@ def coordinate_rows(value, name: str, m: int, n_dims: int) -> np.ndarray:
 
 def radius_rows(value, m: int) -> np.ndarray:
     """Bulk radii: a scalar or shape (m,), finite and >= 0."""
-    if np.ndim(value) == 0:
+    if as_array(value, "radius", "a scalar or a 1-D array of real numbers").ndim == 0:
         return np.full(m, radius_value(value.item() if isinstance(value, np.ndarray) else value))
     array = as_float_array(value, "radius")
     if array.shape != (m,):
@@ -175,10 +175,10 @@ def bits_rows(value, name: str, m: int) -> np.ndarray:
     """Bulk categories or masks: a scalar or shape (m,) of integers in ``[0, 2**32)``."""
     if value is None:
         return np.full(m, ALL_BITS, np.int64)
-    if np.ndim(value) == 0:
+    array = as_array(value, name, "an integer or a 1-D array of integers")
+    if array.ndim == 0:
         return np.full(m, bits_value(value.item() if isinstance(value, np.ndarray) else value,
                                      name), np.int64)
-    array = np.asarray(value)
     if array.dtype.kind not in "iu":
         raise TypeError(f"`{name}` must hold integers; got dtype {array.dtype}.")
     if array.shape != (m,):

@@ -46,6 +46,16 @@ def as_float_array(value, name: str) -> np.ndarray:
 COORDINATE_LIMIT = 1e150
 
 
+def as_array(value, name: str, what: str) -> np.ndarray:
+    """``np.asarray(value)``, with ragged nested sequences (which NumPy refuses with a
+    message naming no parameter) a TypeError naming ``name`` and saying ``what`` it must
+    be."""
+    try:
+        return np.asarray(value)
+    except ValueError as error:
+        raise TypeError(f"`{name}` must be {what}; got {value!r:.80}.") from error
+
+
 def check_magnitude(array: np.ndarray, name: str) -> None:
     """Raise when some value of ``array`` lies outside ``[-COORDINATE_LIMIT,
     COORDINATE_LIMIT]``, naming the first such row."""
@@ -148,12 +158,23 @@ def pad_to_3d(points: np.ndarray) -> np.ndarray:
     return padded
 
 
+def as_float(value: numbers.Real, name: str) -> float:
+    """A real number as a float; an integer beyond float64's range is a ValueError naming
+    ``name`` (Python raises OverflowError), not infinity."""
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(
+            f"`{name}` must fit float64; got an integer of {len(str(abs(value)))} digits."
+        ) from None
+
+
 def as_positive_scalar(value, name: str, *, allow_zero: bool = False,
                        allow_inf: bool = False) -> float:
     """A real scalar > 0 (or >= 0 with ``allow_zero``), finite unless ``allow_inf``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"`{name}` must be a real number; got {value!r}.")
-    value = float(value)
+    value = as_float(value, name)
     bound = ">= 0" if allow_zero else "> 0"
     if math.isnan(value) or (value < 0 if allow_zero else value <= 0):
         raise ValueError(f"`{name}` must be {bound}; got {value}.")
@@ -217,7 +238,8 @@ def as_box(box, periodic, n_dims: int) -> tuple[np.ndarray, np.ndarray]:
             f"`box` must be a scalar or hold one length per dimension ({n_dims}); got "
             f"{_describe(values)}."
         )
-    flags = np.ones(n_dims, dtype=bool) if periodic is None else np.asarray(periodic)
+    flags = (np.ones(n_dims, dtype=bool) if periodic is None
+             else as_array(periodic, "periodic", "a bool or a sequence of bools"))
     if flags.dtype != np.bool_:
         raise TypeError(f"`periodic` must be a bool or a sequence of bools; got {periodic!r}.")
     flags = np.broadcast_to(flags, (n_dims,)) if flags.ndim == 0 else flags

@@ -135,6 +135,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from collections.abc import Iterator
 
 import numba
@@ -267,9 +268,11 @@ class DynamicHash:
 
     def __init__(self, cell_size: float, n_dims: int = 3, *, capacity: int = MIN_CAPACITY):
         self._cell_size = as_positive_scalar(cell_size, "cell_size")
-        if isinstance(n_dims, bool) or not isinstance(n_dims, int) or not 1 <= n_dims <= 3:
+        if isinstance(n_dims, (bool, np.bool_)) or not isinstance(n_dims, numbers.Integral):
+            raise TypeError(f"`n_dims` must be an integer (1, 2 or 3); got {n_dims!r}.")
+        if not 1 <= n_dims <= 3:
             raise ValueError(f"`n_dims` must be 1, 2 or 3; got {n_dims!r}.")
-        self._n_dims = n_dims
+        self._n_dims = int(n_dims)
         capacity = max(as_count(capacity, "capacity"), MIN_CAPACITY)
         with np.errstate(over="ignore"):
             sizes = self._cell_size * LEVEL_RATIO ** np.arange(N_LEVELS, dtype=np.float64)

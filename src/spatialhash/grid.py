@@ -73,6 +73,7 @@ from ._kernels.cells import floor_to_int
 from ._kernels.state import N_AXES, GridState
 from ._results import KNearest, Neighbors, Pairs, RayHits
 from ._validation import (
+    as_array,
     as_bounds,
     as_box,
     as_count,
@@ -290,7 +291,7 @@ class Grid:
         if (r is None) == (radii is None):
             raise TypeError("give exactly one of `r` (a distance) and `radii` (one per point).")
         if radii is not None:
-            array = np.asarray(radii)
+            array = as_array(radii, "radii", "a scalar or a 1-D array of real numbers")
             if array.dtype == np.float64 and array.shape == (self.n_points,):
                 # One compiled pass: sorted copy, largest, validity (the message comes
                 # from `as_radii` when something is wrong).
@@ -883,7 +884,11 @@ def _default_cell_size(points3: np.ndarray, lowest: np.ndarray, highest: np.ndar
         return 1.0
     # In logarithms: the volume of a cloud spanning 1e150 per axis overflows float64.
     log_size = (np.log(extent).sum() + math.log(DEFAULT_POINTS_PER_CELL / n)) / extent.size
-    return float(min(math.exp(log_size), extent.max()))
+    size = float(min(math.exp(log_size), extent.max()))
+    # No more than half the cells an axis may have (`MAX_CELLS_PER_AXIS`) over the whole
+    # spread: a far outlier (1,000 points in [0, 1] and one at 1e15) would otherwise get a
+    # default size the build refuses as too small.
+    return max(size, float(spread.max()) / (0.5 * MAX_CELLS_PER_AXIS))
 
 
 #: `Grid.query_knn` refuses a ``k`` beyond the point count whose padding columns (-1
