@@ -21,7 +21,9 @@ The ratio is 4 rather than 2: fewer levels means fewer cross-level lookups in
 size classes, measured on a loaded machine, so only the order is certain), while a level's
 cells stay within 4x the size of its objects.
 
-Cells and buckets. A cell is ``floor(x / cell)`` per axis, exactly; no world bounds. Every
+Cells and buckets. A cell is ``floor(x / cell)`` per axis, exactly, up to 2**62 cells
+from the origin (4.6e18 cells; cell coordinates saturate there, so `query_cell` beyond it
+reports the objects of the outermost cell, and queries only slow down); no world bounds. Every
 (object, cell) entry is chained into a bucket list keyed by a hash of ``(level, cell)``
 (doubly linked, so insert and remove are O(1)); readers compare cells, so bucket collisions
 cost time, never correctness. A move that keeps an object in its cells writes its
@@ -870,9 +872,15 @@ class DynamicHash:
         start = np.array(check.coordinates(origin, "origin", self._n_dims))
         x, y, z = check.coordinates(direction, "direction", self._n_dims)
         length = math.sqrt(x * x + y * y + z * z)  # Python floats: overflow gives inf
-        if length == 0.0 or not math.isfinite(length):
-            raise ValueError(f"`direction` must be non-zero with a finite length; got "
-                             f"{[x, y, z][: self._n_dims]}.")
+        if not 1e-150 < length < 1e150:
+            # Squares that overflow or underflow: divided by the largest component first,
+            # any non-zero direction gives its unit vector.
+            scale = max(abs(x), abs(y), abs(z))
+            if scale == 0.0:
+                raise ValueError(f"`direction` must be non-zero; got "
+                                 f"{[x, y, z][: self._n_dims]}.")
+            x, y, z = x / scale, y / scale, z / scale
+            length = math.sqrt(x * x + y * y + z * z)
         heading = np.array([x / length, y / length, z / length])
         max_distance = as_positive_scalar(max_distance, "max_distance", allow_zero=True,
                                           allow_inf=True)
