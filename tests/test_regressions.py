@@ -405,3 +405,17 @@ def test_ragged_arguments_reach_numpy_unnamed(call, name):
     has an inhomogeneous shape", naming none."""
     with pytest.raises(TypeError, match=rf"`{name}` must be"):
         call()
+
+
+def test_timedelta_and_masked_points_are_taken_as_numbers():
+    """timedelta64 arrays (NumPy counts them among the integers) were accepted as
+    coordinates, and a masked array's mask was dropped, its masked values used. Expected:
+    TypeErrors naming `points`; a masked array with nothing masked is plain data."""
+    with pytest.raises(TypeError, match=r"`points` must hold real numbers.*timedelta64"):
+        Grid(np.array([[1], [2]], dtype="timedelta64[s]"), 1.0)
+    masked = np.ma.array([[0.0], [5.0]], mask=[[False], [True]])
+    with pytest.raises(TypeError, match=r"`points` must not be a masked array"):
+        Grid(masked, 1.0)
+    with pytest.raises(TypeError, match=r"`queries` must not be a masked array"):
+        Grid([[0.0]], 1.0).query_radius(masked, 1.0)
+    assert Grid(np.ma.array([[0.0], [0.5]]), 1.0).query_pairs(1.0).indices.tolist() == [[0, 1]]

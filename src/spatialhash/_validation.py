@@ -23,15 +23,19 @@ def as_float_array(value, name: str) -> np.ndarray:
     """``value`` as a float64 ndarray (a copy only when needed); rejects non-real dtypes."""
     if type(value) is np.ndarray and value.dtype == np.float64:
         return value  # the common case, without the dtype checks (a few us a call)
+    if isinstance(value, np.ma.MaskedArray) and np.ma.is_masked(value):
+        raise TypeError(
+            f"`{name}` must not be a masked array with masked values (the mask would be "
+            "ignored); pass `.compressed()` or `.filled(value)`."
+        )
     try:
         array = np.asarray(value)
     except Exception as error:  # ragged lists and the like
         raise TypeError(
             f"`{name}` must be array-like of real numbers; got {value!r:.80}."
         ) from error
-    if array.dtype == np.bool_ or not (
-        np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
-    ):
+    # By kind: NumPy counts timedelta64 among the integers.
+    if array.dtype.kind not in "iuf":
         raise TypeError(
             f"`{name}` must hold real numbers (integer or floating dtype); got dtype "
             f"{array.dtype}."
