@@ -419,3 +419,31 @@ def test_timedelta_and_masked_points_are_taken_as_numbers():
     with pytest.raises(TypeError, match=r"`queries` must not be a masked array"):
         Grid([[0.0]], 1.0).query_radius(masked, 1.0)
     assert Grid(np.ma.array([[0.0], [0.5]]), 1.0).query_pairs(1.0).indices.tolist() == [[0, 1]]
+
+
+def test_dynamic_coordinates_whose_squared_distances_overflow():
+    """The dynamic hash took any finite coordinates; from about 1.3e154 on, squared
+    distances overflow and a ball of radius 1e160 around 0 held an object 2e160 away.
+    Now objects, centres, query points and ray origins are limited to +-1e150, as in the
+    batch grid; box corners, cell positions and directions (no distances) are not."""
+    from spatialhash import DynamicHash
+
+    hash_ = DynamicHash(1.0, n_dims=2)
+    hash_.insert(1, [0.5, 0.5])
+    before = hash_.query_box([-1e300, -1e300], [1e300, 1e300]).tolist()
+    for call, name in [
+        (lambda: hash_.insert(2, [2e160, 0.0]), "lower"),
+        (lambda: hash_.insert(2, [0.0, 0.0], [2e160, 1.0]), "upper"),
+        (lambda: hash_.move(1, [0.0, -2e151]), "lower"),
+        (lambda: hash_.insert_many([2, 3], np.array([[0.0, 0.0], [0.0, 1e151]])), "lower"),
+        (lambda: hash_.query_radius([1e151, 0.0], 1e160), "center"),
+        (lambda: hash_.query_knn([0.0, 1e151], 1), "point"),
+        (lambda: hash_.query_ray([-1e155, 0.5], [1.0, 0.0]), "origin"),
+    ]:
+        with pytest.raises(ValueError, match=rf"`{name}` must lie within \+-1e\+150"):
+            call()
+    assert hash_.query_box([-1e300, -1e300], [1e300, 1e300]).tolist() == before == [1]
+    assert hash_.query_cell([1e300, 0.0]).tolist() == []
+    assert hash_.query_ray([0.0, 0.5], [1e300, 0.0]).ids.tolist() == [1]
+    hash_.move(1, [1e150, -1e150])  # the limit itself is allowed
+    assert hash_.query_radius([0.0, 0.0], 2e150).tolist() == [1]

@@ -8,10 +8,18 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 
 import numpy as np
 
-from ._validation import as_array, as_float, as_float_array, check_finite
+from ._validation import (
+    COORDINATE_LIMIT,
+    as_array,
+    as_float,
+    as_float_array,
+    check_finite,
+    check_magnitude,
+)
 
 #: Every category bit: the default category of an object and mask of a query.
 ALL_BITS = 0xFFFFFFFF
@@ -57,8 +65,9 @@ def present_ids(name: str, ids: list) -> ValueError:
                       f"repeated: {_show(ids)}.")
 
 
-def fast_coordinates(value, n_dims: int):
-    """``value`` as a tuple of ``n_dims`` finite floats, or None when it needs full checks."""
+def fast_coordinates(value, n_dims: int, limit: float = COORDINATE_LIMIT):
+    """``value`` as a tuple of ``n_dims`` floats within ``+-limit``, or None when it needs
+    full checks."""
     kind = type(value)
     if kind is np.ndarray:
         if value.ndim != 1 or value.dtype.kind not in "fiu":
@@ -72,14 +81,16 @@ def fast_coordinates(value, n_dims: int):
         kind = type(x)
         if kind is not float and kind is not int:
             return None
-        if not math.isfinite(x):
+        if not -limit <= x <= limit:  # NaN fails too
             return None
     return value
 
 
-def coordinates(value, name: str, n_dims: int) -> tuple:
-    """One position of ``n_dims`` coordinates, padded to three floats."""
-    fast = fast_coordinates(value, n_dims)
+def coordinates(value, name: str, n_dims: int, *, bounded: bool = True) -> tuple:
+    """One position of ``n_dims`` finite coordinates, padded to three floats; within
+    `COORDINATE_LIMIT` when ``bounded`` (positions whose distances are computed: objects,
+    centres, query points, ray origins; not box corners or directions)."""
+    fast = fast_coordinates(value, n_dims, COORDINATE_LIMIT if bounded else sys.float_info.max)
     if fast is None:
         array = as_float_array(value, name)
         if array.shape != (n_dims,):
@@ -88,6 +99,8 @@ def coordinates(value, name: str, n_dims: int) -> tuple:
                 f"of shape {array.shape}."
             )
         check_finite(array, name)
+        if bounded:
+            check_magnitude(array, name)
         fast = array.tolist()
     padded = [0.0, 0.0, 0.0]
     for axis, x in enumerate(fast):
@@ -149,6 +162,7 @@ def coordinate_rows(value, name: str, m: int, n_dims: int) -> np.ndarray:
         raise ValueError(f"`{name}` must have shape ({m}, {n_dims}), one row per id; got an "
                          f"array of shape {array.shape}.")
     check_finite(array, name)
+    check_magnitude(array, name)
     padded = np.zeros((m, 3))
     padded[:, :n_dims] = array
     return padded

@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from ._kernels.build import bounds, pad_columns, pad_with_bounds
+from ._kernels.cells import COORDINATE_LIMIT
 from ._kernels.state import N_AXES
 
 
@@ -41,13 +42,6 @@ def as_float_array(value, name: str) -> np.ndarray:
             f"{array.dtype}."
         )
     return np.asarray(array, dtype=np.float64)
-
-
-#: Largest coordinate magnitude accepted for points, queries and ray origins: squared
-#: distances between such coordinates (at most 3 * (2e150)**2, about 1.2e301) stay finite
-#: in float64. From about 1.3e154 on they overflow to infinity, and pairs, neighbours and
-#: nearest neighbours would come out wrong for a radius whose square overflows too.
-COORDINATE_LIMIT = 1e150
 
 
 def as_array(value, name: str, what: str) -> np.ndarray:

@@ -615,7 +615,8 @@ class DynamicHash:
         id : hashable
             The object's id; must not be in the hash yet.
         lower : array_like of float, shape (n_dims,)
-            The point, the box's lower corner, or the sphere's centre.
+            The point, the box's lower corner, or the sphere's centre; coordinates within
+            +-1e150, like every position whose distances are computed.
         upper : array_like of float, shape (n_dims,), optional
             The box's upper corner, ``>= lower`` on every axis.
         radius : float, optional
@@ -687,8 +688,10 @@ class DynamicHash:
                     x0, x1, y0, y1, z0, z1 = lower[0], high[0], 0.0, 0.0, 0.0, 0.0
                 if (type(x0) is float and type(y0) is float and type(z0) is float
                         and type(x1) is float and type(y1) is float and type(z1) is float
-                        # NaN or an infinity makes the sum NaN.
-                        and x0 - x0 + y0 - y0 + z0 - z0 + x1 - x1 + y1 - y1 + z1 - z1 == 0.0
+                        # Finite and within +-1e150 (`_validation.COORDINATE_LIMIT`): NaN,
+                        # infinities and squares that overflow fail; values near the limit
+                        # take the full checks below.
+                        and x0 * x0 + y0 * y0 + z0 * z0 + x1 * x1 + y1 * y1 + z1 * z1 <= 1e300
                         and x0 <= x1 and y0 <= y1 and z0 <= z1):
                     pending = self._pending
                     pending.append((slot, x0, y0, z0, x1, y1, z1))
@@ -800,14 +803,14 @@ class DynamicHash:
         The classic spatial-hash lookup: what shares a bucket with ``position`` (no
         geometric test), at the cell size of each object's level.
         """
-        point = check.coordinates(position, "position", self._n_dims)
+        point = check.coordinates(position, "position", self._n_dims, bounded=False)
         query = np.array([*point, *point, 0.0])
         return self._query(dynamic_query.KIND_CELL, query, mask)
 
     def query_box(self, lower, upper, *, mask: int = ALL_BITS) -> np.ndarray:
         """Ids of the objects overlapping the closed box ``lower..upper``."""
-        low = check.coordinates(lower, "lower", self._n_dims)
-        high = check.coordinates(upper, "upper", self._n_dims)
+        low = check.coordinates(lower, "lower", self._n_dims, bounded=False)
+        high = check.coordinates(upper, "upper", self._n_dims, bounded=False)
         check.check_order(low, high)
         return self._query(dynamic_query.KIND_BOX, np.array([*low, *high, 0.0]), mask)
 
@@ -870,7 +873,7 @@ class DynamicHash:
             it starts inside): one hit or none unless ``all_hits``.
         """
         start = np.array(check.coordinates(origin, "origin", self._n_dims))
-        x, y, z = check.coordinates(direction, "direction", self._n_dims)
+        x, y, z = check.coordinates(direction, "direction", self._n_dims, bounded=False)
         length = math.sqrt(x * x + y * y + z * z)  # Python floats: overflow gives inf
         if not 1e-150 < length < 1e150:
             # Squares that overflow or underflow: divided by the largest component first,

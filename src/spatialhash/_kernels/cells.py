@@ -39,6 +39,12 @@ RANGE_RELATIVE_TOLERANCE = 2.0**-44
 RANGE_ABSOLUTE_TOLERANCE = 2.0**-30
 #: Cell coordinates are clamped to this before conversion to integers (no int64 overflow).
 COORD_LIMIT = 2.0**62
+#: Largest coordinate magnitude accepted for points, queries, objects and ray origins:
+#: squared distances between such coordinates (at most 3 * (2e150)**2, about 1.2e301) stay
+#: finite in float64. From about 1.3e154 on they overflow to infinity, and pairs,
+#: neighbours and nearest neighbours would come out wrong for a radius whose square
+#: overflows too.
+COORDINATE_LIMIT = 1e150
 
 
 @jit
