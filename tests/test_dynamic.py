@@ -105,18 +105,21 @@ def test_objects_on_cell_borders_are_found_once():
 
 
 def test_box_larger_than_the_whole_world():
+    # Corners at the coordinate limit (+-1e150), 1e148 times the world's width; a sphere
+    # with the largest radius there is, on every object.
     shapes = {i: ([float(i), float(-i)], None, None) for i in range(20)}
-    shapes[99] = ([-1e300, -1e300], [1e300, 1e300], None)
+    shapes[99] = ([-1e150, -1e150], [1e150, 1e150], None)
+    shapes[97] = ([1e150, 0.0], None, 1.7976931348623157e308)
     shapes[98] = ([-5.0, -5.0], [50.0, 50.0], None)
     hash_ = filled(0.5, 2, shapes)
     model = model_of(hash_, shapes)
     pairs = {tuple(row) for row in hash_.query_pairs().tolist()}
     assert pairs == oracle.query_pairs(model)
-    assert set(hash_.query_box([3.0, -3.0], [3.0, -3.0]).tolist()) == {3, 98, 99}
+    assert set(hash_.query_box([3.0, -3.0], [3.0, -3.0]).tolist()) == {3, 97, 98, 99}
     far = (1e6, 1e6, 0.0)
-    assert hash_.query_knn(far[:2], 3).ids.tolist() == [
-        id for _, id in oracle.query_knn(model, far, 3)] == [99, 98, 0]
-    assert hash_.level_counts[-1] == 1  # the huge box sits on the infinite level
+    assert hash_.query_knn(far[:2], 4).ids.tolist() == [
+        id for _, id in oracle.query_knn(model, far, 4)] == [97, 99, 98, 0]
+    assert hash_.level_counts[-1] == 2  # the huge box and sphere sit on the infinite level
 
 
 def test_negative_coordinates_and_far_clusters():

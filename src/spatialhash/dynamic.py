@@ -551,10 +551,9 @@ class DynamicHash:
                 raise TypeError("give `upper` (a box) or `radius` (a sphere), not both.")
             r = check.radius_value(radius)
             x, y, z = low
+            # Finite: a centre within +-1e150 moves the largest radius by less than half
+            # its last unit, so no corner rounds to infinity.
             corners = (x - r, y - r, z - r, x + r, y + r, z + r)
-            if not all(math.isfinite(value) for value in corners):
-                raise ValueError(f"`radius` must keep the sphere's bounding box finite; got "
-                                 f"{r} around {list(low[:n_dims])}.")
             return (*corners[:n_dims], *low[n_dims:], *corners[3:3 + n_dims], *low[n_dims:],
                     x, y, z, r)
         high = low if upper is None else check.coordinates(upper, "upper", n_dims)
@@ -588,13 +587,9 @@ class DynamicHash:
             spheres[:, 3] = r
             pad = np.zeros(3)
             pad[: self._n_dims] = 1.0
-            with np.errstate(over="ignore"):
-                rows[:, :3] = low - r[:, None] * pad
-                rows[:, 3:] = low + r[:, None] * pad
-            bad = np.flatnonzero(~np.isfinite(rows).all(axis=1))
-            if bad.size:
-                raise ValueError(f"`radius` must keep the spheres' bounding boxes finite; got "
-                                 f"{r[bad[0]]} at radius[{bad[0]}].")
+            # Finite corners: see `_shape`.
+            rows[:, :3] = low - r[:, None] * pad
+            rows[:, 3:] = low + r[:, None] * pad
             return rows, spheres
         rows[:, :3] = low
         if upper is None:
