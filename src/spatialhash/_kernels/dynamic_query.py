@@ -200,6 +200,8 @@ def knn_query(bounds, spheres, meta, links, head, inv_size, level_count, keys, p
             span_z = ring if n_dims == 3 else 0
             span_y = ring if n_dims >= 2 else 0
             n_ring_cells = (2.0 * ring + 1) ** n_dims - (2.0 * ring - 1) ** n_dims if ring else 1.0
+            # 27 more (a 3 x 3 x 3 block): a level of few objects still walks the rings
+            # next to the point before it scans.
             visited += n_ring_cells
             if (n_ring_cells > SCAN_FACTOR * (n_level - seen)
                     or visited > SCAN_FACTOR * n_level + 27.0):
