@@ -447,3 +447,17 @@ def test_dynamic_coordinates_whose_squared_distances_overflow():
     assert hash_.query_ray([0.0, 0.5], [1e300, 0.0]).ids.tolist() == [1]
     hash_.move(1, [1e150, -1e150])  # the limit itself is allowed
     assert hash_.query_radius([0.0, 0.0], 2e150).tolist() == [1]
+
+
+def test_subnormal_cell_size_or_box_overflows_its_inverse():
+    """A subnormal period (box=5e-324) or cell size: ``1 / size`` overflowed, NumPy warned
+    "overflow encountered in divide" (an error under warnings-as-errors), and a cell size
+    of 1e-300 over a unit spread was said to need "4.61e+18 cells", the clamped count.
+    Expected: ValueErrors naming the parameter, with the count from the coordinates."""
+    points = np.random.default_rng(0).random((100, 2))
+    with pytest.raises(ValueError, match=r"`box` is too small: 5e-324 \(axis 0\)"):
+        Grid(points, 1e-3, box=5e-324)
+    with pytest.raises(ValueError, match=r"`cell_size` is too small: 5e-324"):
+        Grid(points, cell_size=5e-324)
+    with pytest.raises(ValueError, match=r"1e-300 would need 9\.\d+e\+299 cells along axis"):
+        Grid(points, cell_size=1e-300)

@@ -952,7 +952,15 @@ def _build_state(points3, lowest, highest, cell_size, box, brute, index_dtype,
             size[axis] = box[axis] / count
         else:
             size[axis] = np.inf if brute else cell_size * (1 + CELL_SIZE_MARGIN)
-    inv_size = 1.0 / size
+    with np.errstate(over="ignore"):
+        inv_size = 1.0 / size
+    if not np.isfinite(inv_size).all():
+        # A subnormal cell size or period: 1 / size overflows, and no cell arithmetic holds.
+        axis = int(np.argmax(~np.isfinite(inv_size)))
+        name, value = ("box", box[axis]) if is_periodic[axis] else ("cell_size", cell_size)
+        raise ValueError(
+            f"`{name}` is too small: {value} (axis {axis}) has no finite inverse in float64."
+        )
     # The cell coordinate of the largest coordinate is the largest cell coordinate (the
     # same arithmetic, monotone), so the box of cells is known before any pass.
     n_cells = np.array([
@@ -975,9 +983,11 @@ def _build_state(points3, lowest, highest, cell_size, box, brute, index_dtype,
     # Only open axes can exceed it: periodic ones were checked above.
     if n_cells.max() > MAX_CELLS_PER_AXIS:
         axis = int(np.argmax(n_cells > MAX_CELLS_PER_AXIS))
+        # From the coordinates: `n_cells` is clamped at 2**62.
+        needed = (highest[axis] - origin[axis]) * inv_size[axis] + 1.0
         raise ValueError(
             f"`cell_size` is too small for the spread of the points: {cell_size} would "
-            f"need {float(n_cells[axis]):.3g} cells along axis {axis} (at most 2**52). "
+            f"need {needed:.3g} cells along axis {axis} (at most 2**52). "
             "Use a larger cell_size."
         )
     coords = build.cell_coords_of(points3, origin, inv_size, n_periodic)
