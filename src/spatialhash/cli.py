@@ -28,7 +28,8 @@ point files:
   .npy      a 2-D array (n, d) of real numbers, columns named 0, 1, ...; or a 1-D
             structured array whose numeric fields are the columns
   .csv      comma-separated, header optional (a first line of numbers is data and the
-            columns are named 0, 1, ...)
+            columns are named 0, 1, ...); a column is text when none of its first 100
+            values is a number, else numeric, and any text in it is an error
   .parquet  integer and floating-point columns (needs pyarrow)
   Coordinates are the columns named by --columns (default: every numeric column),
   1 to 3 of them, all finite. A file with a header (or shape) but no rows is zero
