@@ -6,6 +6,7 @@ found ("Got"). A test here fails while its bug is open and guards the fix afterw
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import textwrap
@@ -461,3 +462,38 @@ def test_subnormal_cell_size_or_box_overflows_its_inverse():
         Grid(points, cell_size=5e-324)
     with pytest.raises(ValueError, match=r"1e-300 would need 9\.\d+e\+299 cells along axis"):
         Grid(points, cell_size=1e-300)
+
+
+def test_dynamic_knn_and_rays_lose_objects_2_54_cells_out():
+    """Found by a brute-force audit: the nearest-object scan took the ring of an object
+    2**63 cells away as negative (an int64 difference of clamped cell coordinates) and
+    skipped it; a ray from 2**55 cells out rounded its cell coordinates by whole cells
+    and visited none; a ray starting inside an object at 2**67 cells clipped against the
+    level's cells, saturated at 2**62, and missed it. Expected: the oracle's answers."""
+    import dynamic_oracles as oracle
+    from spatialhash import DynamicHash
+
+    cases = [  # (cell size, dimensions, objects, query point, ray direction, max distance)
+        (1.0, 1, {7: ([-2.0**62], None, None)}, [2.0**62], [-1.0], math.inf),
+        (2.0**-20, 3, {7: ([-2.0**42, 0.0, 0.0], None, None), 8: ([1.0, 0.0, 0.0], None, None)},
+         [2.0**42, 0.0, 0.0], [-1.0, 0.0, 0.0], math.inf),
+        (1.0, 3, {5: ([2.0, 0.0, 0.0], None, None)}, [-2.0**55, 0.0, 0.0], [1.0, 0.0, 0.0],
+         math.inf),
+        (1.0, 2, {5: ([2.0, 3.0], [2.5, 4.0], None)}, [-2.0**56, 3.5], [1.0, 0.0], math.inf),
+        (1.0, 3, {5: ([2.0**67, 0.0, 0.0], None, 3.75)}, [2.0**67, 0.0, 0.0],
+         [1.0, 0.0, 0.0], 30.0),
+    ]
+    for cell_size, n_dims, shapes, point, direction, max_distance in cases:
+        hash_ = DynamicHash(cell_size, n_dims=n_dims)
+        for id, (lower, upper, radius) in shapes.items():
+            hash_.insert(id, lower, upper, radius=radius)
+        model = {id: oracle.make_shape(*args, n_dims=n_dims) for id, args in shapes.items()}
+        padded = oracle.pad(point, n_dims)
+        nearest = hash_.query_knn(point, len(shapes))
+        assert nearest.ids.tolist() == [id for _, id in oracle.query_knn(model, padded, 9)]
+        expected = oracle.query_ray(model, padded, oracle.unit(oracle.pad(direction, n_dims)),
+                                    max_distance)
+        hits = hash_.query_ray(point, direction, max_distance=max_distance, all_hits=True)
+        assert hits.ids.tolist() == [id for _, id in expected]
+        assert hits.distances.tolist() == [t for t, _ in expected]
+        assert expected  # every case has a hit

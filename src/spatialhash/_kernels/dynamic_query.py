@@ -152,11 +152,13 @@ def object_distance(bounds, spheres, px, py, pz, slot):
 
 @jit
 def _ring_cell_closest(meta, slot, c0x, c0y, c0z):
-    """Chebyshev ring (about the query cell) of the object's cell nearest to it."""
-    ring = 0
+    """Chebyshev ring (about the query cell) of the object's cell nearest to it, as a
+    float: two cell coordinates clamped to +-2**62 differ by up to 2**63, which overflows
+    an int64 (a query and an object on opposite sides, that far out, were never met)."""
+    ring = 0.0
     for axis, c0 in enumerate((c0x, c0y, c0z)):
         c = min(max(c0, meta[slot, LO + axis]), meta[slot, HI + axis])
-        ring = max(ring, abs(c - c0))
+        ring = max(ring, abs(float(c) - float(c0)))
     return ring
 
 

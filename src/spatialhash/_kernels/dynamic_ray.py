@@ -9,7 +9,11 @@ or through a corner meets the objects on both sides. A stamp per slot tests each
 once per ray. A level whose stretch of the ray crosses more cells than a few times its
 objects (`dynamic_query.SCAN_FACTOR`) has its objects tested one by one instead, so a
 ray costs O(objects) at most: two objects 1e9 cells apart took over a minute cell by
-cell.
+cell. So does a level when the ray starts, or the level's cells reach, more than
+`FAR_CELLS` cells from the origin: there ``u_start + t * u_rate`` rounds by whole cells
+(a ray from -2**55 cells missed an object at 2), and cell coordinates saturate at 2**62
+(a ray starting inside an object at 2**67 cells missed it). Nearer, the widening of each
+cell range is sized from the terms of that sum, not from its result.
 
 Tests, with the arithmetic of `tests/dynamic_oracles.py`: the slab test against the
 closed bounding box over ``[0, max_distance]`` gives the entry parameter (0 when the ray
@@ -30,6 +34,10 @@ from .cells import cell_tolerance, floor_to_int
 from .dda import clip_to_cells, dda_exit, dda_start, dda_step, ray_to_cells
 from .dynamic import CATEGORY, ENTRIES, LEVEL, LO, bucket_of
 from .dynamic_query import SCAN_FACTOR
+
+#: Rays starting, or levels reaching, this many cells or more from the origin are cast by
+#: testing the level's objects one by one (see the module docstring).
+FAR_CELLS = 2.0**40
 
 
 @jit
@@ -110,13 +118,19 @@ def ray_hits(bounds, spheres, meta, links, head, inv_size, level_count, level_ce
         if inv == 0.0:
             t_lo, t_hi = 0.0, 0.0  # one infinite cell: visit it once
         else:
-            t_lo, t_hi = clip_to_cells(u_start, u_rate, lower_u, upper_u, 0.0, max_distance)
-            if t_lo > t_hi:
-                continue
-            crossed = 1.0
+            far = 0.0
             for axis in range(3):
-                crossed += abs(u_rate[axis]) * (t_hi - t_lo)
-            if crossed > SCAN_FACTOR * level_count[level]:
+                far = max(far, abs(u_start[axis]), abs(lower_u[axis]), abs(upper_u[axis]))
+            crossed = 0.0
+            if far < FAR_CELLS:
+                t_lo, t_hi = clip_to_cells(u_start, u_rate, lower_u, upper_u, 0.0,
+                                           max_distance)
+                if t_lo > t_hi:
+                    continue
+                crossed = 1.0
+                for axis in range(3):
+                    crossed += abs(u_rate[axis]) * (t_hi - t_lo)
+            if far >= FAR_CELLS or crossed > SCAN_FACTOR * level_count[level]:
                 for slot in range(meta.shape[0]):
                     if meta[slot, LEVEL] == level:
                         n_out, best_t, best_key = _test_object(
@@ -134,7 +148,8 @@ def ray_hits(bounds, spheres, meta, links, head, inv_size, level_count, level_ce
                 u_b = u_start[axis] + t_exit * u_rate[axis]
                 low = min(u_a, u_b)
                 high = max(u_a, u_b)
-                tolerance = cell_tolerance(max(abs(low), abs(high)))
+                # From the terms: u_start and t * u_rate may be far larger than their sum.
+                tolerance = cell_tolerance(max(abs(low), abs(high)) + abs(u_start[axis]))
                 first[axis] = max(min(floor_to_int(low - tolerance), cell[axis]),
                                   level_cells[level, axis])
                 last[axis] = min(max(floor_to_int(high + tolerance), cell[axis]),
