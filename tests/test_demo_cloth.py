@@ -450,13 +450,35 @@ def test_run_without_self_collision_and_without_output(tmp_path, capsys, monkeyp
         ({"frames": 0}, "error: --frames must be at least 1; got 0."),
         ({"substeps": 0}, "error: --substeps must be at least 1; got 0."),
         ({"render_every": 0}, "error: --render-every must be at least 1; got 0."),
+        ({"seed": -1}, "error: --seed must be at least 0; got -1."),
     ],
 )
-def test_run_rejects_bad_options(tmp_path, capsys, overrides, message):
+def test_run_rejects_bad_options(tmp_path, monkeypatch, capsys, overrides, message):
     output = tmp_path / "cloth.gif"
+    monkeypatch.setattr(cloth_demo, "_warm_up", None)  # checked before any work
     assert cloth_demo.run(_args(output=str(output), **overrides)) == 2
     assert capsys.readouterr().err.strip() == message
     assert not output.exists()
+
+
+def test_run_rejects_outputs_it_cannot_write_before_any_work(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cloth_demo, "_warm_up", None)
+    (tmp_path / "folder.gif").mkdir()
+    for output, message in [
+        (tmp_path / "cloth.mp4",
+         f"error: --output must name a .gif file (or be 'none'); got {tmp_path / 'cloth.mp4'}."),
+        (tmp_path / "folder.gif",
+         f"error: --output must name a file, not a folder; got {tmp_path / 'folder.gif'}."),
+    ]:
+        assert cloth_demo.run(_args(output=str(output))) == 2
+        assert capsys.readouterr().err.strip() == message
+    assert [p.name for p in tmp_path.iterdir()] == ["folder.gif"]
+
+
+def test_steps_is_another_name_for_frames():
+    parser = argparse.ArgumentParser()
+    cloth_demo.add_arguments(parser)
+    assert parser.parse_args(["--steps", "7"]).frames == 7
 
 
 def test_run_rejects_an_output_in_a_missing_folder(tmp_path, capsys):

@@ -219,7 +219,9 @@ def test_searches_give_the_same_trajectory():
 @pytest.mark.parametrize("n_pairs", [0, 1, 63, 64, 65, 1000])
 def test_sweep_order_sorts_then_interleaves(n_pairs):
     rng = np.random.default_rng(n_pairs)
-    pairs = np.sort(rng.integers(0, 50, (n_pairs, 2)), axis=1)
+    # int32 pairs, as the searches hand the solver: an int64 call would compile a second
+    # signature, which `test_every_search_hands_the_solver_int32_pairs` rules out.
+    pairs = np.sort(rng.integers(0, 50, (n_pairs, 2)), axis=1).astype(np.int32)
     radii = rng.random(50) + 0.5
     inverse_mass = 1.0 / radii**2
     out = np.full((n_pairs + 3, 2), -7, dtype=np.int64)
@@ -354,12 +356,42 @@ def test_command_line_skips_brute_force_above_the_limit(monkeypatch, capsys):
         (["--frames", "0"], "error: --frames must be at least 1; got 0."),
         (["--output", "missing/out.gif"],
          "error: --output must be in an existing folder; got missing/out.gif."),
+        (["--output", "out.mp4"],
+         "error: --output must name a .gif file (or be 'none'); got out.mp4."),
+        (["--output", "folder.gif"],
+         "error: --output must name a file, not a folder; got folder.gif."),
+        (["--seed", "-1"], "error: --seed must be at least 0; got -1."),
+        (["--fps", "0"], "error: --fps must be a positive number; got 0."),
+        (["--fps", "nan"], "error: --fps must be a positive number; got nan."),
+        (["--fps=-inf"], "error: --fps must be a positive number; got -inf."),
     ],
 )
 def test_command_line_rejects_bad_values(tmp_path, monkeypatch, capsys, argv, message):
+    """Checked before any work: one line, status 2, nothing written, nothing simulated."""
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder.gif").mkdir()
+    monkeypatch.setattr(particles, "ParticleSystem", None)  # never reached
     assert particles.run(parse("--output", "out.gif", *argv)) == 2
-    assert message in capsys.readouterr().err
+    assert capsys.readouterr().err.strip() == message
+    assert [p.name for p in tmp_path.iterdir()] == ["folder.gif"]
+
+
+def test_command_line_failed_animation_write_leaves_nothing(tmp_path, monkeypatch, capsys):
+    from PIL import Image
+
+    def fail_midway(image, path, *args, **kwargs):
+        with open(path, "wb") as partial:
+            partial.write(b"GIF89a")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Image.Image, "save", fail_midway)
+    output = tmp_path / "particles.gif"
+    status = particles.run(parse("--count", "100", "--steps", "4", "--timing-steps", "1",
+                                 "--size", "32", "--output", str(output)))
+    assert status == 1
+    assert capsys.readouterr().err.strip() == (
+        f"error: could not write {output}: [Errno 28] No space left on device"
+    )
     assert list(tmp_path.iterdir()) == []
 
 

@@ -316,17 +316,22 @@ class TimingRow:
     note: str = ""
 
 
-def time_searches(system: ParticleSystem, searches=SEARCHES, n_steps: int = 30
-                  ) -> list[TimingRow]:
+def time_searches(system: ParticleSystem, searches=SEARCHES, n_steps: int = 30,
+                  progress: bool = False) -> list[TimingRow]:
     """Time each search on copies of ``system``: the same state, ``n_steps`` steps each.
 
     Every search first proves that it finds the same pairs as the others on that state
     (a `RuntimeError` otherwise). One untimed step per search loads or compiles its
-    kernels. Brute force is skipped above `BRUTE_FORCE_MAX_PARTICLES`.
+    kernels. Brute force is skipped above `BRUTE_FORCE_MAX_PARTICLES`. With ``progress``,
+    a progress bar counts the searches (on a terminal; brute force at 20,000 particles
+    takes seconds).
     """
+    from tqdm import tqdm
+
     reference = None
     rows = []
-    for method in searches:
+    for method in tqdm(searches, desc="timing the searches", unit="search",
+                       disable=None if progress else True, leave=False):
         if method == "brute" and system.n_particles > BRUTE_FORCE_MAX_PARTICLES:
             rows.append(TimingRow(method, system.n_particles, None, None, None,
                                   f"skipped above {BRUTE_FORCE_MAX_PARTICLES:,} particles"))
@@ -383,7 +388,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--count", type=int, default=5000, help="number of particles "
                         "(default 5000)")
     parser.add_argument("--steps", type=int, default=600, help="simulation steps (default 600)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the initial state")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the initial state (at least 0)")
     parser.add_argument("--output", default="particles.gif",
                         help="animation file (GIF); 'none' writes none (default particles.gif)")
     parser.add_argument("--search", choices=(*SEARCHES, "all"), default="all",
@@ -394,7 +400,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--frame-every", type=int, default=4,
                         help="steps between animation frames (default 4)")
     parser.add_argument("--size", type=int, default=512, help="animation size in pixels")
-    parser.add_argument("--fps", type=float, default=30.0, help="animation frame rate")
+    parser.add_argument("--fps", type=float, default=30.0,
+                        help="animation frame rate (default 30)")
     parser.add_argument("--headless", action="store_true",
                         help="open no window even where a display is available; with "
                         "--interactive, run the window on SDL's dummy video driver (tests, CI)")
@@ -438,7 +445,7 @@ def run(args: argparse.Namespace) -> int:
           f"{system.energy():.4g}; median step {1e3 * statistics.median(times):.2f} ms")
     searches = SEARCHES if args.search == "all" else (method,)
     try:
-        rows = time_searches(system, searches, args.timing_steps)
+        rows = time_searches(system, searches, args.timing_steps, progress=True)
     except RuntimeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -448,7 +455,11 @@ def run(args: argparse.Namespace) -> int:
     if write:
         from ._animation import write_gif
 
-        write_gif(frames, args.output, args.fps)
+        try:
+            write_gif(frames, args.output, args.fps)
+        except OSError as error:
+            print(f"error: could not write {args.output}: {error}", file=sys.stderr)
+            return 1
         print(f"\nwrote {args.output} ({len(frames)} frames)")
     if args.interactive or (not args.headless and view.has_display()):
         # Asked for, or a display is there: the window is the demo's last part. Unasked,
