@@ -160,16 +160,20 @@ def ray_box(origin, direction, lower, upper, max_distance):
 
 def ray_sphere(origin, direction, center, radius, max_distance):
     """Entry parameter of the ray in the closed ball (0 when it starts inside), or None."""
-    oc = (origin[0] - center[0], origin[1] - center[1], origin[2] - center[2])
-    a = direction[0] * direction[0] + direction[1] * direction[1] + direction[2] * direction[2]
-    b = oc[0] * direction[0] + oc[1] * direction[1] + oc[2] * direction[2]
-    c = oc[0] * oc[0] + oc[1] * oc[1] + oc[2] * oc[2] - radius * radius
+    # ``direction`` is a unit vector; the arithmetic of `tests/ray_oracles.py` (Haines et
+    # al.: the discriminant from the centre's distance to the line).
+    m = (origin[0] - center[0], origin[1] - center[1], origin[2] - center[2])
+    c = (m[0] * m[0] + m[1] * m[1] + m[2] * m[2]) - radius * radius
     if c <= 0.0:
         return 0.0
-    disc = b * b - a * c
-    if disc < 0.0 or b >= 0.0:
+    b = m[0] * direction[0] + m[1] * direction[1] + m[2] * direction[2]
+    if not b < 0.0:
         return None
-    t = (-b - math.sqrt(disc)) / a
+    q = (m[0] - b * direction[0], m[1] - b * direction[1], m[2] - b * direction[2])
+    disc = radius * radius - (q[0] * q[0] + q[1] * q[1] + q[2] * q[2])
+    if not disc >= 0.0:
+        return None
+    t = c / (math.sqrt(disc) - b)
     return t if t <= max_distance else None
 
 
@@ -192,7 +196,7 @@ def query_ray(model: dict, origin, direction, max_distance=math.inf, mask=ALL_BI
         t = ray_box(origin, direction, shape.lower, shape.upper, max_distance)
         if t is None:
             continue
-        if shape.radius is not None:
+        if shape.radius is not None and shape.radius > 0.0:  # radius 0: the point
             t = ray_sphere(origin, direction, shape.center, shape.radius, max_distance)
             if t is None:
                 continue

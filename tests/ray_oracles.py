@@ -6,7 +6,8 @@ component and then by its norm ``sqrt(dx*dx + dy*dy + dz*dz)`` once; per sphere
 ``m = origin - center`` per axis and ``c = (mx*mx + my*my + mz*mz) - r*r``; ``c <= 0`` (the
 origin in the closed ball) is a hit at ``t = 0``; otherwise ``b = mx*dx + my*dy + mz*dz``,
 ``q = m - b*d`` per axis and ``disc = r*r - (qx*qx + qy*qy + qz*qz)``, and the ray hits when
-``b < 0`` and ``disc >= 0``, at ``t = c / (sqrt(disc) - b)``. A hit counts when
+``b < 0`` and ``disc >= 0``, at ``t = c / (sqrt(disc) - b)``; a sphere of radius 0 is a
+point, hit where ``-m / d`` is the same on every axis. A hit counts when
 ``t <= max_distance``; NaN (overflowed squares) never does. Same operations in the same
 order, so exact inputs agree bit for bit.
 """
@@ -92,6 +93,18 @@ def ray_sphere_times(origins3, units3, centers3, radii, max_distance):
     with np.errstate(invalid="ignore", divide="ignore"):
         t = c / (np.sqrt(disc) - b)
     t = np.where(c <= 0, 0.0, np.where((b < 0) & (disc >= 0), t, np.inf))
+    # Radius 0: a point, on the ray where its parameter -m / d is the same on every axis
+    # with d != 0, and m is 0 on the others (the kernels' `point_on_ray`).
+    axis_t, on_line = [], np.ones_like(c, dtype=bool)
+    for m, dm in ((mx, dx), (my, dy), (mz, dz)):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            axis_t.append(np.where(dm != 0, -m / dm, np.nan))
+        on_line &= (dm != 0) | (m == 0)
+    with np.errstate(invalid="ignore"):
+        t_point = np.fmax(np.fmax(axis_t[0], axis_t[1]), axis_t[2])
+        on_line &= t_point == np.fmin(np.fmin(axis_t[0], axis_t[1]), axis_t[2])
+        point_hit = np.where(on_line & (b < 0) & (t_point >= 0), t_point, np.inf)
+    t = np.where((r == 0)[np.newaxis, :] & (c > 0), point_hit, t)
     return np.where(t <= limit[:, np.newaxis], t, np.inf)
 
 

@@ -61,20 +61,32 @@ def ray_object(bounds, spheres, slot, origin, direction, max_distance):
     if t_lo > t_hi:
         return -1.0
     radius = spheres[slot, 3]
-    if radius < 0.0:
+    if radius <= 0.0:
+        # A box or point (radius < 0), or a sphere of radius 0: its centre, which the box
+        # test above decided exactly (the sphere arithmetic could lose a ray through it
+        # to rounding).
         return t_lo
-    ox = origin[0] - spheres[slot, 0]
-    oy = origin[1] - spheres[slot, 1]
-    oz = origin[2] - spheres[slot, 2]
-    a = direction[0] * direction[0] + direction[1] * direction[1] + direction[2] * direction[2]
-    b = ox * direction[0] + oy * direction[1] + oz * direction[2]
-    c = ox * ox + oy * oy + oz * oz - radius * radius
+    # The batch grid's arithmetic (`ray`'s module docstring; ``direction`` is a unit
+    # vector): ``disc`` from the centre's distance to the line, not as ``b^2 - c``, which
+    # cancels for a sphere far along the ray (a ray from 1e8 away that passed 1.0001 from
+    # the centre of a unit sphere hit it), and the near root without cancellation.
+    dx, dy, dz = direction[0], direction[1], direction[2]
+    mx = origin[0] - spheres[slot, 0]
+    my = origin[1] - spheres[slot, 1]
+    mz = origin[2] - spheres[slot, 2]
+    c = (mx * mx + my * my + mz * mz) - radius * radius
     if c <= 0.0:
         return 0.0
-    disc = b * b - a * c
-    if disc < 0.0 or b >= 0.0:
+    b = mx * dx + my * dy + mz * dz
+    if not b < 0.0:
         return -1.0
-    t = (-b - math.sqrt(disc)) / a
+    qx = mx - b * dx
+    qy = my - b * dy
+    qz = mz - b * dz
+    disc = radius * radius - (qx * qx + qy * qy + qz * qz)
+    if not disc >= 0.0:
+        return -1.0
+    t = c / (math.sqrt(disc) - b)
     return t if t <= max_distance else -1.0
 
 

@@ -21,7 +21,9 @@ Ray-sphere arithmetic (the oracle's, `tests/ray_oracles.py`): ``m = origin - cen
 cancellation. ``m - b unit`` runs from the centre to the nearest point of the line; taking
 ``disc`` from it rather than as ``b^2 - c`` keeps a sphere far along the ray from being hit
 by rounding (Haines et al., "Precision improvements for ray/sphere intersection", Ray
-Tracing Gems, 2019). A hit counts when ``t <= max_distance``.
+Tracing Gems, 2019). A sphere of radius 0 is a point, met where the ray's parameter is the
+same on every axis (`point_on_ray`): ``disc = -|q|^2`` would lose a ray through it to the
+rounding of ``q``. A hit counts when ``t <= max_distance``.
 
 First hit: the best ``(t, index)`` so far is final once ``t <= t_exit`` of the current cell:
 every hit point before it lies in a cell already visited (up to the tolerance), whose
@@ -58,6 +60,28 @@ INSERTION_SORT_MAX = 64
 #: passes ``WALK_COST_PER_POINT * n_points`` as ``walk_limit``; tests set it to 0 or ``inf``
 #: to check both paths.
 WALK_COST_PER_POINT = 1.0
+
+
+@jit
+def point_on_ray(mx, my, mz, dx, dy, dz):
+    """Where the ray meets a point of radius 0 (``m = origin - point``), or -1.0.
+
+    The ray parameter of the point on each axis, ``-m / d``, must be the same on every
+    axis where ``d`` is not zero, and ``m`` zero on the others: the slab test of a box of
+    size zero, exact where the sphere arithmetic (``disc = -|q|^2``, ``q`` rounded) would
+    lose a ray through the point, such as ``(1, 1)`` through ``(5, 5)``.
+    """
+    t = np.nan
+    for m, d in ((mx, dx), (my, dy), (mz, dz)):
+        if d == 0.0:
+            if m != 0.0:
+                return -1.0
+        else:
+            axis_t = -m / d
+            if not math.isnan(t) and axis_t != t:
+                return -1.0
+            t = axis_t
+    return t if t >= 0.0 else -1.0
 
 
 @jit
@@ -206,14 +230,19 @@ def cast_rays(state, radii, max_radius, walk_limit, origins, units, max_distance
                                 b = mx * dx + my * dy + mz * dz
                                 if not b < 0.0:
                                     continue
-                                # Centre to the nearest point of the line.
-                                qx = mx - b * dx
-                                qy = my - b * dy
-                                qz = mz - b * dz
-                                disc = radius * radius - (qx * qx + qy * qy + qz * qz)
-                                if not disc >= 0.0:
-                                    continue
-                                hit_t = c / (math.sqrt(disc) - b)
+                                if radius == 0.0:
+                                    hit_t = point_on_ray(mx, my, mz, dx, dy, dz)
+                                    if not hit_t >= 0.0:
+                                        continue
+                                else:
+                                    # Centre to the nearest point of the line.
+                                    qx = mx - b * dx
+                                    qy = my - b * dy
+                                    qz = mz - b * dz
+                                    disc = radius * radius - (qx * qx + qy * qy + qz * qz)
+                                    if not disc >= 0.0:
+                                        continue
+                                    hit_t = c / (math.sqrt(disc) - b)
                             if not hit_t <= t_end:
                                 continue
                             if first_only:
