@@ -45,11 +45,11 @@ def test_unknown_ids_raise_a_key_error_listing_them_and_change_nothing(world):
     with raises(UnknownIdError, r"`id` must be in the hash; got unknown id 12\."):
         world.bounds(12)
     assert snapshot(world) == before
-    try:
+    with pytest.raises(KeyError) as caught:  # a KeyError subclass, with the ids
         world.remove_many([5, 6])
-    except KeyError as error:  # a KeyError subclass, with the ids
-        assert error.ids == [5, 6]
-        assert str(error) == "`ids` must all be in the hash; got unknown ids [5, 6]."
+    assert isinstance(caught.value, UnknownIdError)
+    assert caught.value.ids == [5, 6]
+    assert str(caught.value) == "`ids` must all be in the hash; got unknown ids [5, 6]."
 
 
 def test_duplicate_ids_on_insert(world):
@@ -106,6 +106,12 @@ def test_repeated_ids_on_bulk_moves_and_removes(world):
          r"`lower` must be finite; got inf at lower\[1, 1\]\."),
         (lambda h: h.insert_many([7, 8], np.zeros((2, 2)), np.array([[1.0, np.nan], [1, 1]])),
          ValueError, r"`upper` must be finite; got nan at upper\[0, 1\]\."),
+        (lambda h: h.insert(9, [1.0, 1.0], [1.0, 0.5]), ValueError,
+         r"`upper` must be >= `lower` on every axis; got lower\[1\] = 1\.0 > upper\[1\] = "
+         r"0\.5\."),
+        (lambda h: h.insert_many([7, 8], np.zeros((2, 2)), [[1.0, 1.0], [1.0, -3.0]]),
+         ValueError, r"`upper` must be >= `lower` on every axis; got lower\[1, 1\] = 0\.0 > "
+         r"upper\[1, 1\] = -3\.0\."),
         (lambda h: h.move_many([0, 1], np.zeros((2, 2)), -np.ones((2, 2))), ValueError,
          r"`upper` must be >= `lower` on every axis; got lower\[0, 0\] = 0\.0 > "
          r"upper\[0, 0\] = -1\.0\."),

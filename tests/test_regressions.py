@@ -497,3 +497,84 @@ def test_dynamic_knn_and_rays_lose_objects_2_54_cells_out():
         assert hits.ids.tolist() == [id for _, id in expected]
         assert hits.distances.tolist() == [t for t, _ in expected]
         assert expected  # every case has a hit
+
+
+def test_dynamic_ray_from_afar_misjudges_a_sphere():
+    """Found reading the dynamic ray cast: its discriminant was ``b * b - c``, which
+    cancels when the sphere is far along the ray. From 1e8 away, a ray along x passing
+    1.0001 from the centre of a unit sphere (through its bounding box, so the box test
+    let it on to the sphere test) hit it at 1e8, one passing 0.99 from the centre hit it
+    at 1e8 rather than 1e8 - 0.1411, and in 2-D a diagonal ray passing 0.99 from the
+    centre of a unit circle missed it. The batch grid's ray cast had the stable form
+    already. Expected: the hit or miss of exact geometry, entry points to within 1e-6
+    (the ulp of 1e8 is 1.5e-8)."""
+    from spatialhash import DynamicHash
+
+    root2 = math.sqrt(2.0)
+    cases = [  # (origin, direction, distance of the line from the centre or None)
+        ([-1e8, 0.7072, 0.7072], [1.0, 0.0, 0.0], None),
+        ([-1e8, 0.7, 0.7], [1.0, 0.0, 0.0], math.sqrt(0.98)),
+        ([-1e8, 1e8 + 1.4], [1.0, -1.0], 1.4 / root2),
+        ([-1e8, 1e8 + 1.4144], [1.0, -1.0], None),
+    ]
+    for origin, direction, line_distance in cases:
+        world = DynamicHash(1.0, n_dims=len(origin))
+        world.insert("ball", [0.0] * len(origin), radius=1.0)
+        hits = world.query_ray(origin, direction)
+        if line_distance is None:
+            assert hits.ids.tolist() == []
+            continue
+        assert hits.ids.tolist() == ["ball"]
+        unit = np.array(direction) / np.linalg.norm(direction)
+        to_foot = -float(np.dot(origin, unit))
+        expected = to_foot - math.sqrt(1.0 - line_distance**2)
+        assert abs(hits.distances[0] - expected) <= 1e-6
+
+
+def test_rays_through_points_of_radius_zero_miss_them():
+    """Found when the dynamic hash took the batch grid's ray-sphere arithmetic: a sphere of
+    radius 0 on the ray is met only if ``disc = -|q|^2`` is exactly 0, and ``q``, the
+    centre's offset from the line, is rounded. Got: the diagonal ray from the origin missed
+    the points (1, 1), (3, 3) and (5, 5) of radius 0 (an empty answer, 2-D and 3-D) in
+    `Grid.query_ray`, and the sphere of radius 0 at (5, 5) in `DynamicHash.query_ray`.
+    Expected: every point, at its distance along the ray."""
+    from spatialhash import DynamicHash
+
+    for n_dims in (2, 3):
+        off_the_ray = [2.0, 1.0, 0.0][:n_dims]
+        points = np.array([[1.0] * n_dims, [5.0] * n_dims, [3.0] * n_dims, off_the_ray])
+        origin, direction = np.zeros((1, n_dims)), np.ones((1, n_dims))
+        unit = 1.0 / np.linalg.norm(direction[0])
+        expected = [float(x / unit) for x in (1.0, 3.0, 5.0)]  # the slab parameters
+        for cell_size in (1.0, 0.3, 7.0):
+            hits = Grid(points, cell_size=cell_size).query_ray(origin, direction, 0.0,
+                                                               all_hits=True)
+            assert hits.indices.tolist() == [0, 2, 1]
+            assert hits.distances.tolist() == expected
+        world = DynamicHash(1.0, n_dims=n_dims)
+        for index, point in enumerate(points):
+            world.insert(index, point, radius=0.0)
+        hits = world.query_ray(origin[0], direction[0], all_hits=True)
+        assert hits.ids.tolist() == [0, 2, 1]
+        assert hits.distances.tolist() == expected
+
+
+def test_dynamic_knn_with_integer_and_other_ids_returns_wrong_ids():
+    """Found by the stateful test over mixed ids: with an id that is not an integer in the
+    hash, `query_knn` took the integer ids' keys for slots. Objects 1.0 (slot 0), 0 (slot
+    1, key 0) and 2**40 (slot 2, key 2**40) gave [1.0, 1.0] for the two nearest of the
+    point at the origin, where both 1.0 and 0 sit; with 2**40 among the nearest,
+    IndexError. Expected: each object once, by distance."""
+    from spatialhash import DynamicHash
+
+    world = DynamicHash(0.5, n_dims=3)
+    world.insert(1.0, [0.0, 0.0, 0.0])
+    world.insert(0, [0.0, 0.0, 0.25])
+    world.insert(2**40, [0.0, 0.0, 0.0])
+    world.insert("far", [9.0, 0.0, 0.0])
+    nearest = world.query_knn([0.0, 0.0, 0.0], 4)  # ties by slot: 1.0 before 2**40
+    assert list(map(repr, nearest.ids.tolist())) == ["1.0", "1099511627776", "0", "'far'"]
+    assert nearest.distances.tolist() == [0.0, 0.0, 0.25, 9.0]
+    hits = world.query_ray([0.0, 0.0, -1.0], [0.0, 0.0, 1.0], all_hits=True)
+    assert list(map(repr, hits.ids.tolist())) == ["1.0", "1099511627776", "0"]
+    assert hits.distances.tolist() == [1.0, 1.0, 1.25]

@@ -72,8 +72,8 @@ the round that parallelized the sort, 32-34 / 38-40 / 40 ms after; the whole
 time, medians of 15, both versions alternately, machine loaded by another job). With the
 sort in parts and the unsigned copy of the records, a step on one core (move and pairs,
 CPU time, medians of 15, two runs each, the old code alternately) went from 44-46 /
-37-52 / 55-58 ms to 39-41 / 37 / 38-46 ms on the loaded machine; the 20 ms target is
-not met.
+37-52 / 55-58 ms to 39-41 / 37 / 38-46 ms on the loaded machine; the 20 ms target was
+not met then (the README has the current figures).
 
 Kept sort. Between two calls of a simulation few objects change cells: in the benchmark
 (steps of at most 0.5 in cells of 2), 0.4% / 4% / 40% of the objects at 1% / 10% / 100%
@@ -93,8 +93,8 @@ sort inside a step (one core, CPU time, medians of 15, the old code alternately 
 process, fast phase of the machine): 7.0 / 7.0 / 7.0 ms -> 1.5 / 2.6 / 7.4 ms at 1% / 10% /
 100% moved, the whole step (move and pairs) 28.0 / 30.1 / 32.9 -> 22.5 / 25.8 / 32.9 ms; on
 two threads (wall-clock, medians of 15, load average 1.1, another run) 25.2 / 29.6 / 30.7
--> 20.4 / 26.5 / 30.0 ms. Still short of 20 ms at 2 threads: the sweep and the cross-level
-lookups are most of a step, and at 100% moved 40% of the objects change cells.
+-> 20.4 / 26.5 / 30.0 ms. Still short of 20 ms at 2 threads then: the sweep and the
+cross-level lookups are most of a step, and at 100% moved 40% of the objects change cells.
 
 Bulk lookups. `move_many` keeps the ids and slots of its last lookup: a simulation that
 moves the same ids every step compares them with the kept copy (0.05 ms for 100,000)
@@ -819,8 +819,9 @@ class DynamicHash:
         """The ``k`` objects nearest to ``point``, nearest first, exact.
 
         The distance to a box is to its nearest point (0 inside), to a sphere to its
-        surface (0 inside). Ties are broken by the smaller id (integer ids). Fewer than
-        ``k`` come back when the hash holds fewer matching objects.
+        surface (0 inside). Ties are broken by the smaller id when every id is an integer,
+        else by storage slot (deterministic, not the ids' order). Fewer than ``k`` come
+        back when the hash holds fewer matching objects.
         """
         position = np.array(check.coordinates(point, "point", self._n_dims))
         # No more than every object can come back: room for those only (a huge k, valid,
@@ -830,16 +831,21 @@ class DynamicHash:
         self._ensure_linked()
         heap_distance = np.empty(k)
         heap_key = np.empty(k, np.int64)
+        # The kernel ranks ties by, and hands back, a key per slot: the integer ids when
+        # every id is one; else the slots themselves, from which the ids are looked up (an
+        # integer id's key could not be told from another object's slot).
+        mixed = self._n_other_ids > 0
+        keys = np.arange(self._slot_key.shape[0], dtype=np.int64) if mixed else self._slot_key
         n = dynamic_query.knn_query(self._bounds, self._spheres, self._meta, self._links,
                                     self._head, self._inv_size, self._level_count,
-                                    self._slot_key, position, k, mask, self._n_dims,
+                                    keys, position, k, mask, self._n_dims,
                                     heap_distance, heap_key)
-        keys = heap_key[:n]
-        if self._n_other_ids == 0:
-            ids = keys.copy()
+        found = heap_key[:n]
+        if not mixed:
+            ids = found.copy()
         else:
             ids = np.empty(n, dtype=object)
-            for i, slot in enumerate(keys.tolist()):
+            for i, slot in enumerate(found.tolist()):
                 ids[i] = self._id_of[slot]
         return Hits(ids, heap_distance[:n].copy())
 
@@ -856,7 +862,7 @@ class DynamicHash:
         max_distance : float, default inf
             Length of the segment.
         all_hits : bool, default False
-            Every object hit, ordered by distance (ties by the smaller integer id), rather
+            Every object hit, ordered by distance (ties as in `query_knn`), rather
             than only the first.
         mask : int, default all bits
             Category filter.
@@ -886,14 +892,17 @@ class DynamicHash:
         self._ensure_linked()
         self._ray_count += 1
         out_slots, out_t = self._out, self._out_distances
+        # Ties rank by integer id when every id is one, else by slot (as in `query_knn`).
+        keys = (np.arange(self._slot_key.shape[0], dtype=np.int64) if self._n_other_ids
+                else self._slot_key)
         n = dynamic_ray.ray_hits(self._bounds, self._spheres, self._meta, self._links,
                                  self._head, self._inv_size, self._level_count,
-                                 self._level_cells, self._slot_key, self._stamp,
+                                 self._level_cells, keys, self._stamp,
                                  self._ray_count, start, heading, max_distance, mask,
                                  not all_hits, out_slots, out_t)
         slots = out_slots[:n].copy()
         distances = out_t[:n].copy()
-        order = np.lexsort((self._slot_key[slots], distances))
+        order = np.lexsort((keys[slots], distances))
         slots = slots[order]
         if self._n_other_ids == 0:
             ids = self._slot_key[slots]

@@ -8,10 +8,11 @@ category, mask)`` with ``level = -1`` for a free slot. Apart from the storage tu
 sort changes (see `set_cells`).
 
 An object at level ``L`` covers the cells ``lo..hi`` (at most two per axis) of the grid of
-cell size ``base * 2**L``; its cell ``lo + (dx, dy, dz)`` is entry ``8 * s + k`` with
-``k = dx + 2 dy + 4 dz``. Entries are chained in doubly linked bucket lists
-(``links[e] = (next, prev)``, ``head[b]`` the first entry of bucket ``b``); a bucket is the
-hash of ``(level, cell)`` and may hold entries of several cells, so readers compare cells.
+cell size ``base * 4**L`` (`spatialhash.dynamic.LEVEL_RATIO`); its cell
+``lo + (dx, dy, dz)`` is entry ``8 * s + k`` with ``k = dx + 2 dy + 4 dz``. Entries are
+chained in doubly linked bucket lists (``links[e] = (next, prev)``, ``head[b]`` the first
+entry of bucket ``b``); a bucket is the hash of ``(level, cell)`` and may hold entries of
+several cells, so readers compare cells.
 
 Kernels take the storage as plain arrays (unpacked from a tuple once, at the entry point).
 """
