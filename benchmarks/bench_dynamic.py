@@ -16,9 +16,12 @@ Workloads (2-D, since pymunk is a 2-D engine):
   their new position, then ``Space.step`` runs the broad and narrow phase and a
   ``pre_solve`` callback collects the pairs. rtree: an R*-tree; moved boxes are deleted
   and re-inserted, then each box asks ``intersection`` for the boxes it meets.
-- ``rebuild``: building the batch `Grid` over the 100,000 box centres (cell size 2): the
-  cost that a bulk move of every object should match (the batch grid has no box pairs, so
-  only the build is timed).
+- ``rebuild``: a bulk move of every box against building the batch `Grid` over the
+  100,000 box centres (cell size 2), the cost the move should match. The boxes go back and
+  forth between two sets of positions, so that every timed move changes cells as a
+  simulation's would. The move is timed alone and with the first query after it that reads
+  the bucket lists (a small `query_box`), which rebuilds the lists the move dropped; the
+  batch grid has no box pairs, so only its build is timed.
 - ``single moves``: 100,000 calls of `DynamicHash.move`, one object each, from Python, then
   one query (which applies the moves `move` buffered: its time counts).
 
@@ -173,6 +176,16 @@ def time_steps(peer, steps) -> list[float]:
 
 
 PEERS = {"pymunk": Pymunk, "rtree": Rtree}
+#: Importable module of each peer.
+PEER_MODULES = {"pymunk": "pymunk", "rtree": "rtree"}
+
+
+def installed_peers(names) -> tuple[list[str], list[str]]:
+    """The peers among ``names`` that can be imported, and those that cannot."""
+    import importlib.util
+
+    found = [name for name in names if importlib.util.find_spec(PEER_MODULES[name])]
+    return found, [name for name in names if name not in found]
 
 
 def bench_moves(n: int, n_steps: int, slow_steps: int, seed: int,
@@ -206,13 +219,27 @@ def bench_rebuild(n: int, n_steps: int, seed: int) -> list:
     lower, sizes = make_boxes(n, seed, WORLD * (n / 100_000) ** 0.5)
     ours = Ours(lower, sizes)
     ids, new_lower = make_steps(n, 1.0, 1, lower, seed + 1)[0]
-    ours.hash.move_many(ids, new_lower, new_lower + sizes)  # warm-up
-    moves = [common.time_call(lambda: ours.hash.move_many(ids, lower, lower + sizes))[0]
-             for _ in range(n_steps)]
+    # Back and forth between the two sets of positions: every move changes cells.
+    targets = [(new_lower, new_lower + sizes), (lower, lower + sizes)]
+    small_box = (lower[0], lower[0] + 0.1)
+
+    def move(step):
+        ours.hash.move_many(ids, *targets[step % 2])
+
+    def move_and_read(step):
+        move(step)
+        ours.hash.query_box(*small_box)
+
+    move_and_read(0)  # warm-up: compiles or loads the kernels
+    moves = [common.time_call(lambda step=step: move(step))[0] for step in range(1, n_steps + 1)]
+    moves_read = [common.time_call(lambda step=step: move_and_read(step))[0]
+                  for step in range(n_steps + 1, 2 * n_steps + 1)]
     centers = lower + sizes / 2
     Grid(centers[:100], CELL_SIZE)
     builds = [common.time_call(lambda: Grid(centers, CELL_SIZE))[0] for _ in range(n_steps)]
-    return [["move_many of all boxes (no pairs)", f"{common.median(moves) * 1e3:.1f}"],
+    return [["move_many of all boxes (no query)", f"{common.median(moves) * 1e3:.1f}"],
+            ["move_many of all boxes, then a query that reads the bucket lists",
+             f"{common.median(moves_read) * 1e3:.1f}"],
             ["batch Grid build over the centres", f"{common.median(builds) * 1e3:.1f}"]]
 
 
@@ -274,6 +301,9 @@ def main(argv=None) -> int:
     unknown = sorted(set(peer_names) - set(PEERS))
     if unknown:
         parser.error(f"--peers must name peers among {sorted(PEERS)}; got {unknown}.")
+    peer_names, missing = installed_peers(peer_names)
+    for name in missing:
+        print(f"{name} is not installed: skipped (pip install -e '.[bench]' installs it)")
     print(f"before the run, {common.speed_probe()}")
     steal = common.StealMeter()
     rows, ok = bench_moves(n, args.steps, args.slow_steps, args.seed, peer_names)
