@@ -366,6 +366,42 @@ def test_bulk_moves_on_all_threads_leave_the_same_storage(monkeypatch, seed):
     assert {tuple(row) for row in pairs.tolist()} == oracle.query_pairs(model)
     assert np.array_equal(parallel.query_box([-5, -5, -5], [5, 5, 5]),
                           sequential.query_box([-5, -5, -5], [5, 5, 5]))
+    # That query rebuilt the dropped bucket lists, on all threads in `parallel`.
+    for name in ("_links", "_head", "_level_cells"):
+        assert np.array_equal(getattr(parallel, name), getattr(sequential, name)), name
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bucket_lists_rebuilt_in_parts_equal_the_sequential_rebuild(seed):
+    """`relink_all_parallel` cuts the buckets into parts, one thread each: any number of
+    parts must give the lists (heads and links, both ways) and boxes of cells of
+    `relink_all`, which a fresh build by inserts also gives."""
+    from spatialhash._kernels import dynamic as storage_kernels
+    from spatialhash._kernels import dynamic_move
+
+    hash_, _ = mixed_scene(seed, 400)
+    hash_.query_box([0, 0, 0], [1, 1, 1])  # lists linked by the inserts, one by one
+    reference = {name: getattr(hash_, name).copy() for name in ("_links", "_head",
+                                                                 "_level_cells")}
+    storage_kernels.relink_all(hash_._meta, hash_._links, hash_._head, hash_._level_cells)
+    for name, array in reference.items():
+        assert np.array_equal(getattr(hash_, name), array), name
+    meta, lo, hi = hash_._meta, storage_kernels.LO, storage_kernels.HI
+    used = [storage_kernels.ENTRIES * slot + dx + 2 * dy + 4 * dz
+            for slot in np.flatnonzero(meta[:, storage_kernels.LEVEL] >= 0)
+            for dz in range(meta[slot, hi + 2] - meta[slot, lo + 2] + 1)
+            for dy in range(meta[slot, hi + 1] - meta[slot, lo + 1] + 1)
+            for dx in range(meta[slot, hi] - meta[slot, lo] + 1)]
+    assert len(used) > 400  # boxes spanning several cells
+    for n_parts in (1, 2, 3, 7, 64):
+        hash_._links[:] = -7
+        hash_._head[:] = -7
+        hash_._level_cells[:] = 0
+        dynamic_move.relink_all_parallel(hash_._meta, hash_._links, hash_._head,
+                                         hash_._level_cells, n_parts)
+        assert np.array_equal(hash_._head, reference["_head"]), n_parts
+        assert np.array_equal(hash_._links[used], reference["_links"][used]), n_parts
+        assert np.array_equal(hash_._level_cells, reference["_level_cells"]), n_parts
 
 
 def test_bulk_moves_of_the_same_ids_reuse_the_lookup_only_while_it_holds():

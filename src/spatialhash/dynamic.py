@@ -172,7 +172,8 @@ RELINK_FRACTION = 0.25
 PARALLEL_MIN_ENTRIES = 20_000
 #: `move_many` moves objects on all threads from this many on, when the bucket lists are
 #: dropped (10,000 of the benchmark's 100,000 boxes: 1.61 -> 1.16 ms against a threshold
-#: of 20,000, one process, alternated, medians of 38 steps).
+#: of 20,000, one process, alternated, medians of 38 steps); the dropped lists are rebuilt
+#: on all threads from this many slots in use.
 PARALLEL_MIN_MOVES = 2_000
 #: `query_pairs` finds the pairs of a finer and a coarser level from the coarser side
 #: (each coarse object reads the finer cells it covers) when that takes at most this many
@@ -360,7 +361,12 @@ class DynamicHash:
         self._apply_moves()
         self._lists_read = True
         if self._status[0] == 0:
-            storage_kernels.relink_all(self._meta, self._links, self._head, self._level_cells)
+            if self._n_used >= PARALLEL_MIN_MOVES:
+                dynamic_move.relink_all_parallel(self._meta, self._links, self._head,
+                                                 self._level_cells, numba.get_num_threads())
+            else:
+                storage_kernels.relink_all(self._meta, self._links, self._head,
+                                           self._level_cells)
             self._status[0] = 1
 
     def _apply_moves(self) -> None:

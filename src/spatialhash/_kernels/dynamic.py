@@ -285,17 +285,57 @@ def reset_level_cells(level_cells):
 
 
 @jit
-def relink_all(meta, links, head, level_cells):
-    """Rebuild every bucket list, and the boxes of cells exactly, from ``meta``."""
-    head[:] = -1
+def link_range(meta, links, head, bucket_lo, bucket_hi):
+    """Push every entry whose bucket lies in ``bucket_lo .. bucket_hi - 1`` onto its list,
+    objects in slot order, on lists emptied before (``head`` -1 there).
+
+    Each list comes out as `link_object` called slot after slot leaves it, so parts of
+    the buckets can be linked on separate threads with the same result. The loops are
+    written out rather than calling `link_object` per object: a call that passes arrays
+    costs an atomic reference-count update per array, and those were half of a relink
+    (100,000 boxes: 10.6 ms against 5.4 ms, one thread, ad hoc).
+    """
+    mask = head.shape[0] - 1
+    for slot in range(meta.shape[0]):
+        level = meta[slot, LEVEL]
+        if level < 0:
+            continue
+        lx, ly, lz = meta[slot, LO], meta[slot, LO + 1], meta[slot, LO + 2]
+        for cz in range(lz, meta[slot, HI + 2] + 1):
+            for cy in range(ly, meta[slot, HI + 1] + 1):
+                for cx in range(lx, meta[slot, HI] + 1):
+                    bucket = bucket_of(level, cx, cy, cz, mask)
+                    if bucket < bucket_lo or bucket >= bucket_hi:
+                        continue
+                    entry = ENTRIES * slot + (cx - lx) + 2 * (cy - ly) + 4 * (cz - lz)
+                    first = head[bucket]
+                    links[entry, 0] = first
+                    links[entry, 1] = -1
+                    if first >= 0:
+                        links[first, 1] = entry
+                    head[bucket] = entry
+
+
+@jit
+def fit_level_cells(meta, level_cells):
+    """The boxes of cells of every level, exactly, from ``meta``."""
     reset_level_cells(level_cells)
     for slot in range(meta.shape[0]):
         level = meta[slot, LEVEL]
-        if level >= 0:
-            link_object(meta, links, head, slot)
-            grow_level_cells(level_cells, level, meta[slot, LO], meta[slot, LO + 1],
-                             meta[slot, LO + 2], meta[slot, HI], meta[slot, HI + 1],
-                             meta[slot, HI + 2])
+        if level < 0:
+            continue
+        for axis in range(3):
+            level_cells[level, axis] = min(level_cells[level, axis], meta[slot, LO + axis])
+            level_cells[level, axis + 3] = max(level_cells[level, axis + 3],
+                                               meta[slot, HI + axis])
+
+
+@jit
+def relink_all(meta, links, head, level_cells):
+    """Rebuild every bucket list, and the boxes of cells exactly, from ``meta``."""
+    head[:] = -1
+    link_range(meta, links, head, 0, head.shape[0])
+    fit_level_cells(meta, level_cells)
 
 
 # ---------------------------------------------------------------------- integer ids
