@@ -163,11 +163,16 @@ def test_initial_state():
     assert (system.positions[:, 1] <= system.height - system.radii).all()
 
 
-@pytest.mark.parametrize("seed", [0, 7])
-def test_falling_pile_has_no_deep_overlaps_and_loses_energy(seed):
-    system = ParticleSystem(1000, seed=seed)
+@pytest.mark.parametrize(("n_particles", "n_steps", "seed"), [
+    (1000, 360, 0),
+    (1000, 360, 7),
+    # The demo's own run (`spatialhash demo particles`: 5,000 particles, 600 steps).
+    pytest.param(5000, 600, 0, marks=pytest.mark.slow),
+])
+def test_falling_pile_has_no_deep_overlaps_and_loses_energy(n_particles, n_steps, seed):
+    system = ParticleSystem(n_particles, seed=seed)
     energies = [system.energy()]
-    for index in range(360):
+    for index in range(n_steps):
         before = system.candidate_pairs()
         system.step()
         # After the collision handling of every step, nothing is deeply inside another.
