@@ -595,6 +595,37 @@ def _every_query(points, queries, radii, box, n_threads):
     ]
 
 
+@pytest.mark.parametrize(("box", "outlier"), [(None, False), (1.0, False), (None, True)])
+def test_int64_indices_give_the_int32_answers(box, outlier, monkeypatch):
+    """Grids of 2**31 points or more index with int64, a path no other test reaches
+    (that many points need tens of GB). With the switch moved down to 0 points, every
+    query on every thread count must give the int32 grid's answers, as int64."""
+    rng = np.random.default_rng(16)
+    points = rng.random((3000, 3))
+    if outlier:
+        points[0] = 1e6  # the hashed rows instead of the dense lookup
+    queries, radii = rng.random((700, 3)), rng.random(3000) * 0.03
+    for n_threads in (1, 2):
+        expected = _every_query(points, queries, radii, box, n_threads)
+        with monkeypatch.context() as patch:
+            patch.setattr(spatialhash.grid, "_INT32_MAX", 0)
+            got = _every_query(points, queries, radii, box, n_threads)
+        for index, (want, have) in enumerate(zip(expected, got, strict=True)):
+            if want.dtype == np.int32:
+                assert have.dtype == np.int64, index
+            assert np.array_equal(want, have), index
+        assert expected[1].dtype == np.int32  # `order`: the switch did move
+
+
+def test_auto_algorithm_is_brute_force_up_to_32_points():
+    points = np.random.default_rng(17).random((33, 2))
+    assert Grid(points[:32], 0.1).algorithm == "brute"
+    assert Grid(points, 0.1).algorithm == "grid"
+    assert (Grid(points[:32], 0.1).query_pairs(0.3).sorted().indices.tolist()
+            == Grid(points[:32], 0.1, algorithm="grid").query_pairs(0.3).sorted().indices
+            .tolist())
+
+
 @pytest.mark.parametrize("box", [None, 4.0])
 def test_pickled_grid_answers_the_same(box):
     rng = np.random.default_rng(15)

@@ -434,6 +434,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"{system.n_particles:,} particles, radii 1 to {system.radii.max():g}, box "
           f"{system.width:.0f} x {system.height:.0f}, {args.steps} steps with the {method} "
           f"search")
+    # One call, no steps to count for a bar: a line says what the wait is (a compile of
+    # several seconds the first time on a machine, a load from the cache afterwards).
+    print("first step: compiling the kernels, or loading them from numba's cache ...",
+          flush=True)
     start = time.perf_counter()
     system.step()
     print(f"first step (kernels compiled or loaded from the cache): "
