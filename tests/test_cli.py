@@ -832,10 +832,11 @@ def test_bench_help_shows_the_script_options():
 def test_compile_runs_every_warm_up_call_and_reports_the_cache(capsys):
     from spatialhash import _warmup
 
-    assert cli.main(["compile", "--json", "--quiet"]) == 0
+    assert cli.main(["compile", "--json", "--quiet", "--jobs", "1"]) == 0
     captured = capsys.readouterr()
     assert captured.err == ""
     report = json.loads(captured.out)
+    assert report["jobs"] == 1
     names = [name for name, _ in _warmup.warm_up_calls()]
     assert list(report["calls_s"]) == names and len(set(names)) == len(names)
     assert all(seconds >= 0.0 for seconds in report["calls_s"].values())
@@ -843,9 +844,52 @@ def test_compile_runs_every_warm_up_call_and_reports_the_cache(capsys):
     folder, n_cached = info.kernel_cache()
     assert report["kernel_cache"] == folder and report["cached_kernels"] == n_cached > 0
     # Run again in this process: every kernel is in memory now, nothing compiled or loaded.
-    assert cli.main(["compile", "--quiet"]) == 0
+    assert cli.main(["compile", "--quiet", "--jobs", "1"]) == 0
     assert capsys.readouterr().out.startswith(
         f"ran {len(names)} calls in ")
-    assert cli.main(["compile", "--json", "--quiet"]) == 0
+    assert cli.main(["compile", "--json", "--quiet", "--jobs", "1"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["compiled"] == 0 and again["loaded"] == 0
+
+
+def test_compile_in_worker_processes_leaves_every_kernel_in_the_cache(capsys):
+    """Two workers run the groups of calls; then this process runs every call again and
+    must compile nothing: each kernel it has not in memory loads from the cache."""
+    from spatialhash import _compile_jobs, _warmup
+
+    assert _compile_jobs.can_run_jobs()
+    assert cli.main(["compile", "--json", "--quiet", "--jobs", "2"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    report = json.loads(captured.out)
+    assert report["jobs"] == 2 and report["check"]["compiled"] == 0
+    assert list(report["calls_s"]) == [name for name, _ in _warmup.warm_up_calls()]
+    assert 0.0 < report["workers_s"] <= report["total_s"]
+    assert sorted(name for group in _warmup.CALL_GROUPS.values() for name, _ in group()) == \
+        sorted(report["calls_s"])
+
+
+def test_compile_reports_a_failed_worker_and_bad_jobs(capsys):
+    from spatialhash import _compile_jobs
+
+    with pytest.raises(RuntimeError, match="(?s)the worker compiling 'no such group' failed "
+                                           r"\(exit status 1\):\n.*KeyError"):
+        _compile_jobs.run_groups(["no such group"], 1, 0, lambda name, seconds: None)
+    assert cli.main(["compile", "--jobs", "0"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "spatialhash compile: error: --jobs must be at least 1; got 0.")
+
+
+def test_workers_lock_the_cache_folder_around_each_save(tmp_path, monkeypatch):
+    from numba.core.caching import IndexDataCacheFile
+
+    from spatialhash import _compile_jobs
+
+    monkeypatch.setattr(IndexDataCacheFile, "save", IndexDataCacheFile.save)  # restored
+    _compile_jobs._lock_cache_saves()
+    cache_file = IndexDataCacheFile(str(tmp_path), "kernel-1", ("stamp", 1))
+    cache_file.save(("signature", 1), {"code": b"x"})
+    cache_file.save(("signature", 2), {"code": b"y"})
+    assert cache_file.load(("signature", 1)) == {"code": b"x"}
+    assert cache_file.load(("signature", 2)) == {"code": b"y"}
+    assert (tmp_path / _compile_jobs.LOCK_NAME).exists()

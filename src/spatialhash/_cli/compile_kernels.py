@@ -1,18 +1,21 @@
 """``spatialhash compile``: compile every kernel now, into numba's disk cache.
 
-A new user's first calls compile the kernels they reach (minutes for all of them; see the
-README's "Compile time"), and every later process loads them from the cache. This runs
-every query once on generated data (`spatialhash._warmup`), so that the wait can be paid
-ahead of time: in an image build, a CI set-up step, or after an upgrade.
+A new user's first calls compile the kernels they reach (under a minute for all of them
+on one core; see the README's "Compile time"), and every later process loads them from the
+cache. This runs every query once on generated data (`spatialhash._warmup`), so that the
+wait can be paid ahead of time: in an image build, a CI set-up step, or after an upgrade.
+The groups of calls run in worker processes, one per core (`spatialhash._compile_jobs`),
+then once more here, where every kernel must load from the cache.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
-from .common import progress
+from .common import CommandError, progress
 from .info import kernel_cache
 
 DESCRIPTION = (
@@ -22,7 +25,9 @@ DESCRIPTION = (
     "dynamic hash. Later processes load the kernels from the cache instead of compiling "
     "them on their first calls. The cache is the one `spatialhash info` shows "
     "(NUMBA_CACHE_DIR, or __pycache__ next to the sources); numba keys it by CPU, so fill "
-    "it on the kind of machine that will use it."
+    "it on the kind of machine that will use it. The four groups of calls run in parallel "
+    "worker processes (--jobs), then once more in this process, which checks that every "
+    "kernel loads from the cache (and compiles any that does not)."
 )
 
 
@@ -34,34 +39,76 @@ def add_parser(subparsers) -> None:
                         help="print one JSON object: seconds per call, total, kernels "
                              "compiled and loaded, cache")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="worker processes compiling at once (default: one per core, at "
+                             "most one per group of calls, 4); 1 runs every call in this "
+                             "process")
     parser.set_defaults(handler=run, prog=parser.prog)
+
+
+def _default_jobs(n_groups: int) -> int:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cores or 1, n_groups))
 
 
 def run(args: argparse.Namespace) -> int:
     """``spatialhash compile``."""
-    from .._warmup import cache_counts, warm_up_calls
+    from .. import _compile_jobs
+    from .._warmup import CALL_GROUPS, cache_counts, warm_up_calls
 
+    if args.jobs is not None and args.jobs < 1:
+        raise CommandError(f"--jobs must be at least 1; got {args.jobs}.")
+    n_jobs = args.jobs if args.jobs is not None else _default_jobs(len(CALL_GROUPS))
+    if n_jobs > 1 and not _compile_jobs.can_run_jobs():
+        n_jobs = 1  # no lock for the workers' cache saves here: one process
     calls = warm_up_calls()
     before = cache_counts()
     seconds = {}
+    worker_counts = {"compiled": 0, "loaded": 0}
     start = time.perf_counter()
-    with progress(args.quiet or args.json, total=len(calls), unit="call",
-                  desc="compiling kernels") as bar:
+    with progress(args.quiet or args.json, total=len(calls) * (2 if n_jobs > 1 else 1),
+                  unit="call", desc="compiling kernels") as bar:
+        if n_jobs > 1:
+            def on_call(name: str, call_seconds: float) -> None:
+                seconds[name] = call_seconds
+                bar.update()
+
+            try:
+                worker_counts = _compile_jobs.run_groups(list(CALL_GROUPS), n_jobs, 0, on_call)
+            except RuntimeError as error:
+                raise CommandError(str(error)) from error
+        workers_s = time.perf_counter() - start
+        # Here every call again: with workers, a check that each kernel loads from the
+        # cache (and the compile of any that does not).
         for name, call in calls:
             call_start = time.perf_counter()
             call()
-            seconds[name] = time.perf_counter() - call_start
+            if n_jobs == 1:
+                seconds[name] = time.perf_counter() - call_start
             bar.update()
     total = time.perf_counter() - start
     folder, n_cached = kernel_cache()
     # This process's counts from here on (a caller may have compiled kernels before).
     counts = {key: value - before[key] for key, value in cache_counts().items()}
+    compiled = worker_counts["compiled"] + counts["cache_misses"]
     if args.json:
-        print(json.dumps({"calls_s": seconds, "total_s": total,
-                          "compiled": counts["cache_misses"], "loaded": counts["cache_hits"],
-                          "kernel_cache": folder, "cached_kernels": n_cached}, indent=2))
-    else:
+        report = {"calls_s": {name: seconds[name] for name, _ in calls}, "total_s": total,
+                  "jobs": n_jobs, "compiled": compiled,
+                  "loaded": worker_counts["loaded"] + counts["cache_hits"],
+                  "kernel_cache": folder, "cached_kernels": n_cached}
+        if n_jobs > 1:
+            report["workers_s"] = workers_s
+            report["check"] = {"loaded": counts["cache_hits"],
+                               "compiled": counts["cache_misses"]}
+        print(json.dumps(report, indent=2))
+    elif n_jobs == 1:
         print(f"ran {len(calls)} calls in {total:.1f} s: {counts['cache_misses']} kernels "
               f"compiled, {counts['cache_hits']} loaded from the cache; kernel cache: "
               f"{folder} ({n_cached} cached kernels)")
+    else:
+        print(f"ran {len(calls)} calls in {n_jobs} worker processes in {workers_s:.1f} s: "
+              f"{worker_counts['compiled']} kernels compiled, {worker_counts['loaded']} "
+              f"loaded from the cache; then here in {total - workers_s:.1f} s: "
+              f"{counts['cache_hits']} loaded, {counts['cache_misses']} compiled; kernel "
+              f"cache: {folder} ({n_cached} cached kernels)")
     return 0
