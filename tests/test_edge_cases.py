@@ -595,6 +595,64 @@ def _every_query(points, queries, radii, box, n_threads):
     ]
 
 
+def test_colliding_rows_and_cells_in_the_hash_tables():
+    """Rows of cells chosen to share one slot of the sparse grid's table of rows (16
+    slots), and cells chosen to share one slot of the build's table of cells (1,024
+    slots), so every lookup walks past entries of other rows and cells: the exact key
+    comparisons must keep the answers those of the oracle, no pair lost or repeated."""
+    from spatialhash._kernels.cells import hash_cell
+
+    by_slot: dict = {}
+    for cy in range(1, 81):  # cell coordinates count from the lowest point, the anchor
+        for cz in range(1, 81):
+            by_slot.setdefault(hash_cell(cy, cz, 0, 15), []).append((cy, cz))
+    # Two neighbouring rows (each one's searches probe the other) and four others, all in
+    # one slot.
+    rows, adjacent = next(
+        (group, (a, b)) for group in by_slot.values() for a in group for b in group
+        if a < b and abs(a[0] - b[0]) <= 1 and abs(a[1] - b[1]) <= 1)
+    rows = [*adjacent, *[row for row in rows if row not in adjacent][:4]]
+    target = hash_cell(2, rows[0][0], rows[0][1], 1023)
+    rng = np.random.default_rng(18)
+    anchor = np.array([-5000.0, -50.0, -50.0])  # the lowest point on every axis
+    points = [anchor[np.newaxis, :]]
+    for cy, cz in rows:
+        xs = [cx for cx in range(2, 8000) if hash_cell(cx, cy, cz, 1023) == target][:2]
+        assert len(xs) == 2
+        for cx in (*xs, xs[0] + 1, xs[1] - 1):  # colliding cells and their neighbours
+            # Quarters inside the cell, clear of its faces (the cell size is enlarged by
+            # a relative 2**-20).
+            inside = rng.integers(1, 4, (3, 3)) / 4.0
+            points.append(anchor + np.array([cx, cy, cz]) + inside)
+    points = np.concatenate(points)
+    grid = Grid(points, 1.0, algorithm="grid")
+    # The cells are where they were meant to be, and the rows share one slot of a table
+    # of 16.
+    cells = {tuple(row) for row in grid.state.cell_coords.tolist()}
+    assert {tuple(np.floor(p - anchor).astype(int)) for p in points} == cells
+    assert len({hash_cell(cy, cz, 0, 15) for cy, cz in rows}) == 1
+    assert grid.state.dense_lookup.shape[0] == 0 and grid.state.hash_ids.shape[0] == 16
+    expected_pairs, expected_distances = oracles.pairs(points, 1.25)
+    pairs = grid.query_pairs(1.25, return_distances=True).sorted()
+    np.testing.assert_array_equal(pairs.indices, expected_pairs)
+    np.testing.assert_array_equal(pairs.distances, expected_distances)
+    assert len(expected_pairs) > len(points)  # pairs across cells and rows too
+    queries = points + 0.125
+    indptr, indices, distances = oracles.radius(points, queries, 1.5)
+    near = grid.query_radius(queries, 1.5, return_distances=True)
+    np.testing.assert_array_equal(near.indptr, indptr)
+    np.testing.assert_array_equal(near.indices, indices)
+    np.testing.assert_array_equal(near.distances, distances)
+    nearest = grid.query_knn(queries, 7)
+    knn_indices, knn_distances, _ = oracles.knn(points, queries, 7)
+    np.testing.assert_array_equal(nearest.indices, knn_indices)
+    np.testing.assert_array_equal(nearest.distances, knn_distances)
+    box_indptr, box_indices = oracles.box(points, queries - 1.0, queries + 1.0)
+    boxes = grid.query_box(queries - 1.0, queries + 1.0)
+    np.testing.assert_array_equal(boxes.indptr, box_indptr)
+    np.testing.assert_array_equal(boxes.indices, box_indices)
+
+
 @pytest.mark.parametrize(("box", "outlier"), [(None, False), (1.0, False), (None, True)])
 def test_int64_indices_give_the_int32_answers(box, outlier, monkeypatch):
     """Grids of 2**31 points or more index with int64, a path no other test reaches
