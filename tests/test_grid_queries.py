@@ -192,6 +192,19 @@ def test_iter_pairs_chunks_concatenate_to_query_pairs(scene, r, chunk_size, with
         np.concatenate([chunk.distances for chunk in chunks]), whole.distances)
     if chunk_size >= len(whole):
         assert len(chunks) == 1
+    # A chunk holds at most `chunk_size` pairs, or the pairs found from one cell: each of
+    # them has a point in that cell.
+    state = grid.state
+    cell_of = np.repeat(np.arange(len(state.cell_start) - 1), np.diff(state.cell_start))
+    cell_of_point = np.empty(len(state.order), np.int64)
+    cell_of_point[state.order] = cell_of
+    for chunk in chunks:
+        if len(chunk) > chunk_size:
+            cells = cell_of_point[chunk.indices]
+            shared = set(cells[0].tolist())
+            for row in cells.tolist():
+                shared &= set(row)
+            assert shared, cells
 
 
 def test_iter_pairs_chunk_size_one_splits_by_cell():
