@@ -67,14 +67,17 @@ def _lock_cache_saves() -> None:
 def run_groups(groups: list[str], n_jobs: int, seed: int,
                on_call: Callable[[str, float], None]) -> dict[str, int]:
     """Run the call groups named ``groups`` in up to ``n_jobs`` worker processes at once,
-    largest first, calling ``on_call(name, seconds)`` as each call ends.
+    in the order given (`CALL_GROUPS` lists the largest first), calling
+    ``on_call(name, seconds)`` as each call ends.
 
     Returns the kernels the workers compiled and loaded (``compiled``, ``loaded``).
-    Raises `RuntimeError` with a worker's error output when one fails.
+    Raises `RuntimeError` with a worker's error output when one fails, once the other
+    workers are stopped.
     """
     events: queue.Queue = queue.Queue()
     pending = list(groups)
     running = 0
+    workers: list[subprocess.Popen] = []
     totals = {"compiled": 0, "loaded": 0}
 
     def start(group: str) -> None:
@@ -83,6 +86,7 @@ def run_groups(groups: list[str], n_jobs: int, seed: int,
         errors = tempfile.TemporaryFile(mode="w+")
         worker = subprocess.Popen([sys.executable, "-m", __name__, group, str(seed)],
                                   stdout=subprocess.PIPE, stderr=errors, text=True)
+        workers.append(worker)
 
         def read() -> None:
             with worker, errors:
@@ -110,6 +114,8 @@ def run_groups(groups: list[str], n_jobs: int, seed: int,
             running -= 1
             status, errors = payload
             if status != 0:
+                for other in workers:
+                    other.kill()  # no effect on those that have ended
                 raise RuntimeError(f"the worker compiling {group!r} failed (exit status "
                                    f"{status}):\n{errors.strip()}")
     return totals

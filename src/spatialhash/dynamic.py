@@ -535,6 +535,15 @@ class DynamicHash:
             storage_kernels.ids_delete(self._id_keys, self._id_values, np.array(ints, np.int64))
             self._n_int_ids -= len(ints)
 
+    def _tie_keys(self) -> np.ndarray:
+        """A key per slot, by which the nearest-object and ray kernels rank ties and which
+        the nearest-object kernel hands back: the integer ids when every id is one, else
+        the slots themselves, from which the ids are looked up (an integer id's key could
+        not be told from another object's slot)."""
+        if self._n_other_ids == 0:
+            return self._slot_key
+        return np.arange(self._slot_key.shape[0], dtype=np.int64)
+
     def _ids_of(self, slots: np.ndarray) -> np.ndarray:
         """Ids of ``slots``: sorted int64 when every id is an integer, else objects."""
         if self._n_other_ids == 0:
@@ -837,11 +846,8 @@ class DynamicHash:
         self._ensure_linked()
         heap_distance = np.empty(k)
         heap_key = np.empty(k, np.int64)
-        # The kernel ranks ties by, and hands back, a key per slot: the integer ids when
-        # every id is one; else the slots themselves, from which the ids are looked up (an
-        # integer id's key could not be told from another object's slot).
         mixed = self._n_other_ids > 0
-        keys = np.arange(self._slot_key.shape[0], dtype=np.int64) if mixed else self._slot_key
+        keys = self._tie_keys()
         n = dynamic_query.knn_query(self._bounds, self._spheres, self._meta, self._links,
                                     self._head, self._inv_size, self._level_count,
                                     keys, position, k, mask, self._n_dims,
@@ -898,9 +904,7 @@ class DynamicHash:
         self._ensure_linked()
         self._ray_count += 1
         out_slots, out_t = self._out, self._out_distances
-        # Ties rank by integer id when every id is one, else by slot (as in `query_knn`).
-        keys = (np.arange(self._slot_key.shape[0], dtype=np.int64) if self._n_other_ids
-                else self._slot_key)
+        keys = self._tie_keys()
         n = dynamic_ray.ray_hits(self._bounds, self._spheres, self._meta, self._links,
                                  self._head, self._inv_size, self._level_count,
                                  self._level_cells, keys, self._stamp,
