@@ -13,13 +13,22 @@ import os
 import numba
 from numba.core import types
 
+from . import _compile_notice, _threads
+
 # On the 2-core development machine the OpenMP layer starts a parallel region in 4.7 us
 # back to back and 72 us after 5 ms idle; the workqueue layer takes 30 us and 263 us
 # (benchmarks/bench_threading.py; TBB would not load with numba 0.68). Code that asks for
 # pairs every frame pays that start on every call, so OpenMP goes first. A user's explicit
 # NUMBA_THREADING_LAYER still wins.
+# The OpenMP layer is also the one that serves parallel calls from several Python threads at
+# once (the workqueue layer aborts the process on concurrent use). Its waiting threads spin
+# for a short while only (`_threads`), so that a machine whose cores are busy does not make
+# every call wait for descheduled threads.
 if "NUMBA_THREADING_LAYER" not in os.environ:
     numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
+_threads.configure_wait_policy()
+# A line on stderr when a first call compiles (`_compile_notice`).
+_compile_notice.install()
 
 #: Options shared by every kernel: compiled code is cached on disk, no fast-math.
 _JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": False, "error_model": "numpy"}
@@ -76,7 +85,8 @@ def check_n_threads(n_threads: int | None) -> int | None:
 
 
 class threads:  # noqa: N801 (used as a function: ``with threads(n):``)
-    """Run the body with numba's thread count set to ``n_threads`` (``None``: unchanged).
+    """Run the body with numba's thread count set to ``n_threads``; with ``None``, at most
+    `_threads.default_n_threads` (numba's count capped by the CPUs this process may use).
 
     A class rather than a generator context manager: entering and leaving with ``None``
     took 0.6-0.9 us against 2.0-2.4 (ad hoc, timeit), paid twice by a grid built and
@@ -89,10 +99,15 @@ class threads:  # noqa: N801 (used as a function: ``with threads(n):``)
         self._previous = None
 
     def __enter__(self) -> None:
-        if self._n_threads is not None:
-            self._previous = numba.get_num_threads()
-            numba.set_num_threads(self._n_threads)
+        current = numba.get_num_threads()
+        wanted = self._n_threads
+        if wanted is None:
+            wanted = _threads.default_n_threads(current)
+        if wanted != current:
+            self._previous = current
+            numba.set_num_threads(wanted)
 
     def __exit__(self, *exc_info) -> None:
-        if self._n_threads is not None:
+        if self._previous is not None:
             numba.set_num_threads(self._previous)
+            self._previous = None

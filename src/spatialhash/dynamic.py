@@ -362,8 +362,9 @@ class DynamicHash:
         self._lists_read = True
         if self._status[0] == 0:
             if self._n_used >= PARALLEL_MIN_MOVES:
-                dynamic_move.relink_all_parallel(self._meta, self._links, self._head,
-                                                 self._level_cells, numba.get_num_threads())
+                with _config.threads(None):
+                    dynamic_move.relink_all_parallel(self._meta, self._links, self._head,
+                                                     self._level_cells, numba.get_num_threads())
             else:
                 storage_kernels.relink_all(self._meta, self._links, self._head,
                                            self._level_cells)
@@ -785,8 +786,9 @@ class DynamicHash:
         if m > RELINK_FRACTION * len(self) or not lists_read:
             self._status[0] = 0
             if m >= PARALLEL_MIN_MOVES:
-                dynamic_move.move_many_unlinked(self._storage, self._changed, slots, rows,
-                                                spheres, numba.get_num_threads())
+                with _config.threads(None):
+                    dynamic_move.move_many_unlinked(self._storage, self._changed, slots, rows,
+                                                    spheres, numba.get_num_threads())
                 return
         storage_kernels.place_many(self._storage, self._changed, slots, rows, spheres, False)
 
@@ -950,10 +952,10 @@ class DynamicHash:
                 scratch["filtered"] = filtered
                 return n_entries, n_coarse, filtered
         parallel = self._meta.shape[0] >= PARALLEL_MIN_ENTRIES
-        n_chunks = numba.get_num_threads() if parallel else 1
         while True:
             # Small hashes on this thread alone: waking the others costs more than it saves.
             with _config.threads(None if parallel else 1):
+                n_chunks = numba.get_num_threads()
                 n_entries, n_coarse, filtered = dynamic_sort.sort_entries(
                     self._bounds, self._spheres, self._meta, self._level_count,
                     scratch["bucket_start"], scratch["codes"], scratch["entry_bucket"],

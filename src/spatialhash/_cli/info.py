@@ -67,8 +67,11 @@ def kernel_cache() -> tuple[str, int]:
 
 def collect() -> dict[str, str]:
     """Everything ``info`` reports, as strings in print order."""
+    from .. import _threads
+
     cache_folder, n_cached = kernel_cache()
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    quota = _threads.cgroup_cpu_limit()
     report = {
         "spatialhash": f"{spatialhash.__version__} ({Path(spatialhash.__file__).parent})",
         "python": f"{platform.python_version()} ({sys.executable})",
@@ -76,10 +79,17 @@ def collect() -> dict[str, str]:
     }
     report.update({name: version(name) for name in REQUIRED + OPTIONAL})
     report.update({
-        "cpus": f"{os.cpu_count()}" + ("" if usable is None else f" ({usable} usable)"),
+        "cpus": f"{os.cpu_count()}" + ("" if usable is None else f" ({usable} in the affinity "
+                                                                 f"mask)")
+                + ("" if quota is None else f", CPU quota {quota:g}"),
         "numba threading layer": threading_layer(),
         "numba threads": f"{numba.get_num_threads()} of NUMBA_NUM_THREADS="
                          f"{numba.config.NUMBA_NUM_THREADS}",
+        "spatialhash threads": f"at most {min(numba.get_num_threads(), _threads.process_cpus())}"
+                               + (", fewer while other programs keep the CPUs busy"
+                                  if _threads.adapts_to_load()
+                                  else " (SPATIALHASH_ADAPT_THREADS=0: whatever the load)"),
+        "OpenMP wait policy": _threads.wait_policy(),
         "NUMBA_CACHE_DIR": os.environ.get("NUMBA_CACHE_DIR") or "not set (caches in "
                                                                "__pycache__ next to sources)",
         "NUMBA_CACHE_LOCATOR_CLASSES": os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES")
