@@ -32,6 +32,11 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
+# No compile notices on stderr (`spatialhash._compile_notice`): command-line tests read the
+# stderr of subprocesses, which on a cold cache would compile. test_compile_notice.py
+# turns them back on where it tests them.
+os.environ.setdefault("SPATIALHASH_COMPILE_NOTICE", "0")
+
 #: The seed contract: every seeded test passes for each of these seeds.
 SEEDS = range(100)
 

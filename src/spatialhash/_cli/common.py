@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import time
 from types import ModuleType
 
 #: Exit status of a run that went wrong while working (writing failed, a demo failed).
@@ -62,11 +63,47 @@ class _NoProgress:
         pass
 
 
+class _TextProgress:
+    """A plain counter on stderr (``desc: 3/36 calls``) where tqdm is not installed."""
+
+    #: Seconds between two writes of the counter.
+    INTERVAL_S = 0.5
+
+    def __init__(self, total: float | None, desc: str = "", unit: str = "it", **_options):
+        self._total = total
+        self._desc = f"{desc}: " if desc else ""
+        unit = unit.strip()
+        self._unit = unit if unit.endswith("s") else f"{unit}s"
+        self._done = 0
+        self._written = time.monotonic()
+        self._shown = False
+
+    def update(self, n: int = 1) -> None:
+        self._done += n
+        now = time.monotonic()
+        if now - self._written < self.INTERVAL_S and self._done != self._total:
+            return
+        self._written = now
+        self._shown = True
+        total = f"/{self._total:g}" if self._total is not None else ""
+        sys.stderr.write(f"\r{self._desc}{self._done:,}{total} {self._unit}")
+        sys.stderr.flush()
+
+    def __enter__(self) -> _TextProgress:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
 def progress(quiet: bool, total: float | None = None, **options):
     """A tqdm progress bar on stderr, shown only if the work takes longer than 2 s.
 
-    Off with ``quiet``, when stderr is not a terminal (logs and pipes stay clean), and when
-    tqdm is not installed: a progress bar is never a reason for a command to fail.
+    Off with ``quiet`` and when stderr is not a terminal (logs and pipes stay clean). Where
+    tqdm is not installed (a base install), a plain text counter instead: a progress bar is
+    never a reason for a command to fail.
 
     Parameters
     ----------
@@ -82,5 +119,5 @@ def progress(quiet: bool, total: float | None = None, **options):
     try:
         from tqdm import tqdm
     except ImportError:
-        return _NoProgress()
+        return _TextProgress(total, **options)
     return tqdm(total=total, file=sys.stderr, delay=PROGRESS_DELAY_S, leave=False, **options)

@@ -47,8 +47,10 @@ def add_parser(subparsers) -> None:
 
 
 def _default_jobs(n_groups: int) -> int:
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(cores or 1, n_groups))
+    """One worker per CPU this process may use (affinity and CPU quota), at most one a group."""
+    from .._threads import process_cpus
+
+    return max(1, min(process_cpus(), n_groups))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         raise CommandError(f"--jobs must be at least 1; got {args.jobs}.")
+    # The progress counter says what is compiling: no per-family notices here or in the
+    # workers (which inherit the environment).
+    os.environ["SPATIALHASH_COMPILE_NOTICE"] = "0"
     n_jobs = args.jobs if args.jobs is not None else _default_jobs(len(CALL_GROUPS))
     if n_jobs > 1 and not _compile_jobs.can_run_jobs():
         n_jobs = 1  # no lock for the workers' cache saves here: one process

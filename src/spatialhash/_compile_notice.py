@@ -1,0 +1,97 @@
+"""One line on stderr when a first call is about to compile kernels, so a wait is explained.
+
+Numba compiles a kernel on its first call in a process whose disk cache lacks it: seconds
+for each family of queries, once per machine (later processes load it from the cache).
+Without a word, a new user's first ``query_pairs`` looks hung. Numba fires a
+``"numba:compile"`` event only when it compiles (never when it loads from the cache), so
+a listener costs nothing on a warm start. The listener prints one line per family of
+kernels per process, at the first compile of that family, naming it and about how long
+it took on an idle development machine (`FAMILY_SECONDS`).
+
+``SPATIALHASH_COMPILE_NOTICE=0`` in the environment silences it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+from numba.core import event
+
+#: Kernel module (the last part of its name) -> the family a notice names.
+FAMILIES = {
+    "build": "the grid build", "build_parallel": "the grid build", "cells": "the grid build",
+    "state": "the grid build", "indirect": "the grid build",
+    "pairs": "the pair search", "radius": "radius queries", "knn": "k-nearest queries",
+    "box": "box queries", "ray": "ray casts", "dda": "ray casts",
+    "_cloth_kernels": "the cloth demo", "_particle_kernels": "the particle demo",
+}
+
+#: Seconds a family's first call spent compiling, from an empty cache, in a fresh process,
+#: on the 2-core development machine (``benchmarks/bench_compile.py --first-calls``).
+FAMILY_SECONDS = {
+    "the grid build": 1.5, "the pair search": 5, "radius queries": 4, "k-nearest queries": 4,
+    "box queries": 2, "ray casts": 5, "the dynamic hash": 10, "the cloth demo": 8,
+    "the particle demo": 2,
+}
+
+
+def family_of(module_name: str) -> str | None:
+    """The family of a kernel defined in ``module_name``, or ``None`` if not ours."""
+    if not module_name.startswith("spatialhash."):
+        return None
+    last = module_name.rpartition(".")[2]
+    if last.startswith("dynamic"):
+        return "the dynamic hash"
+    return FAMILIES.get(last, "spatialhash's kernels")
+
+
+def notice(family: str) -> str:
+    """The line printed for ``family``."""
+    seconds = FAMILY_SECONDS.get(family)
+    about = f" (about {seconds} s on an idle 2-core machine)" if seconds else ""
+    return (f"spatialhash: compiling {family} on first use{about}; later runs load it from "
+            f"numba's disk cache. `spatialhash compile` compiles everything ahead of time; "
+            f"SPATIALHASH_COMPILE_NOTICE=0 hides this line.")
+
+
+class CompileNotices(event.Listener):
+    """Prints `notice` to ``stream`` at the first compile of each family (see the module
+    docstring); compiles nested in another (a kernel's callees) add nothing."""
+
+    def __init__(self, stream=None):
+        self._stream = stream
+        self._announced = set()
+        self._lock = threading.Lock()
+        self._depth = threading.local()
+
+    def on_start(self, event_):
+        depth = getattr(self._depth, "value", 0)
+        self._depth.value = depth + 1
+        if depth or os.environ.get("SPATIALHASH_COMPILE_NOTICE", "1") == "0":
+            return
+        dispatcher = event_.data.get("dispatcher")
+        function = getattr(dispatcher, "py_func", None)
+        family = family_of(getattr(function, "__module__", "") or "")
+        if family is None:
+            return
+        with self._lock:
+            if family in self._announced:
+                return
+            self._announced.add(family)
+        stream = self._stream if self._stream is not None else sys.stderr
+        print(notice(family), file=stream, flush=True)
+
+    def on_end(self, event_):
+        self._depth.value = max(0, getattr(self._depth, "value", 1) - 1)
+
+
+_listener = CompileNotices()
+
+
+def install() -> None:
+    """Listen to numba's compile events (once per process)."""
+    if not getattr(install, "done", False):
+        event.register("numba:compile", _listener)
+        install.done = True
