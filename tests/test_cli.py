@@ -547,6 +547,60 @@ def test_bad_output_fails_before_any_work(tmp_path, capsys, output, message):
                                       capsys.readouterr().err.strip())
 
 
+SAME_FILE_CASES = [
+    # (command and its options, the input the output names, how the output spells it)
+    (["pairs", "-r", 1], "INPUT", "as given"),
+    (["pairs", "-r", 1], "INPUT", "another spelling"),
+    (["pairs", "-r", 1], "INPUT", "a symbolic link"),
+    (["pairs", "--radii", "RADII"], "--radii", "as given"),
+    (["neighbors", "-r", 1], "INPUT", "as given"),
+    (["neighbors", "-r", 1, "--queries", "QUERIES"], "--queries", "a hard link"),
+    (["knn", "-k", 2], "INPUT", "another spelling"),
+    (["knn", "-k", 2, "--queries", "QUERIES"], "--queries", "as given"),
+]
+
+
+@pytest.mark.parametrize(("argv", "role", "spelling"), SAME_FILE_CASES)
+def test_output_that_is_an_input_is_refused_before_any_work(tmp_path, capsys, monkeypatch,
+                                                            argv, role, spelling):
+    """Regression: ``pairs pts.csv -o pts.csv`` replaced its own input with the result."""
+    inputs = {"INPUT": tmp_path / "points.csv", "--queries": tmp_path / "queries.csv",
+              "--radii": tmp_path / "radii.csv"}
+    for path in inputs.values():
+        write_points(path, named(lattice_points(5, n=6, n_dims=2 if path.stem != "radii"
+                                                else 1)))
+    before = {path: path.read_bytes() for path in inputs.values()}
+    target = inputs[role]
+    output = {"as given": target, "another spelling": f"{tmp_path}/./{target.name}",
+              "a symbolic link": tmp_path / "link.csv",
+              "a hard link": tmp_path / "hard.csv"}[spelling]
+    if spelling == "a symbolic link":
+        os.symlink(target, output)
+    elif spelling == "a hard link":
+        os.link(target, output)
+    argv = [{"QUERIES": inputs["--queries"], "RADII": inputs["--radii"]}.get(arg, arg)
+            for arg in argv]
+    monkeypatch.setattr(readers, "read_points", None)  # never reached
+    names = files_in(tmp_path)
+    assert run(argv[0], inputs["INPUT"], *argv[1:], "-o", output) == 2
+    captured = capsys.readouterr()
+    also = "" if str(output) == str(target) else f" ({target})"
+    assert captured.err == (
+        f"spatialhash {argv[0]}: error: -o/--output must not be an input file; got "
+        f"{output}, the same file as {role}{also}. Write the result to another file.\n")
+    assert captured.out == ""
+    assert {path: path.read_bytes() for path in inputs.values()} == before
+    assert files_in(tmp_path) == names
+
+
+def test_output_beside_an_input_is_written(tmp_path):
+    source = write_points(tmp_path / "points.csv", named(lattice_points(6, n=8)))
+    before = source.read_bytes()
+    output = tmp_path / "points.csv.csv"
+    assert run("pairs", source, "-r", 0.5, "-o", output, "-q") == 0
+    assert source.read_bytes() == before and output.is_file()
+
+
 @pytest.mark.parametrize("role", ["reading", "writing"])
 def test_missing_pyarrow_is_a_clear_message(tmp_path, capsys, monkeypatch, role):
     source = write_points(tmp_path / ("p.parquet" if role == "reading" else "p.npy"),
@@ -678,6 +732,11 @@ def test_info_reports_versions_threads_and_cache(capsys, monkeypatch):
     assert report["kernel cache"].endswith("cached kernels)")
     assert set(report) >= {"python", "platform", "cpus", "NUMBA_CACHE_DIR", "scipy",
                            "pyarrow", "tqdm", "pillow"}
+    from spatialhash import _threads
+
+    assert report["OpenMP wait policy"] == _threads.wait_policy()
+    assert report["spatialhash threads"].startswith(
+        f"at most {min(numba.get_num_threads(), _threads.process_cpus())}")
 
 
 def test_bench_passes_arguments_and_status_through(tmp_path, capfd, monkeypatch):
@@ -752,6 +811,76 @@ def test_demo_with_a_missing_dependency_or_module(monkeypatch, capsys):
         "spatialhash demo cloth: error: the cloth demo is not part of this installation "
         "(spatialhash.demos.cloth cannot be imported: No module named "
         "'spatialhash.demos.cloth').\n")
+
+
+INSTALL = "pip install 'spatialhash[demo]'"
+MISSING_EXTRAS = [
+    # (demo and options, modules missing, the message after "error: ")
+    (["particles", "--headless"], ["PIL", "tqdm"],
+     "spatialhash demo particles needs Pillow (for --output particles.gif) and tqdm; "
+     f"install them with: {INSTALL}"),
+    (["particles", "--headless", "--output", "none"], ["tqdm"],
+     f"spatialhash demo particles needs tqdm; install it with: {INSTALL}"),
+    (["particles", "--interactive", "--headless", "--output", "none"], ["pygame", "PIL"],
+     f"spatialhash demo particles needs pygame (for --interactive); install it with: {INSTALL}"),
+    (["particles", "--output", "p.gif"], ["pygame", "PIL", "tqdm"],
+     "spatialhash demo particles needs Pillow (for --output p.gif), pygame (for the window "
+     "that opens where a display is; --headless skips it) and tqdm; install them with: "
+     f"{INSTALL}"),
+    (["cloth"], ["PIL"],
+     f"spatialhash demo cloth needs Pillow (for --output cloth.gif); install it with: {INSTALL}"),
+    (["cloth", "--output", "none"], ["tqdm", "PIL", "pygame"],
+     f"spatialhash demo cloth needs tqdm; install it with: {INSTALL}"),
+]
+
+
+@pytest.mark.parametrize(("argv", "missing", "message"), MISSING_EXTRAS)
+def test_demo_without_the_extra_says_what_to_install_before_any_work(
+        tmp_path, capsys, monkeypatch, argv, missing, message):
+    """Regression: on a base install the particle demo ran its first step, then ended in a
+    ModuleNotFoundError for tqdm (later Pillow, pygame)."""
+    from spatialhash.demos import _particle_view, cloth, particles
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_particle_view, "has_display", lambda: True)  # a window would open
+    for name in missing:
+        monkeypatch.setitem(sys.modules, name, None)  # import raises ImportError
+    monkeypatch.setattr(particles, "ParticleSystem", None)  # never reached
+    monkeypatch.setattr(cloth, "_warm_up", None)
+    assert cli.main(["demo", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"error: {message}\n"
+    assert captured.out == ""
+    assert files_in(tmp_path) == set()
+
+
+class _Started(Exception):
+    """Raised where a demo starts its work."""
+
+
+def _start(*args, **kwargs):
+    raise _Started
+
+
+@pytest.mark.parametrize(
+    ("argv", "missing"),
+    [
+        (["particles", "--headless", "--output", "none"], ["PIL", "pygame"]),
+        (["particles", "--headless"], ["pygame"]),
+        (["cloth", "--output", "none"], ["PIL", "pygame"]),
+    ],
+)
+def test_demo_needs_only_the_modules_its_options_use(tmp_path, monkeypatch, argv, missing):
+    from spatialhash.demos import _particle_view, cloth, particles
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_particle_view, "has_display", lambda: True)  # --headless: no window
+    for name in missing:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setattr(particles, "ParticleSystem", _start)
+    monkeypatch.setattr(cloth, "_warm_up", _start)
+    with pytest.raises(_Started):
+        cli.main(["demo", *argv])
 
 
 @pytest.mark.parametrize(
@@ -893,3 +1022,24 @@ def test_workers_lock_the_cache_folder_around_each_save(tmp_path, monkeypatch):
     assert cache_file.load(("signature", 1)) == {"code": b"x"}
     assert cache_file.load(("signature", 2)) == {"code": b"y"}
     assert (tmp_path / _compile_jobs.LOCK_NAME).exists()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_without_tqdm_is_a_plain_counter(monkeypatch):
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # a base install: no tqdm
+    monkeypatch.setattr(common._TextProgress, "INTERVAL_S", 0.0)
+    with common.progress(False, total=3, unit="call", desc="compiling kernels") as bar:
+        for _ in range(3):
+            bar.update()
+    assert terminal.getvalue().split("\r")[1:] == [
+        "compiling kernels: 1/3 calls", "compiling kernels: 2/3 calls",
+        "compiling kernels: 3/3 calls\n"]
+    quiet = common.progress(True, total=3)
+    quiet.update()
+    assert "\r" not in terminal.getvalue().split("\n", 1)[1]  # nothing more written

@@ -21,6 +21,8 @@ from spatialhash.demos import cloth as cloth_demo  # noqa: E402
 from spatialhash.demos._cloth_view import Renderer  # noqa: E402
 from spatialhash.demos.cloth import Cloth  # noqa: E402
 
+#: The most threads numba allows, the upper bound of ``--threads``.
+MAX_THREADS = numba.config.NUMBA_NUM_THREADS
 #: A small cloth (0.29 m) falls, crumples and piles up within these frames.
 SIZE = 30
 FRAMES = 60
@@ -390,6 +392,8 @@ def test_cloth_starts_at_rest_with_its_rest_lengths():
         ({"tilt": math.nan}, ValueError, "`tilt` must be finite; got nan."),
         ({"drop_height": -1}, ValueError, "`drop_height` must be >= 0; got -1.0."),
         ({"bend_compliance": -1e-3}, ValueError, "`bend_compliance` must be >= 0; got -0.001."),
+        ({"n_threads": 0}, ValueError,
+         f"`n_threads` must be -1 or between 1 and {MAX_THREADS} (NUMBA_NUM_THREADS); got 0."),
     ],
 )
 def test_bad_parameters_are_named(kwargs, error, message):
@@ -451,6 +455,13 @@ def test_run_without_self_collision_and_without_output(tmp_path, capsys, monkeyp
         ({"substeps": 0}, "error: --substeps must be at least 1; got 0."),
         ({"render_every": 0}, "error: --render-every must be at least 1; got 0."),
         ({"seed": -1}, "error: --seed must be at least 0; got -1."),
+        ({"threads": 0}, "error: --threads must be -1 (all) or an integer from 1 to "
+                         f"{MAX_THREADS} (NUMBA_NUM_THREADS); got 0."),
+        ({"threads": MAX_THREADS + 1},
+         "error: --threads must be -1 (all) or an integer from 1 to "
+         f"{MAX_THREADS} (NUMBA_NUM_THREADS); got {MAX_THREADS + 1}."),
+        ({"threads": "2"}, "error: --threads must be -1 (all) or an integer from 1 to "
+                           f"{MAX_THREADS} (NUMBA_NUM_THREADS); got '2'."),
     ],
 )
 def test_run_rejects_bad_options(tmp_path, monkeypatch, capsys, overrides, message):
@@ -488,3 +499,44 @@ def test_run_rejects_an_output_in_a_missing_folder(tmp_path, capsys):
         f"error: --output must be in an existing folder; got {output}."
     )
     assert not output.parent.exists()
+
+
+def test_threads_set_the_count_of_every_parallel_part(monkeypatch):
+    """``n_threads`` reaches the grids and the parallel kernels, for the frame only; the
+    cloth moves the same on one thread as on the default count."""
+    seen = {"grids": [], "kernels": []}
+
+    class RecordingGrid(Grid):
+        def __init__(self, *args, **kwargs) -> None:
+            seen["grids"].append(kwargs.get("n_threads"))
+            super().__init__(*args, **kwargs)
+
+    def recording(kernel):
+        def call(*args):
+            seen["kernels"].append((args[-1], numba.get_num_threads()))  # n_chunks last
+            return kernel(*args)
+        return call
+
+    reference = Cloth(12, seed=3)
+    for _ in range(4):
+        reference.step_frame()
+    before = numba.get_num_threads()
+    monkeypatch.setattr(cloth_demo, "Grid", RecordingGrid)
+    for name in ("split_contacts_parallel", "pairs_within_parallel"):
+        monkeypatch.setattr(kernels, name, recording(getattr(kernels, name)))
+    cloth = Cloth(12, seed=3, n_threads=1)
+    for _ in range(4):
+        cloth.step_frame()
+    assert numba.get_num_threads() == before
+    assert seen["grids"] and set(seen["grids"]) == {1}
+    assert seen["kernels"] and set(seen["kernels"]) == {(1, 1)}
+    np.testing.assert_array_equal(cloth.positions, reference.positions)
+    cloth.count_interpenetrations()
+    cloth.count_crossings()
+    assert set(seen["grids"]) == {1}
+
+
+def test_run_says_its_thread_count(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cloth_demo.run(_args(size=6, frames=2, output="none", threads=1)) == 0
+    assert ", 1 thread (--threads);" in capsys.readouterr().out

@@ -7,9 +7,11 @@ from __future__ import annotations
 import argparse
 import re
 
+import numba
 import numpy as np
 import pytest
 
+import spatialhash
 from spatialhash.demos import _particle_kernels, _particle_view, particles
 from spatialhash.demos._particle_view import InteractiveView, render_frame
 from spatialhash.demos.particles import (
@@ -20,6 +22,10 @@ from spatialhash.demos.particles import (
 )
 
 CONTRACT_SEEDS = range(5)
+
+
+#: The most threads numba allows, the upper bound of ``--threads``.
+MAX_THREADS = numba.config.NUMBA_NUM_THREADS
 
 
 def contacts_oracle(positions: np.ndarray, radii: np.ndarray) -> np.ndarray:
@@ -145,6 +151,11 @@ def test_search_buffer_grows():
          "`radius_ratio` must be a real number; got '4'."),
         (lambda: ParticleSystem(10, search="grid"), ValueError,
          r"`search` must be one of ('hash', 'sorted', 'brute'); got 'grid'."),
+        (lambda: ParticleSystem(10, n_threads=0), ValueError,
+         f"`n_threads` must be -1 or between 1 and {MAX_THREADS} (NUMBA_NUM_THREADS); "
+         "got 0."),
+        (lambda: find_contacts(np.zeros((2, 2)), np.ones(2), n_threads=1.5), TypeError,
+         "`n_threads` must be an integer or None; got 1.5."),
     ],
 )
 def test_error_messages(call, error, pattern):
@@ -369,6 +380,13 @@ def test_command_line_skips_brute_force_above_the_limit(monkeypatch, capsys):
         (["--fps", "0"], "error: --fps must be a positive number; got 0."),
         (["--fps", "nan"], "error: --fps must be a positive number; got nan."),
         (["--fps=-inf"], "error: --fps must be a positive number; got -inf."),
+        (["--threads", "0"], "error: --threads must be -1 (all) or an integer from 1 to "
+                             f"{MAX_THREADS} (NUMBA_NUM_THREADS); got 0."),
+        (["--threads", "-2"], "error: --threads must be -1 (all) or an integer from 1 to "
+                              f"{MAX_THREADS} (NUMBA_NUM_THREADS); got -2."),
+        (["--threads", str(MAX_THREADS + 1)],
+         "error: --threads must be -1 (all) or an integer from 1 to "
+         f"{MAX_THREADS} (NUMBA_NUM_THREADS); got {MAX_THREADS + 1}."),
     ],
 )
 def test_command_line_rejects_bad_values(tmp_path, monkeypatch, capsys, argv, message):
@@ -454,3 +472,50 @@ def test_command_line_unasked_window_that_cannot_open_is_a_note(monkeypatch, cap
     assert particles.run(parse("--count", "200", "--steps", "2", "--timing-steps", "2",
                                "--output", "none", "--frames", "2", headless=False)) == 0
     assert "note: the interactive window could not open" in capsys.readouterr().err
+
+
+class _RecordingGrid(spatialhash.Grid):
+    """`spatialhash.Grid` that records the ``n_threads`` of every grid made."""
+
+    made: list = []
+
+    def __init__(self, *args, **kwargs) -> None:
+        _RecordingGrid.made.append(kwargs.get("n_threads"))
+        super().__init__(*args, **kwargs)
+
+
+@pytest.mark.parametrize("threads", [1, -1])
+def test_command_line_threads_reach_every_grid_and_the_table(monkeypatch, capsys, threads):
+    monkeypatch.setattr(spatialhash, "Grid", _RecordingGrid)
+    monkeypatch.setattr(_RecordingGrid, "made", [])
+    assert particles.run(parse("--count", "200", "--steps", "2", "--timing-steps", "1",
+                               "--output", "none", "--threads", str(threads))) == 0
+    expected = 1 if threads == 1 else MAX_THREADS
+    # The steps' searches, the overlap checks and the timed steps of the hash search.
+    assert len(_RecordingGrid.made) >= 6
+    assert set(_RecordingGrid.made) == {expected}
+    unit = "thread" if expected == 1 else "threads"
+    assert f"the hash search on up to {expected} {unit} (--threads)" in capsys.readouterr().out
+
+
+def test_command_line_table_says_the_default_thread_count(monkeypatch, capsys):
+    monkeypatch.setattr(spatialhash, "Grid", _RecordingGrid)
+    monkeypatch.setattr(_RecordingGrid, "made", [])
+    assert particles.run(parse("--count", "200", "--steps", "2", "--timing-steps", "1",
+                               "--output", "none", "--search", "hash")) == 0
+    assert set(_RecordingGrid.made) == {None}
+    with spatialhash._config.threads(None):
+        default = numba.get_num_threads()
+    unit = "thread" if default == 1 else "threads"
+    assert f"on up to {default} {unit} (--threads)" in capsys.readouterr().out
+
+
+def test_interactive_highlight_uses_the_systems_threads(monkeypatch):
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    monkeypatch.setenv("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    monkeypatch.setattr(spatialhash, "Grid", _RecordingGrid)
+    monkeypatch.setattr(_RecordingGrid, "made", [])
+    view = InteractiveView(ParticleSystem(50, n_threads=1), size=64, headless=True)
+    view.pointer = (32, 32)
+    view._update_highlight()
+    assert _RecordingGrid.made == [1]

@@ -92,7 +92,7 @@ def _files(parser: argparse.ArgumentParser) -> None:
                         help="points: a .npy, .csv or .parquet file (see `spatialhash --help`)")
     parser.add_argument("-o", "--output", required=True, metavar="OUTPUT",
                         help="result file: .npy (structured), .csv or .parquet; written "
-                             "atomically, replaced if it exists")
+                             "atomically, replaced if it exists; never an input file")
 
 
 def _options(parser: argparse.ArgumentParser, queries: bool) -> None:
@@ -180,6 +180,7 @@ def _summary(args: argparse.Namespace, n_rows: int, what: str) -> None:
 def run_pairs(args: argparse.Namespace) -> int:
     """``spatialhash pairs``."""
     writers.check_output(args.output)
+    writers.check_not_an_input(args.output, {"INPUT": args.input, "--radii": args.radii})
     points, radii = readers.read_points(args.input, columns=args.columns,
                                         radii_column=args.radii_column, quiet=args.quiet)
     if args.radii is not None:
@@ -208,6 +209,7 @@ def run_pairs(args: argparse.Namespace) -> int:
 
 def _grid_and_queries(args: argparse.Namespace, cell_size: float | None):
     writers.check_output(args.output)
+    writers.check_not_an_input(args.output, {"INPUT": args.input, "--queries": args.queries})
     points, _ = readers.read_points(args.input, columns=args.columns, quiet=args.quiet)
     if args.queries is None:
         queries = points

@@ -48,6 +48,38 @@ def check_output(path: str) -> str:
     return suffix
 
 
+def check_not_an_input(path: str, inputs: dict[str, str | None]) -> None:
+    """Fail before any work if the output ``path`` is one of the input files.
+
+    The output replaces its file when the result is complete, so an output that is an
+    input would overwrite the points it was computed from.
+
+    Parameters
+    ----------
+    path : str
+        The output file (``-o``).
+    inputs : dict of str to str or None
+        Option that names an input (``"INPUT"``, ``"--queries"``) -> its path; None where
+        the option was not given.
+    """
+    for option, source in inputs.items():
+        if source is not None and _same_file(path, source):
+            also = "" if os.fspath(source) == os.fspath(path) else f" ({source})"
+            raise CommandError(
+                f"-o/--output must not be an input file; got {path}, the same file as "
+                f"{option}{also}. Write the result to another file."
+            )
+
+
+def _same_file(first: str, second: str) -> bool:
+    """Whether two paths name one file: `os.path.samefile` where both exist (links and
+    other spellings included), else the same resolved path."""
+    try:
+        return os.path.samefile(first, second)
+    except OSError:  # one of them does not exist (or cannot be looked at)
+        return Path(first).resolve() == Path(second).resolve()
+
+
 def write_table(path: str, fields: Fields, chunks: Iterable[Sequence[np.ndarray]]) -> int:
     """Write ``chunks`` (one array per field each) to ``path`` atomically; return the rows.
 

@@ -1,17 +1,35 @@
 """Checks of the demos' command-line options, shared by both demos.
 
 Every option is checked before any work starts, so a bad value costs the user a one-line
-message at once rather than a traceback after the simulation.
+message at once rather than a traceback after the simulation. So are the optional modules
+the chosen options need (the ``demo`` extra): a base install (numpy and numba only) gets
+one line saying what to install, not an ``ImportError`` part-way through the run.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
+import sys
 from pathlib import Path
+
+import numba
 
 #: Animation files the demos write (Pillow's GIF writer).
 ANIMATION_SUFFIXES = (".gif",)
+#: Import name -> the distribution that provides it, as ``pip`` knows it.
+DISTRIBUTIONS = {"PIL": "Pillow", "pygame": "pygame", "tqdm": "tqdm"}
+#: How to install every optional module of the demos.
+INSTALL = "pip install 'spatialhash[demo]'"
+
+
+def add_threads_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """Add ``--threads N`` to a demo's ``parser``; ``what`` says what runs on the threads."""
+    parser.add_argument("--threads", type=int, default=None, metavar="N",
+                        help=f"threads of {what} (default: the library's, every usable core, "
+                             "fewer while other programs keep them busy; -1: all, whatever "
+                             "the load)")
 
 
 def option_problem(args: argparse.Namespace, minimums: dict[str, int]) -> str | None:
@@ -21,7 +39,7 @@ def option_problem(args: argparse.Namespace, minimums: dict[str, int]) -> str | 
     ----------
     args : argparse.Namespace
         Parsed options, with an ``output`` path (``none``: no file), a ``seed`` and,
-        where the demo has one, an ``fps``.
+        where the demo has them, an ``fps`` and ``threads``.
     minimums : dict of str to int
         Least value of each numeric option (an option set to None is not checked).
     """
@@ -29,6 +47,9 @@ def option_problem(args: argparse.Namespace, minimums: dict[str, int]) -> str | 
         value = getattr(args, name, None)
         if value is not None and value < lowest:
             return f"--{name.replace('_', '-')} must be at least {lowest}; got {value}."
+    problem = threads_problem(getattr(args, "threads", None))
+    if problem:
+        return problem
     fps = getattr(args, "fps", None)
     if fps is not None and not (math.isfinite(fps) and fps > 0):
         return f"--fps must be a positive number; got {fps:g}."
@@ -43,3 +64,50 @@ def option_problem(args: argparse.Namespace, minimums: dict[str, int]) -> str | 
     if not path.resolve().parent.is_dir():
         return f"--output must be in an existing folder; got {args.output}."
     return None
+
+
+def threads_problem(threads) -> str | None:
+    """What is wrong with ``--threads`` (None: the library's default), as one line, or None."""
+    if threads is None:
+        return None
+    limit = numba.config.NUMBA_NUM_THREADS
+    valid = (isinstance(threads, int) and not isinstance(threads, bool)
+             and (threads == -1 or 1 <= threads <= limit))
+    if valid:
+        return None
+    return (f"--threads must be -1 (all) or an integer from 1 to {limit} (NUMBA_NUM_THREADS); "
+            f"got {threads!r}.")
+
+
+def missing_modules_problem(command: str, needs: dict[str, str]) -> str | None:
+    """The line that names the optional modules ``command`` needs and cannot import, or None.
+
+    Modules are looked up (`importlib.util.find_spec`), not imported, so the check costs
+    next to nothing and a module the run never reaches is never loaded.
+
+    Parameters
+    ----------
+    command : str
+        The command, for the message: ``"spatialhash demo particles"``.
+    needs : dict of str to str
+        Import name (``"PIL"``) -> what needs it, for the message (``"for --output
+        particles.gif"``; empty: said without a reason).
+    """
+    missing = [(name, why) for name, why in needs.items() if not _importable(name)]
+    if not missing:
+        return None
+    names = [DISTRIBUTIONS.get(name, name) + (f" ({why})" if why else "")
+             for name, why in missing]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return (f"{command} needs {listed}; install {'it' if len(names) == 1 else 'them'} "
+            f"with: {INSTALL}")
+
+
+def _importable(name: str) -> bool:
+    """Whether top-level module ``name`` can be imported (without importing it)."""
+    if name in sys.modules:  # imported already, or None: blocked
+        return sys.modules[name] is not None
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False

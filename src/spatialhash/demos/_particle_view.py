@@ -97,8 +97,8 @@ class InteractiveView:
 
     Each frame advances the system one step, then asks the library which discs have their
     centre within ``highlight_radius`` of the pointer
-    (``Grid(positions, cell_size=highlight_radius).query_radius(pointer, highlight_radius)``)
-    and draws those in white.
+    (``Grid(positions, cell_size=highlight_radius).query_radius(pointer, highlight_radius)``,
+    on the system's ``n_threads``) and draws those in white.
 
     Parameters
     ----------
@@ -191,7 +191,8 @@ class InteractiveView:
     def _update_highlight(self) -> None:
         if self.pointer is None:
             return
-        grid = spatialhash.Grid(self.system.positions, cell_size=self.highlight_radius)
+        grid = spatialhash.Grid(self.system.positions, cell_size=self.highlight_radius,
+                                n_threads=self.system.n_threads)
         found = grid.query_radius(self.to_world(self.pointer)[np.newaxis],
                                   self.highlight_radius)
         self.highlighted = found.indices.astype(np.int64)

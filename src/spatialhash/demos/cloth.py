@@ -48,7 +48,8 @@ group of constraints sharing no particle, took 0.47 ms a pass against 0.38, ad h
 neighbour search's `query_pairs` runs on every thread too, and so do the list filters
 (`split_contacts` and `pairs_within`, by chunks whose kept rows are then moved together:
 the same lists; ad hoc, 164,000 pairs, order alternated: 1.35 -> 0.99 ms and 0.66 -> 0.41
-ms). The rest is sequential: the contact pass is Gauss-Seidel over pairs that share
+ms). ``Cloth(n_threads=...)`` (``--threads``) sets the thread count of these parallel
+parts. The rest is sequential: the contact pass is Gauss-Seidel over pairs that share
 particles. Per frame (ad hoc, seed 0, two threads,
 each kernel call timed, after the constraints went into bands): `query_pairs` 4.2 ms, the
 constraint pass 3.1 ms, the list filters 2.8 ms, the contact pass 1.7 ms, the grid build
@@ -75,11 +76,11 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .. import Grid
+from .. import Grid, _config
 from .._validation import as_count, as_positive_scalar
 from . import _cloth_kernels as kernels
 from ._cloth_view import Renderer
-from ._options import option_problem
+from ._options import add_threads_argument, missing_modules_problem, option_problem
 
 #: Gravity along -z, m/s^2.
 GRAVITY = 9.81
@@ -104,6 +105,8 @@ MAX_STEP_FRACTION = 0.2
 INTERPENETRATION_FRACTION = 0.5
 #: ...and farther apart than this many thicknesses (or spacings) in the rest cloth.
 INTERPENETRATION_REST_DISTANCE = 2.0
+#: The command, for messages.
+COMMAND = "spatialhash demo cloth"
 
 
 @dataclass
@@ -151,6 +154,9 @@ class Cloth:
     stretch_compliance, shear_compliance, bend_compliance : float
         XPBD compliances (inverse stiffness) of the three kinds of constraint, with the
         particle masses set by an areal density of 1 kg/m^2. Defaults 0, 1e-6 and 1e-3.
+    n_threads : int, optional
+        Threads of the library's grids and of the solver's parallel kernels; default the
+        library's (numba's), -1 for all. The result is the same for any thread count.
 
     Attributes
     ----------
@@ -184,6 +190,7 @@ class Cloth:
         stretch_compliance: float = 0.0,
         shear_compliance: float = 1e-6,
         bend_compliance: float = 1e-3,
+        n_threads: int | None = None,
     ) -> None:
         self.size = as_count(size, "size")
         if self.size < 2:
@@ -196,6 +203,7 @@ class Cloth:
                        else as_positive_scalar(margin, "margin"))
         self.friction = _as_fraction(friction, "friction")
         self.self_collision = bool(self_collision)
+        self.n_threads = _config.check_n_threads(n_threads)
         self.dt = 1.0 / (self.fps * self.substeps)
         self.max_speed = MAX_STEP_FRACTION * self.thickness / self.dt
         tilt = _as_real(tilt, "tilt")
@@ -246,6 +254,10 @@ class Cloth:
     # ------------------------------------------------------------------ simulation
     def step_frame(self) -> None:
         """Advance the cloth by one frame, ``1 / fps`` seconds, in ``substeps`` substeps."""
+        with _config.threads(self.n_threads):
+            self._step_frame()
+
+    def _step_frame(self) -> None:
         positions, previous, velocities = self.positions, self._previous, self.velocities
         clock = time.perf_counter
         ground = 0.5 * self.thickness
@@ -297,7 +309,8 @@ class Cloth:
 
     def _build_contact_list(self) -> None:
         reach = self.thickness + self.margin
-        found = Grid(self.positions, cell_size=reach).query_pairs(reach).indices
+        found = Grid(self.positions, cell_size=reach,
+                     n_threads=self.n_threads).query_pairs(reach).indices
         # Pairs that touch at rest (grid neighbours) are the constraints' business; the
         # inner list is made in the same pass.
         self._candidates = np.empty_like(found)
@@ -347,7 +360,8 @@ class Cloth:
         thickness apart; without it, layers that fall onto each other produce many.
         """
         close = INTERPENETRATION_FRACTION * self.thickness
-        found = Grid(self.positions, cell_size=close).query_pairs(close)
+        grid = Grid(self.positions, cell_size=close, n_threads=self.n_threads)
+        found = grid.query_pairs(close)
         far = INTERPENETRATION_REST_DISTANCE * max(self.thickness, self.spacing)
         return int(kernels.far_in_rest(found.indices, self.rows, self.columns, self.spacing,
                                        far, np.empty_like(found.indices)))
@@ -371,7 +385,8 @@ class Cloth:
         # An edge lies within half its length of its midpoint and a triangle within its
         # longest edge of its centroid, so crossing pairs are this close.
         reach = max(1.5 * longest, self.spacing)
-        candidates = Grid(centroids, cell_size=reach).query_pairs(reach, queries=midpoints)
+        candidates = Grid(centroids, cell_size=reach, n_threads=self.n_threads).query_pairs(
+            reach, queries=midpoints)
         return int(kernels.count_crossings(positions, edges, triangles, candidates.indices))
 
     def mesh(self) -> tuple[np.ndarray, np.ndarray]:
@@ -494,6 +509,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--headless", action="store_true",
                         help="accepted for symmetry with the particle demo; the cloth demo "
                              "opens no window")
+    add_threads_argument(parser, "the spatial hash's queries and the solver's parallel "
+                         "kernels")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -503,17 +520,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     write = str(args.output).lower() != "none"
+    needs = {"PIL": f"for --output {args.output}"} if write else {}
+    problem = missing_modules_problem(COMMAND, {**needs, "tqdm": ""})
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
 
     start = time.perf_counter()
     _warm_up(write)
     warm_up = time.perf_counter() - start
     cloth = Cloth(args.size, substeps=args.substeps, seed=args.seed,
-                  self_collision=not args.no_self_collision)
+                  self_collision=not args.no_self_collision, n_threads=args.threads)
     renderer = Renderer(cloth) if write else None
+    with _config.threads(cloth.n_threads):
+        n_threads = numba.get_num_threads()
     print(f"cloth of {cloth.size} x {cloth.size} particles, {args.frames} frames at "
           f"{cloth.fps:g} fps, {cloth.substeps} substeps, self-collision "
-          f"{'on' if cloth.self_collision else 'off'}; kernels compiled or loaded from the "
-          f"cache in {warm_up:.2f} s")
+          f"{'on' if cloth.self_collision else 'off'}, {n_threads} "
+          f"thread{'s' if n_threads > 1 else ''} (--threads); kernels compiled or loaded "
+          f"from the cache in {warm_up:.2f} s")
     energy_start = cloth.energy()
     frames, render_seconds, simulate_seconds, cpu_seconds = _simulate(cloth, renderer, args)
 

@@ -36,12 +36,14 @@ import statistics
 import sys
 import time
 
+import numba
 import numpy as np
 
 import spatialhash
 
+from .. import _config
 from . import _particle_kernels as kernels
-from ._options import option_problem
+from ._options import add_threads_argument, missing_modules_problem, option_problem
 
 #: The contact searches, fastest first.
 SEARCHES = ("hash", "sorted", "brute")
@@ -56,6 +58,8 @@ CELL_SIZE_MARGIN = 2.0**-20
 DEEP_OVERLAP = 0.2
 #: Sorted pairs are swept in the order 0, 64, 128, ..., 1, 65, ... (see `sweep_order`).
 SWEEP_STRIDE = 64
+#: The command, for messages.
+COMMAND = "spatialhash demo particles"
 
 
 # ---------------------------------------------------------------------- searches
@@ -74,12 +78,16 @@ class ContactSearch:
         ``"hash"``: the library's `Grid.query_pairs` with ``radii``; ``"sorted"``: particles
         sorted by packed cell key, neighbouring cells found by binary search; ``"brute"``:
         every pair compared.
+    n_threads : int, optional
+        Threads of the library's grid (``"hash"``); default numba's, -1 for all. The two
+        baselines run on one thread.
     """
 
-    def __init__(self, method: str = "hash") -> None:
+    def __init__(self, method: str = "hash", n_threads: int | None = None) -> None:
         if method not in SEARCHES:
             raise ValueError(f"`search` must be one of {SEARCHES}; got {method!r}.")
         self.method = method
+        self.n_threads = _config.check_n_threads(n_threads)
         self._buffer = np.empty((1024, 2), dtype=np.int32)
 
     def __call__(self, positions: np.ndarray, radii: np.ndarray) -> np.ndarray:
@@ -90,7 +98,8 @@ class ContactSearch:
         if self.method == "hash":
             # The library's indices as they are: converting them to int64 took 30-50 us of
             # a step's search (5,000 particles, the solver then compiled for int64).
-            return spatialhash.Grid(positions, cell_size=reach).query_pairs(radii=radii).indices
+            grid = spatialhash.Grid(positions, cell_size=reach, n_threads=self.n_threads)
+            return grid.query_pairs(radii=radii).indices
         index_dtype = np.int32 if positions.shape[0] <= np.iinfo(np.int32).max else np.int64
         if self._buffer.dtype != index_dtype:
             self._buffer = np.empty((1024, 2), dtype=index_dtype)
@@ -112,7 +121,8 @@ class ContactSearch:
             self._buffer = np.empty((2 * count, 2), dtype=index_dtype)
 
 
-def find_contacts(positions, radii, search: str = "hash") -> np.ndarray:
+def find_contacts(positions, radii, search: str = "hash",
+                  n_threads: int | None = None) -> np.ndarray:
     """Every pair of discs in contact, ``distance <= radii[i] + radii[j]``.
 
     Parameters
@@ -123,6 +133,8 @@ def find_contacts(positions, radii, search: str = "hash") -> np.ndarray:
         Radii, >= 0.
     search : {"hash", "sorted", "brute"}, default "hash"
         The search to use; all three return the same pairs.
+    n_threads : int, optional
+        Threads of the library's grid (``"hash"``); default numba's, -1 for all.
 
     Returns
     -------
@@ -144,7 +156,7 @@ def find_contacts(positions, radii, search: str = "hash") -> np.ndarray:
     if not (np.isfinite(radii) & (radii >= 0)).all():
         bad = np.flatnonzero(~(np.isfinite(radii) & (radii >= 0)))[0]
         raise ValueError(f"`radii` must be finite and >= 0; got {radii[bad]} at radii[{bad}].")
-    return ContactSearch(search)(positions, radii).astype(np.int64)
+    return ContactSearch(search, n_threads)(positions, radii).astype(np.int64)
 
 
 # ---------------------------------------------------------------------- the simulation
@@ -185,18 +197,22 @@ class ParticleSystem:
         work (12 x 1 leaves smaller overlaps than 4 x 4).
     n_iterations : int, default 1
         Gauss-Seidel sweeps over the pairs per substep.
+    n_threads : int, optional
+        Threads of the library's grids (the hash search, `max_overlap`); default numba's,
+        -1 for all. The solver and the baseline searches run on one thread.
     """
 
     def __init__(self, n_particles: int = 5000, *, seed: int = 0, search: str = "hash",
                  radius_ratio: float = 4.0, gravity: float = 0.01, skin: float = 1.0,
-                 n_substeps: int = 12, n_iterations: int = 1) -> None:
+                 n_substeps: int = 12, n_iterations: int = 1,
+                 n_threads: int | None = None) -> None:
         n_particles = _check_int(n_particles, "n_particles", 1)
         self.n_substeps = _check_int(n_substeps, "n_substeps", 1)
         self.n_iterations = _check_int(n_iterations, "n_iterations", 1)
         radius_ratio = _check_real(radius_ratio, "radius_ratio", 1.0)
         self.gravity = _check_real(gravity, "gravity", 0.0)
         self.skin = _check_real(skin, "skin", 0.0, inclusive=False)
-        self._search = ContactSearch(search)
+        self._search = ContactSearch(search, n_threads)
         rng = np.random.default_rng(seed)
         # Log-uniform radii from 1 to radius_ratio, both ends included, in random order.
         spread = np.linspace(0.0, 1.0, n_particles) if n_particles > 1 else np.zeros(1)
@@ -235,7 +251,12 @@ class ParticleSystem:
 
     @search.setter
     def search(self, method: str) -> None:
-        self._search = ContactSearch(method)
+        self._search = ContactSearch(method, self.n_threads)
+
+    @property
+    def n_threads(self) -> int | None:
+        """Threads of the library's grids (None: numba's default)."""
+        return self._search.n_threads
 
     def copy(self, search: str | None = None) -> ParticleSystem:
         """An independent copy of the state, optionally with another search."""
@@ -244,7 +265,7 @@ class ParticleSystem:
         for name in ("positions", "velocities", "radii", "_previous", "_inverse_mass",
                      "_search_radii", "_sweep_order", "_scratch", "_pair_constants"):
             setattr(clone, name, getattr(self, name).copy())
-        clone._search = ContactSearch(search or self.search)
+        clone._search = ContactSearch(search or self.search, self.n_threads)
         return clone
 
     def candidate_pairs(self) -> np.ndarray:
@@ -274,7 +295,7 @@ class ParticleSystem:
 
     def max_overlap(self) -> float:
         """Largest overlap of two discs now, as a fraction of the smaller radius."""
-        pairs = find_contacts(self.positions, self.radii)
+        pairs = find_contacts(self.positions, self.radii, n_threads=self.n_threads)
         return float(kernels.max_relative_overlap(self.positions, self.radii, pairs,
                                                   pairs.shape[0]))
 
@@ -412,6 +433,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "a display")
     parser.add_argument("--frames", type=int, default=None,
                         help="end the interactive window after this many frames")
+    add_threads_argument(parser, "the spatial hash's queries: the hash search, the overlap "
+                         "check and the window's highlight; the solver and the other "
+                         "searches run on one")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -429,8 +453,15 @@ def run(args: argparse.Namespace) -> int:
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return 2
+    # Asked for, or a display is there: the window is the demo's last part.
+    window = args.interactive or (not args.headless and view.has_display())
+    problem = missing_modules_problem(COMMAND, _needed_modules(args, write, window))
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     method = "hash" if args.search == "all" else args.search
-    system = ParticleSystem(args.count, seed=args.seed, search=method)
+    system = ParticleSystem(args.count, seed=args.seed, search=method,
+                            n_threads=args.threads)
     print(f"{system.n_particles:,} particles, radii 1 to {system.radii.max():g}, box "
           f"{system.width:.0f} x {system.height:.0f}, {args.steps} steps with the {method} "
           f"search")
@@ -453,8 +484,11 @@ def run(args: argparse.Namespace) -> int:
     except RuntimeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    n_threads = _thread_count(system.n_threads)
     print(f"\nPer-step wall-clock time on the final state, {args.timing_steps} steps per "
-          f"search, medians (whole step: the search, then {system.n_substeps} substeps):")
+          f"search, medians (whole step: the search, then {system.n_substeps} substeps);\n"
+          f"the hash search on up to {n_threads} thread{'s' if n_threads > 1 else ''} "
+          f"(--threads), the other searches and the solver on one:")
     print(format_table(rows))
     if write:
         from ._animation import write_gif
@@ -465,20 +499,38 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: could not write {args.output}: {error}", file=sys.stderr)
             return 1
         print(f"\nwrote {args.output} ({len(frames)} frames)")
-    if args.interactive or (not args.headless and view.has_display()):
-        # Asked for, or a display is there: the window is the demo's last part. Unasked,
-        # a window that cannot open is only a note.
+    if window:
+        # Unasked, a window that cannot open is only a note.
         print("\ninteractive window: particles near the pointer are highlighted; Escape or "
               "closing it ends the demo (--headless skips it)")
-        window = view.InteractiveView(system, headless=args.headless)
+        viewer = view.InteractiveView(system, headless=args.headless)
         try:
-            n_frames = window.run(args.frames)
-        except window.pygame.error as error:
+            n_frames = viewer.run(args.frames)
+        except viewer.pygame.error as error:
             print(f"{'error' if args.interactive else 'note'}: the interactive window could "
                   f"not open: {error}", file=sys.stderr)
             return 2 if args.interactive else 0
         print(f"interactive window closed after {n_frames} frames")
     return 0
+
+
+def _needed_modules(args: argparse.Namespace, write: bool, window: bool) -> dict[str, str]:
+    """The optional modules a run with ``args`` imports: import name -> what needs it."""
+    needs = {}
+    if write:
+        needs["PIL"] = f"for --output {args.output}"
+    if window:
+        needs["pygame"] = ("for --interactive" if args.interactive else
+                           "for the window that opens where a display is; --headless "
+                           "skips it")
+    needs["tqdm"] = ""  # the progress bars
+    return needs
+
+
+def _thread_count(n_threads: int | None) -> int:
+    """The threads numba runs the library's parallel kernels on, given ``n_threads``."""
+    with _config.threads(n_threads):
+        return numba.get_num_threads()
 
 
 def _simulate(system: ParticleSystem, args: argparse.Namespace, view):
