@@ -21,6 +21,11 @@ The calls are those of ``spatialhash compile`` (`spatialhash._warmup`). After th
 child, the kernels with no index file in its cache are listed (`kernels_not_cached`): a
 kernel the calls never reach would be missing from the total.
 
+(c) First calls (``--first-calls``): each query family alone, as a new user meets it: a
+fresh process and an empty cache per family, which builds a grid (timed) and makes that
+family's first call (timed), on 1,000 points (the calling thread's kernels) and on 60,000
+(the multi-threaded drivers too).
+
 (b) Warm: the same cache, now filled, in new subprocesses (``--warm-runs`` of them): the
 import time and the first ``Grid(points, cell_size=r).query_pairs(r)`` on 1,000 points,
 which loads the kernels from the cache. Each child also counts numba's cache hits and
@@ -82,6 +87,70 @@ def child(phase: str, seed: int) -> dict:
             "import_spatialhash_s": import_spatialhash_s, "numba_setup_s": numba_setup_s,
             "first_calls_s": steps,
             **_warmup.cache_counts()}
+
+
+#: The query families of ``--first-calls``: name -> the call, given a grid, its points,
+#: query points and a radius.
+FIRST_CALLS = {
+    "query_pairs": lambda grid, points, queries, r: grid.query_pairs(r),
+    "query_radius": lambda grid, points, queries, r: grid.query_radius(queries, r),
+    "query_knn": lambda grid, points, queries, r: grid.query_knn(queries, 16),
+    "query_box": lambda grid, points, queries, r: grid.query_box(queries, queries + 2 * r),
+    "query_ray": lambda grid, points, queries, r: grid.query_ray(
+        queries, queries[::-1] - 0.5, 0.25 * r),
+}
+
+
+def first_call_child(family: str, n: int, seed: int) -> dict:
+    """A new user's first build and first ``family`` call (or a dynamic hash's first bulk
+    insert and pairs), on ``n`` points; seconds of each, after numba's set-up."""
+    import numpy as np
+    from numba.core.registry import cpu_target
+
+    import spatialhash
+
+    cpu_target.target_context.refresh()
+    rng = np.random.default_rng(seed)
+    points, queries = rng.random((n, 3)), rng.random((n, 3))
+    r = common.radius_for_neighbors_3d(n)
+    if family == "DynamicHash":
+        world = spatialhash.DynamicHash(cell_size=2 * r)
+        build_s = _timed(lambda: world.insert_many(np.arange(n), points, points + r))
+        return {"build_s": build_s, "query_s": _timed(world.query_pairs)}
+    grid = {}
+    build_s = _timed(lambda: grid.setdefault("grid", spatialhash.Grid(points, cell_size=r)))
+    query_s = _timed(lambda: FIRST_CALLS[family](grid["grid"], points, queries, r))
+    return {"build_s": build_s, "query_s": query_s}
+
+
+def first_calls(sizes, seed: int) -> list[dict]:
+    """`first_call_child` of every family and size, each in a new process and empty cache."""
+    rows = []
+    for family in [*FIRST_CALLS, "DynamicHash"]:
+        for n in sizes:
+            cache_dir = tempfile.mkdtemp(prefix="spatialhash-numba-cache-")
+            try:
+                env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, SPATIALHASH_COMPILE_NOTICE="0")
+                command = [sys.executable, str(Path(__file__).resolve()), "--child-first",
+                           family, str(n), "--seed", str(seed)]
+                start = time.perf_counter()
+                finished = subprocess.run(command, env=env, capture_output=True, text=True,
+                                          check=True)
+                wall_s = time.perf_counter() - start
+            finally:
+                shutil.rmtree(cache_dir, ignore_errors=True)
+            result = json.loads(finished.stdout.strip().splitlines()[-1])
+            rows.append({"family": family, "n": n, **result, "process_wall_s": wall_s})
+            print(f"{family}, {n:,} points: done", file=sys.stderr)
+    return rows
+
+
+def first_calls_table(rows: list[dict]) -> str:
+    return common.markdown_table(
+        ["first call, empty cache", "points", "build or insert (s)", "the call (s)",
+         "whole process (s)"],
+        [[row["family"], f"{row['n']:,}", f"{row['build_s']:.2f}", f"{row['query_s']:.2f}",
+          f"{row['process_wall_s']:.2f}"] for row in rows])
 
 
 # ---------------------------------------------------------------------- parent process
@@ -186,7 +255,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--keep-cache", action="store_true",
                         help="keep the temporary numba cache folder")
     parser.add_argument("--output-json", type=Path, default=None)
+    parser.add_argument("--first-calls", action="store_true",
+                        help="instead: each query family's first call alone, a fresh process "
+                             "and empty cache each, on 1,000 and 60,000 points")
     parser.add_argument("--child", choices=("cold", "warm"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-first", nargs=2, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -195,6 +268,18 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.child:
         print(json.dumps(child(args.child, args.seed)))
+        return 0
+    if args.child_first:
+        family, n = args.child_first
+        print(json.dumps(first_call_child(family, int(n), args.seed)))
+        return 0
+    if args.first_calls:
+        from spatialhash._warmup import N_PARALLEL, N_POINTS
+
+        rows = first_calls((N_POINTS, N_PARALLEL), args.seed)
+        print(first_calls_table(rows))
+        if args.output_json:
+            args.output_json.write_text(json.dumps(rows, indent=2))
         return 0
     results = run(args.warm_runs, args.seed, args.keep_cache)
     cold = results["cold"]
