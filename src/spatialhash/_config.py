@@ -9,6 +9,7 @@ plain-NumPy oracles that use the same arithmetic, and reassociation would break 
 from __future__ import annotations
 
 import os
+import sys
 
 import numba
 from numba.core import types
@@ -36,12 +37,48 @@ _JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": False, "error_model": 
 
 def jit(func):
     """Compile ``func`` as a sequential, cached numba kernel."""
-    return _without_literal_specializations(numba.njit(**_JIT_OPTIONS)(func))
+    return _recovering_from_damaged_cache(
+        _without_literal_specializations(numba.njit(**_JIT_OPTIONS)(func)))
 
 
 def jit_parallel(func):
     """Compile ``func`` as a cached numba kernel whose ``prange`` loops run on all threads."""
-    return _without_literal_specializations(numba.njit(parallel=True, **_JIT_OPTIONS)(func))
+    return _recovering_from_damaged_cache(
+        _without_literal_specializations(numba.njit(parallel=True, **_JIT_OPTIONS)(func)))
+
+
+def _recovering_from_damaged_cache(dispatcher):
+    """Make a damaged cache file of ``dispatcher`` cost a recompile, not every later call.
+
+    Numba loads a cached kernel by unpickling its index (``.nbi``) and data (``.nbc``)
+    files; a truncated or zeroed file (a full disk, a killed process, a bad copy) raises
+    from the unpickling on every call, in every process, until someone deletes it. Here a
+    failed load says so in one line on stderr, empties the kernel's index (numba's
+    ``flush``: the next save writes a good one, and the bad data file is overwritten or no
+    longer read) and returns nothing, so numba compiles the kernel and saves it again.
+    Checked against numba 0.59-0.68 (``Dispatcher._cache``, ``Cache.load_overload``).
+    """
+    cache = getattr(dispatcher, "_cache", None)
+    load = getattr(cache, "load_overload", None)
+    if load is None:
+        return dispatcher
+
+    def load_overload(sig, target_context):
+        try:
+            return load(sig, target_context)
+        except Exception as error:  # noqa: BLE001 (any unpickling failure, by design)
+            name = getattr(dispatcher.py_func, "__qualname__", "a kernel")
+            print(f"spatialhash: numba's cache entry for {name} in {cache.cache_path} could "
+                  f"not be read ({type(error).__name__}: {error}); compiling it again and "
+                  "replacing the entry.", file=sys.stderr, flush=True)
+            try:
+                cache.flush()
+            except OSError:
+                pass  # a read-only cache: numba compiles in memory and cannot save
+            return None
+
+    cache.load_overload = load_overload
+    return dispatcher
 
 
 def _without_literal_specializations(dispatcher):
