@@ -578,3 +578,44 @@ def test_dynamic_knn_with_integer_and_other_ids_returns_wrong_ids():
     hits = world.query_ray([0.0, 0.0, -1.0], [0.0, 0.0, 1.0], all_hits=True)
     assert list(map(repr, hits.ids.tolist())) == ["1.0", "1099511627776", "0"]
     assert hits.distances.tolist() == [1.0, 1.0, 1.25]
+
+
+def test_neighbors_row_takes_negative_indices_as_python_does():
+    points = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [5.0, 0.0, 0.0]])
+    near = Grid(points, 1.0).query_radius(points, 1.0)
+    assert near.row(-1).tolist() == [2]  # the last query's row, not []
+    assert near.row(-3).tolist() == near.row(0).tolist() == [0, 1]
+    for q in (3, -4):
+        with pytest.raises(IndexError, match=rf"`q` must be in \[-3, 3\) for 3 queries; got {q}"):
+            near.row(q)
+    with pytest.raises(TypeError, match=r"`q` must be an integer; got 1.5"):
+        near.row(1.5)
+
+
+def test_knn_with_a_k_beyond_float64_names_k():
+    grid = Grid(np.random.default_rng(0).random((100, 3)), 0.1)
+    with pytest.raises(ValueError, match=r"`k` must not exceed the number of points \(100\) "
+                                         r"by so much: .* about 10\*\*392 GiB"):
+        grid.query_knn(np.zeros((2, 3)), 10**400)
+
+
+def test_dynamic_hash_with_a_subnormal_cell_size_is_a_clear_error():
+    # It leaked a RuntimeWarning (1 / cell_size overflowed), an error under -W error.
+    for cell_size in (5e-324, 1 / sys.float_info.max):
+        with pytest.raises(ValueError, match=r"`cell_size` is too small: .* has no finite "
+                                             r"inverse in float64"):
+            spatialhash.DynamicHash(cell_size=cell_size)
+
+
+def test_zero_dimensional_arrays_are_taken_wherever_a_scalar_is():
+    points = np.random.default_rng(1).random((200, 3))
+    grid = Grid(points, 0.1)
+    r = np.array(0.1)
+    assert np.array_equal(grid.query_pairs(r).indices, grid.query_pairs(0.1).indices)
+    chunks = [chunk.indices for chunk in grid.iter_pairs(r)]
+    assert sum(map(len, chunks)) == len(grid.query_pairs(0.1))
+    assert np.array_equal(grid.query_knn(points[:5], np.array(3)).indices,
+                          grid.query_knn(points[:5], 3).indices)
+    world = spatialhash.DynamicHash(np.array(0.5))
+    world.insert(1, [0.1, 0.1, 0.1], category=np.array(2))
+    assert world.query_radius([0.0, 0.0, 0.0], np.array(0.5)) == [1]

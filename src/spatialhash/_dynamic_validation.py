@@ -19,6 +19,7 @@ from ._validation import (
     as_float_array,
     check_finite,
     check_magnitude,
+    scalar,
 )
 
 #: Every category bit: the default category of an object and mask of a query.
@@ -120,6 +121,7 @@ def check_order(lower: tuple, upper: tuple) -> None:
 
 def radius_value(value, name: str = "radius") -> float:
     """A finite radius >= 0."""
+    value = scalar(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"`{name}` must be a real number; got {value!r}.")
     value = as_float(value, name)
@@ -130,6 +132,7 @@ def radius_value(value, name: str = "radius") -> float:
 
 def bits_value(value, name: str) -> int:
     """A category or mask: an integer in ``[0, 2**32)``."""
+    value = scalar(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"`{name}` must be an integer; got {value!r}.")
     if not 0 <= value <= ALL_BITS:

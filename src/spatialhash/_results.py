@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,8 +112,17 @@ class Neighbors:
         return np.diff(self.indptr)
 
     def row(self, q: int) -> np.ndarray:
-        """Indices of the neighbours of query ``q``."""
-        return self.indices[self.indptr[q] : self.indptr[q + 1]]
+        """Indices of the neighbours of query ``q``; negative ``q`` counts from the end,
+        as in Python, and a ``q`` outside the queries is an `IndexError`."""
+        m = len(self)
+        try:
+            position = operator.index(q)
+        except TypeError:
+            raise TypeError(f"`q` must be an integer; got {q!r}.") from None
+        if not -m <= position < m:
+            raise IndexError(f"`q` must be in [{-m}, {m}) for {m} queries; got {position}.")
+        position %= m
+        return self.indices[self.indptr[position] : self.indptr[position + 1]]
 
     def to_pairs(self) -> Pairs:
         """The neighbours as (query, point) pairs."""

@@ -167,9 +167,18 @@ def as_float(value: numbers.Real, name: str) -> float:
         ) from None
 
 
+def scalar(value):
+    """``value`` itself, or the scalar inside a 0-d NumPy array (``np.array(0.1)``), so
+    that every parameter taking a number takes a 0-d array too."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    return value
+
+
 def as_positive_scalar(value, name: str, *, allow_zero: bool = False,
                        allow_inf: bool = False) -> float:
     """A real scalar > 0 (or >= 0 with ``allow_zero``), finite unless ``allow_inf``."""
+    value = scalar(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"`{name}` must be a real number; got {value!r}.")
     value = as_float(value, name)
@@ -213,6 +222,7 @@ def as_radii(value, name: str, n: int, *, allow_inf: bool = False) -> np.ndarray
 
 def as_count(value, name: str) -> int:
     """An integer >= 1."""
+    value = scalar(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"`{name}` must be an integer; got {value!r}.")
     if value < 1:

@@ -271,6 +271,10 @@ class DynamicHash:
 
     def __init__(self, cell_size: float, n_dims: int = 3, *, capacity: int = MIN_CAPACITY):
         self._cell_size = as_positive_scalar(cell_size, "cell_size")
+        if math.isinf(1.0 / self._cell_size):
+            # Subnormal: no cell arithmetic holds (the batch grid's rule and message).
+            raise ValueError(f"`cell_size` is too small: {self._cell_size} has no finite "
+                             "inverse in float64.")
         if isinstance(n_dims, (bool, np.bool_)) or not isinstance(n_dims, numbers.Integral):
             raise TypeError(f"`n_dims` must be an integer (1, 2 or 3); got {n_dims!r}.")
         if not 1 <= n_dims <= 3:

@@ -901,9 +901,12 @@ def _knn_outputs(m: int, k: int, n_points: int, index_dtype) -> tuple[np.ndarray
     ``inf``; a clear error, naming ``k``, for results that cannot be made."""
     padding = m * max(k - n_points, 0) * 16
     if padding > KNN_MAX_PADDING_BYTES:
+        # Python ints of any size: beyond float64's range, the size is said as a power of 10.
+        size = (f"{padding / 2**30:.3g} GiB" if padding.bit_length() < 1000
+                else f"about 10**{len(str(padding // 2**30)) - 1} GiB")
         raise ValueError(
             f"`k` must not exceed the number of points ({n_points}) by so much: the "
-            f"result's padding columns alone would take {padding / 2**30:.3g} GiB "
+            f"result's padding columns alone would take {size} "
             f"({m} x {k - n_points} slots); got k = {k} (k = {max(n_points, 1)} finds every "
             "point)."
         )
