@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 import numba
 from numba.core import types
@@ -122,21 +123,30 @@ def check_n_threads(n_threads: int | None) -> int | None:
 
 
 class threads:  # noqa: N801 (used as a function: ``with threads(n):``)
-    """Run the body with numba's thread count set to ``n_threads``; with ``None``, at most
-    `_threads.default_n_threads` (numba's count capped by the CPUs this process may use).
+    """Run the body with numba's thread count set to ``n_threads``; with ``None``,
+    `_threads.default_n_threads` (numba's count capped by the CPUs this process may use and
+    by those other programs leave free).
+
+    Under numba's workqueue layer, which aborts the process when two Python threads start
+    parallel regions at once ("Concurrent access has been detected"), the bodies run one
+    at a time (`_WORKQUEUE_LOCK`); the OpenMP and TBB layers run them side by side.
 
     A class rather than a generator context manager: entering and leaving with ``None``
     took 0.6-0.9 us against 2.0-2.4 (ad hoc, timeit), paid twice by a grid built and
     queried every frame."""
 
-    __slots__ = ("_n_threads", "_previous")
+    __slots__ = ("_n_threads", "_previous", "_locked")
 
     def __init__(self, n_threads: int | None) -> None:
         self._n_threads = n_threads
         self._previous = None
+        self._locked = False
 
     def __enter__(self) -> None:
-        current = numba.get_num_threads()
+        current = numba.get_num_threads()  # starts the threading layer if need be
+        if _serializes_calls():
+            _WORKQUEUE_LOCK.acquire()
+            self._locked = True
         wanted = self._n_threads
         if wanted is None:
             wanted = _threads.default_n_threads(current)
@@ -148,3 +158,19 @@ class threads:  # noqa: N801 (used as a function: ``with threads(n):``)
         if self._previous is not None:
             numba.set_num_threads(self._previous)
             self._previous = None
+        if self._locked:
+            self._locked = False
+            _WORKQUEUE_LOCK.release()
+
+
+#: Held around every parallel call while numba runs its workqueue layer (see `threads`).
+_WORKQUEUE_LOCK = threading.RLock()
+_LAYER = {"serializes": None}
+
+
+def _serializes_calls() -> bool:
+    """Whether the threading layer in use needs parallel calls one at a time (workqueue)."""
+    serializes = _LAYER["serializes"]
+    if serializes is None:
+        serializes = _LAYER["serializes"] = numba.threading_layer() == "workqueue"
+    return serializes
