@@ -619,3 +619,61 @@ def test_zero_dimensional_arrays_are_taken_wherever_a_scalar_is():
     world = spatialhash.DynamicHash(np.array(0.5))
     world.insert(1, [0.1, 0.1, 0.1], category=np.array(2))
     assert world.query_radius([0.0, 0.0, 0.0], np.array(0.5)) == [1]
+
+
+FLOOR = 2.0**-458  # `_validation.COORDINATE_FLOOR`
+TINY_MESSAGE = r"must be 0 or at least 1.34e-138 in magnitude \(squared distances between"
+
+
+def test_coordinates_whose_squared_distances_underflow_are_refused():
+    # Three pairs at distance 0 came out, the true distances being 2e-300 to 3.6e-300 > r.
+    points = np.array([[0.0, 0.0, 0.0], [2e-300, 0.0, 0.0], [0.0, 3e-300, 0.0]])
+    with pytest.raises(ValueError, match=r"`points` " + TINY_MESSAGE + r".* got 2e-300 at "
+                                         r"points\[1, 0\]\. Scale the coordinates up\."):
+        Grid(points, 1e-300)
+    with pytest.raises(ValueError, match=r"`points` " + TINY_MESSAGE):
+        spatialhash.query_pairs(points, 1e-300)
+    with pytest.raises(ValueError, match=r"`points` " + TINY_MESSAGE):
+        Grid(points, 1.0, box=1.0)  # wrapping leaves them as they are
+    # On a periodic axis -2e-300 wraps to 0.0 (the period less 2e-300 rounds to the period):
+    # accepted, as the coordinate the kernels compare.
+    assert Grid(-points, 1.0, box=1.0).query_pairs(0.0).indices.tolist() == [
+        [0, 1], [0, 2], [1, 2]]
+    grid = Grid(np.array([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]), 1.0)
+    with pytest.raises(ValueError, match=r"`queries` " + TINY_MESSAGE):
+        grid.query_knn([[1e-200, 0.0, 0.0]], 1)
+    with pytest.raises(ValueError, match=r"`queries` " + TINY_MESSAGE):
+        grid.query_radius([[0.0, -1e-150, 0.0]], 1.0)
+    with pytest.raises(ValueError, match=r"`origins` " + TINY_MESSAGE):
+        grid.query_ray([[0.0, 0.0, 1e-160]], [[1.0, 0.0, 0.0]], 0.1)
+
+
+def test_coordinates_at_the_floor_give_exact_distances_and_order():
+    # Each coordinate 0 or at least the floor: every squared distance is a normal float.
+    points = np.array([[0.0, 0.0], [FLOOR, 0.0], [3 * FLOOR, 0.0], [0.0, 2 * FLOOR]])
+    grid = Grid(points, 4 * FLOOR)
+    pairs = grid.query_pairs(2 * FLOOR, return_distances=True).sorted()
+    assert pairs.indices.tolist() == [[0, 1], [0, 3], [1, 2]]
+    assert pairs.distances.tolist() == [FLOOR, 2 * FLOOR, 2 * FLOOR]
+    nearest = grid.query_knn(np.array([[0.0, 0.0]]), 4)
+    assert nearest.indices.tolist() == [[0, 1, 3, 2]]
+    assert nearest.distances.tolist() == [[0.0, FLOOR, 2 * FLOOR, 3 * FLOOR]]
+
+
+def test_dynamic_hash_refuses_coordinates_below_the_floor_and_is_left_unchanged():
+    world = spatialhash.DynamicHash(1.0, n_dims=2)
+    world.insert(1, [0.0, 0.0], [1.0, 1.0])
+    with pytest.raises(ValueError, match=r"`lower` " + TINY_MESSAGE):
+        world.insert(2, [1e-300, 0.0])
+    with pytest.raises(ValueError, match=TINY_MESSAGE):
+        world.move(1, [0.0, 1e-300], [1.0, 1.0])  # the buffered path checks it too
+    with pytest.raises(ValueError, match=TINY_MESSAGE):
+        world.insert_many(np.array([5]), np.array([[2e-300, 0.0]]))
+    with pytest.raises(ValueError, match=TINY_MESSAGE):
+        world.query_knn([3e-300, 0.0], 1)
+    with pytest.raises(ValueError, match=TINY_MESSAGE):
+        world.query_radius([0.0, 3e-300], 1.0)
+    assert len(world) == 1
+    assert [b.tolist() for b in world.bounds(1)] == [[0.0, 0.0], [1.0, 1.0]]
+    world.move(1, [FLOOR, 0.0], [1.0, 1.0])  # at the floor: accepted
+    assert world.bounds(1)[0].tolist() == [FLOOR, 0.0]

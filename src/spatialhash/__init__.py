@@ -78,7 +78,7 @@ def _cell_size_for_reach(coords, reach: float, box, periodic) -> float:
     from ._validation import as_box
     from .grid import MAX_CELLS_PER_AXIS
 
-    lowest, highest, _ = pad_with_bounds(np.ascontiguousarray(coords),
+    lowest, highest, _, _ = pad_with_bounds(np.ascontiguousarray(coords),
                                          np.empty((0, 3)))
     lengths, _ = as_box(box, periodic, coords.shape[1])
     widest = max(float((highest - lowest).max()),

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 
 from ._validation import (
+    COORDINATE_FLOOR,
     COORDINATE_LIMIT,
     as_array,
     as_float,
@@ -67,8 +68,10 @@ def present_ids(name: str, ids: list) -> ValueError:
 
 
 def fast_coordinates(value, n_dims: int, limit: float = COORDINATE_LIMIT):
-    """``value`` as a tuple of ``n_dims`` floats within ``+-limit``, or None when it needs
-    full checks."""
+    """``value`` as a tuple of ``n_dims`` floats within ``+-limit`` (and, with the default
+    limit, each 0 or at least `COORDINATE_FLOOR` in magnitude), or None when it needs full
+    checks."""
+    floor = COORDINATE_FLOOR if limit == COORDINATE_LIMIT else 0.0
     kind = type(value)
     if kind is np.ndarray:
         if value.ndim != 1 or value.dtype.kind not in "fiu":
@@ -83,6 +86,8 @@ def fast_coordinates(value, n_dims: int, limit: float = COORDINATE_LIMIT):
         if kind is not float and kind is not int:
             return None
         if not -limit <= x <= limit:  # NaN fails too
+            return None
+        if -floor < x < floor and x != 0:
             return None
     return value
 

@@ -11,8 +11,8 @@ import numbers
 
 import numpy as np
 
-from ._kernels.build import bounds, pad_columns, pad_with_bounds
-from ._kernels.cells import COORDINATE_LIMIT
+from ._kernels.build import pad_columns, pad_with_bounds
+from ._kernels.cells import COORDINATE_FLOOR, COORDINATE_LIMIT
 from ._kernels.state import N_AXES
 
 
@@ -54,17 +54,37 @@ def as_array(value, name: str, what: str) -> np.ndarray:
         raise TypeError(f"`{name}` must be {what}; got {value!r:.80}.") from error
 
 
+
 def check_magnitude(array: np.ndarray, name: str) -> None:
     """Raise when some value of ``array`` lies outside ``[-COORDINATE_LIMIT,
-    COORDINATE_LIMIT]``, naming the first such row."""
-    if array.size and not (-COORDINATE_LIMIT <= array.min()
-                           and array.max() <= COORDINATE_LIMIT):
+    COORDINATE_LIMIT]``, or is non-zero and smaller in magnitude than `COORDINATE_FLOOR`,
+    naming the first such value."""
+    if not array.size:
+        return
+    lowest, highest = array.min(), array.max()
+    if not (-COORDINATE_LIMIT <= lowest and highest <= COORDINATE_LIMIT):
         bad = np.argwhere(np.abs(array) > COORDINATE_LIMIT)[0]
-        where = "[" + ", ".join(str(int(i)) for i in bad) + "]"
         raise ValueError(
             f"`{name}` must lie within +-{COORDINATE_LIMIT:g} (squared distances of larger "
-            f"coordinates overflow float64); got {array[tuple(bad)]} at {name}{where}."
+            f"coordinates overflow float64); got {array[tuple(bad)]} at {name}{_at(bad)}."
         )
+    if lowest < COORDINATE_FLOOR and highest > -COORDINATE_FLOOR:  # values near 0: look
+        tiny = (np.abs(array) < COORDINATE_FLOOR) & (array != 0.0)
+        if tiny.any():
+            raise_tiny(array, name, np.argwhere(tiny)[0])
+
+
+def raise_tiny(array: np.ndarray, name: str, bad) -> None:
+    """The error for a coordinate ``array[bad]`` that is non-zero and below the floor."""
+    raise ValueError(
+        f"`{name}` must be 0 or at least {COORDINATE_FLOOR:.3g} in magnitude (squared "
+        f"distances between closer coordinates underflow float64); got "
+        f"{array[tuple(bad)]} at {name}{_at(bad)}. Scale the coordinates up."
+    )
+
+
+def _at(index) -> str:
+    return "[" + ", ".join(str(int(i)) for i in index) + "]"
 
 
 def check_finite(array: np.ndarray, name: str) -> None:
@@ -115,7 +135,8 @@ def grid_points(points: np.ndarray, box: np.ndarray, name: str = "points"
     the periodic axes of ``box``.
 
     Raises when some coordinate (wrapped, on periodic axes) lies beyond
-    `COORDINATE_LIMIT`: squared distances of such coordinates overflow to infinity.
+    `COORDINATE_LIMIT` (squared distances of such coordinates overflow to infinity), or is
+    non-zero and below `COORDINATE_FLOOR` (they underflow).
     """
     array = np.ascontiguousarray(points)
     periodic = np.isfinite(box).any()
@@ -125,16 +146,21 @@ def grid_points(points: np.ndarray, box: np.ndarray, name: str = "points"
         # simulation). Read-only arrays are copied: numba compiles every kernel again for
         # them.
         points3 = array
-        lowest, highest, poison = pad_with_bounds(array, _NO_COPY)
+        lowest, highest, poison, smallest = pad_with_bounds(array, _NO_COPY)
     else:
         points3 = np.empty((array.shape[0], N_AXES), dtype=np.float64)
-        lowest, highest, poison = pad_with_bounds(array, points3)
+        lowest, highest, poison, smallest = pad_with_bounds(array, points3)
     if poison != 0.0:
         check_finite(array, name)
     if periodic:
         wrap_into_box(points3, box)
-        if points3.shape[0]:
-            lowest, highest = bounds(points3)
+        # The wrapped coordinates are the ones compared: -1e-300 wraps to 0 (see
+        # `wrap_into_box`), 1e-300 stays.
+        lowest, highest, _, smallest = pad_with_bounds(points3, _NO_COPY)
+        array = points3
+    if smallest < COORDINATE_FLOOR:
+        tiny = (np.abs(array) < COORDINATE_FLOOR) & (array != 0.0)
+        raise_tiny(array, name, np.argwhere(tiny)[0])
     for axis in range(N_AXES):
         if not -COORDINATE_LIMIT <= lowest[axis] <= highest[axis] <= COORDINATE_LIMIT:
             value = lowest[axis] if lowest[axis] < -COORDINATE_LIMIT else highest[axis]

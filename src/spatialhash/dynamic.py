@@ -734,6 +734,14 @@ class DynamicHash:
                             # infinities and squares that overflow fail; values near the limit
                             # take the full checks below.
                             and x0 * x0 + y0 * y0 + z0 * z0 + x1 * x1 + y1 * y1 + z1 * z1 <= 1e300
+                            # Each 0 or at least `_validation.COORDINATE_FLOOR` (2**-458,
+                            # squared 2**-916): smaller ones take the full checks below.
+                            and (x0 * x0 >= 2.0**-916 or x0 == 0.0)
+                            and (y0 * y0 >= 2.0**-916 or y0 == 0.0)
+                            and (z0 * z0 >= 2.0**-916 or z0 == 0.0)
+                            and (x1 * x1 >= 2.0**-916 or x1 == 0.0)
+                            and (y1 * y1 >= 2.0**-916 or y1 == 0.0)
+                            and (z1 * z1 >= 2.0**-916 or z1 == 0.0)
                             and x0 <= x1 and y0 <= y1 and z0 <= z1):
                         pending = self._pending
                         pending.append((slot, x0, y0, z0, x1, y1, z1))

@@ -338,10 +338,12 @@ def pad_columns(points, padded):
 
 @jit
 def pad_with_bounds(points, padded):
-    """`pad_columns` and `bounds` in one pass, and a finiteness test: returns ``(lowest,
-    highest, poison)``, where ``poison`` is NaN when some value is NaN or infinite (the sum
-    of ``x * 0``, so the loop needs no branch) and 0 otherwise. Zeros for no points. An
-    empty ``padded`` (no rows) asks for the bounds and the test only, without the copy.
+    """`pad_columns` and the bounds per axis in one pass, and two tests: returns ``(lowest, highest,
+    poison, smallest)``, where ``poison`` is NaN when some value is NaN or infinite (the sum
+    of ``x * 0``, so the loop needs no branch for it) and 0 otherwise, and ``smallest`` the
+    smallest non-zero magnitude (infinity if none; the caller refuses values whose squared
+    differences could underflow). Zeros for no points. An empty ``padded`` (no rows) asks
+    for the bounds and the tests only, without the copy.
 
     One compiled call instead of NumPy's ``isfinite`` and two kernels: a grid of 5,000
     points is built in a few hundred microseconds, and each of those cost 10-30 us.
@@ -350,8 +352,9 @@ def pad_with_bounds(points, padded):
     lowest = np.zeros(3)
     highest = np.zeros(3)
     poison = 0.0
+    smallest = np.inf
     if n == 0:
-        return lowest, highest, poison
+        return lowest, highest, poison, smallest
     for axis in range(d):
         lowest[axis] = highest[axis] = points[0, axis]
     copy = padded.shape[0] > 0
@@ -363,21 +366,7 @@ def pad_with_bounds(points, padded):
             lowest[axis] = min(lowest[axis], x)
             highest[axis] = max(highest[axis], x)
             poison += x * 0.0
-    return lowest, highest, poison
-
-
-@jit
-def bounds(points3):
-    """Smallest and largest coordinate per axis of an (n, 3) array, n >= 1, in one pass.
-
-    (NumPy's reductions along axis 0 of an (n, 3) array are strided: five of them cost
-    more than the counting sort.)
-    """
-    lowest = points3[0].copy()
-    highest = points3[0].copy()
-    for i in range(points3.shape[0]):
-        for axis in range(3):
-            x = points3[i, axis]
-            lowest[axis] = min(lowest[axis], x)
-            highest[axis] = max(highest[axis], x)
-    return lowest, highest
+            magnitude = abs(x)
+            if magnitude < smallest and magnitude != 0.0:
+                smallest = magnitude
+    return lowest, highest, poison, smallest

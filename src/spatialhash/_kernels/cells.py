@@ -45,6 +45,15 @@ COORD_LIMIT = 2.0**62
 #: neighbours and nearest neighbours would come out wrong for a radius whose square
 #: overflows too.
 COORDINATE_LIMIT = 1e150
+#: Smallest non-zero coordinate magnitude accepted wherever `COORDINATE_LIMIT` applies,
+#: 2**-458 (about 1.34e-138). Two distinct coordinates that are each 0 or at least this
+#: large differ by at least 2**-511 (the spacing of floats from 2**-458 up), whose square,
+#: 2**-1022, is float64's smallest normal number: every non-zero squared distance is then a
+#: normal float, computed to full precision. Closer coordinates could differ by less, and
+#: their squared distance underflow to 0 or lose its digits (distinct points at distance 0,
+#: nearest neighbours in the wrong order). A radius needs no floor: a squared radius below
+#: 2**-1022 still orders correctly against squared distances that are 0 or at least that.
+COORDINATE_FLOOR = 2.0**-458
 
 
 @jit

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._config import jit
-from .cells import COORDINATE_LIMIT, floor_to_int, hash_cell
+from .cells import COORDINATE_FLOOR, COORDINATE_LIMIT, floor_to_int, hash_cell
 
 #: Cells an object occupies at most: two per axis.
 ENTRIES = 8
@@ -232,9 +232,9 @@ def place_rows(storage, changed, rows):
 def box_rows(lower, upper, rows):
     """``rows[i] = (lower[i], upper[i])``, padded with zeros to three axes, for the bulk
     calls. Returns False (rows partly written) as soon as a value is not finite, beyond
-    `cells.COORDINATE_LIMIT` or ``lower > upper``: the caller then raises with the full
-    checks. One pass and a reused ``rows``: the NumPy checks and fresh arrays took 12 ms for
-    100,000 boxes."""
+    `cells.COORDINATE_LIMIT`, non-zero below `cells.COORDINATE_FLOOR` or ``lower > upper``:
+    the caller then raises with the full checks. One pass and a reused ``rows``: the NumPy
+    checks and fresh arrays took 12 ms for 100,000 boxes."""
     n_dims = lower.shape[1]
     for i in range(lower.shape[0]):
         for axis in range(3):
@@ -245,6 +245,9 @@ def box_rows(lower, upper, rows):
                 high = upper[i, axis]
                 # NaN fails every comparison.
                 if not (-COORDINATE_LIMIT <= low <= high <= COORDINATE_LIMIT):
+                    return False
+                if (abs(low) < COORDINATE_FLOOR and low != 0.0
+                        or abs(high) < COORDINATE_FLOOR and high != 0.0):
                     return False
             rows[i, axis] = low
             rows[i, axis + 3] = high
