@@ -1043,3 +1043,237 @@ def test_progress_without_tqdm_is_a_plain_counter(monkeypatch):
     quiet = common.progress(True, total=3)
     quiet.update()
     assert "\r" not in terminal.getvalue().split("\n", 1)[1]  # nothing more written
+
+
+# ---------------------------------------------------------------------- faults
+def _partial_files(folder: Path) -> list[str]:
+    return sorted(name for name in files_in(folder) if ".partial." in name)
+
+
+@pytest.fixture(scope="module")
+def many_pairs_csv(tmp_path_factory) -> Path:
+    """300,000 uniform points in the unit square: about 5 million pairs within 0.006,
+    tens of megabytes of CSV to write, so a signal can arrive while it is written."""
+    path = tmp_path_factory.mktemp("many_pairs") / "points.csv"
+    points = np.random.default_rng(40).random((300_000, 2))
+    np.savetxt(path, points, delimiter=",", header="x,y", comments="", fmt="%.17g")
+    return path
+
+
+def _default_signal_actions():
+    """In the child: SIGTERM and SIGHUP as a fresh shell leaves them (a test runner under
+    nohup would otherwise pass on an ignored SIGHUP)."""
+    import signal
+
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_signal_while_writing_removes_the_partial_file(tmp_path, many_pairs_csv, name):
+    import signal
+    import time
+
+    number = getattr(signal, name)
+    output = tmp_path / "out.csv"
+    script = Path(sys.executable).parent / "spatialhash"
+    process = subprocess.Popen([script, "pairs", many_pairs_csv, "-r", "0.006", "-o", output],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=_default_signal_actions)
+    try:
+        deadline = time.monotonic() + 120
+        while not _partial_files(tmp_path) and process.poll() is None:
+            assert time.monotonic() < deadline, "no partial file appeared"
+            time.sleep(0.005)
+        assert process.poll() is None, "the run ended before the signal was sent"
+        (partial,) = _partial_files(tmp_path)
+        assert re.fullmatch(rf"\.out\.csv\.pid{process.pid}\.[a-z0-9_]+\.partial\.csv",
+                            partial), partial
+        process.send_signal(number)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 128 + number
+    assert out == ""
+    assert err == f"spatialhash pairs: ended by {name}; no output written\n"
+    assert files_in(tmp_path) == set()
+
+
+def _dead_pid() -> int:
+    """The id of a process that has ended (and been waited for)."""
+    child = subprocess.Popen([sys.executable, "-c", ""])
+    child.wait()
+    return child.pid
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX process ids")
+@pytest.mark.parametrize("output_format", FORMATS)
+def test_partial_files_of_ended_writers_are_removed(tmp_path, capsys, output_format):
+    dead = _dead_pid()
+    name = f"out.{output_format}"
+    stale = [f".{name}.pid{dead}.a1b2c3d4.partial.{output_format}",
+             f".{name}.pid{dead}.zz_99x0y.partial.{output_format}"]
+    kept = [
+        f".{name}.pid{os.getpid()}.a1b2c3d4.partial.{output_format}",  # its writer runs
+        f".other.{output_format}.pid{dead}.a1b2c3d4.partial.{output_format}",  # not OUTPUT
+        f".{name}.a1b2c3d4.partial.{output_format}",  # no process id: not a CLI file
+    ]
+    for file_name in stale + kept:
+        (tmp_path / file_name).write_bytes(b"half a result")
+    source = write_points(tmp_path / "points.npy", named(lattice_points(41)))
+    assert run("pairs", source, "-r", 0.25, "-o", tmp_path / name, "-q") == 0
+    assert capsys.readouterr().err == (
+        f"spatialhash pairs: removed 2 partial files of {name} left by runs that were "
+        f"killed while writing it: {', '.join(sorted(stale))}\n")
+    assert files_in(tmp_path) == {"points.npy", name, *kept}
+    assert run("pairs", source, "-r", 0.25, "-o", tmp_path / name, "-q") == 0
+    assert capsys.readouterr().err == ""  # nothing more to remove, nothing said
+
+
+def test_help_documents_partial_files_and_exit_statuses(capsys):
+    assert cli.main(["--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert ".OUTPUT.pidPID.XXXXXXXX.partial.EXT" in out
+    assert ("the next run writing the same OUTPUT removes those whose process no longer "
+            "exists, and says so on stderr") in out
+    assert ("exit status: 0 done, 1 failed while working, 2 bad arguments or input, or a "
+            "result that does not fit in memory (one-line message on stderr), 130 "
+            "interrupted (Ctrl-C), 129 and 143 ended by SIGHUP and SIGTERM, 141 standard "
+            "output closed early (a pipe into head)") in out
+
+
+def test_knn_with_k_above_the_point_count_gives_every_point(tmp_path, capsys):
+    points = np.random.default_rng(42).random((1000, 2))
+    source = tmp_path / "points.npy"
+    np.save(source, points)
+    output = tmp_path / "k.npy"
+    assert run("knn", source, "-k", 100_000, "-o", output) == 0
+    assert capsys.readouterr().out == f"wrote 1,000,000 neighbours to {output}\n"
+    result = read_result(output)
+    np.testing.assert_array_equal(result["query"], np.repeat(np.arange(1000), 1000))
+    np.testing.assert_array_equal(result["rank"], np.tile(np.arange(1000), 1000))
+    rows = result["point"].reshape(1000, 1000)
+    np.testing.assert_array_equal(np.sort(rows, axis=1), np.tile(np.arange(1000), (1000, 1)))
+    np.testing.assert_array_equal(rows[:, 0], np.arange(1000))  # each point finds itself
+
+
+def test_knn_blocks_hold_a_bounded_number_of_slots(tmp_path, monkeypatch):
+    from spatialhash._cli import queries as query_commands
+    from spatialhash.grid import Grid
+
+    monkeypatch.setattr(query_commands, "KNN_BLOCK_SLOTS", 64)
+    sizes = []
+    original = Grid.query_knn
+
+    def query_knn(self, queries, k, **options):
+        sizes.append(len(queries) * k)
+        return original(self, queries, k, **options)
+
+    monkeypatch.setattr(Grid, "query_knn", query_knn)
+    points = lattice_points(43)
+    source = write_points(tmp_path / "points.npy", named(points))
+    output = tmp_path / "knn.npy"
+    assert run("knn", source, "-k", 5, "-o", output, "-q") == 0
+    assert max(sizes) <= 64 and len(sizes) > 2
+    indices, distances, counts = oracles.knn(points, points, 5, None)
+    result = read_result(output)
+    np.testing.assert_array_equal(result["point"], indices.reshape(-1))
+    np.testing.assert_array_equal(result["distance"], distances.reshape(-1))
+
+
+def _array_memory_error(shape, dtype) -> MemoryError:
+    """The error numpy raises when an array cannot be allocated."""
+    try:
+        from numpy._core._exceptions import _ArrayMemoryError
+    except ImportError:  # numpy < 2
+        from numpy.core._exceptions import _ArrayMemoryError
+    return _ArrayMemoryError(shape, np.dtype(dtype))
+
+
+@pytest.mark.parametrize(("reach", "said", "remedy"), [
+    (["-r", "0.25"], "-r 0.25", "a smaller -r"),
+    (["--radii-column", "2"], "--radii-column 2", "smaller radii"),
+])
+def test_pairs_out_of_memory_names_the_pairs_in_one_line(tmp_path, capsys, monkeypatch,
+                                                         reach, said, remedy):
+    from spatialhash.grid import Grid
+
+    original = Grid.iter_pairs
+
+    def iter_pairs(self, *args, **options):
+        chunks = original(self, *args, **options)
+
+        def failing():
+            yield next(chunks)  # one chunk reaches the file first
+            # 200,000 identical points: every pair in one cell, one chunk of 149 GiB
+            raise _array_memory_error((19_999_900_000, 2), np.int32)
+
+        return failing()
+
+    monkeypatch.setattr(Grid, "iter_pairs", iter_pairs)
+    source = write_points(tmp_path / "points.npy", named(lattice_points(44)))
+    output = tmp_path / "out.csv"
+    assert run("pairs", source, *reach, "-o", output) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"spatialhash pairs: error: {said} gives more pairs than memory holds: "
+        "19,999,900,000 pairs lie in one cell of the grid and need 149 GiB at once (pairs "
+        "are written in chunks, but one cell's pairs are one chunk). Use "
+        f"{remedy}, or remove duplicate points.\n")
+    assert files_in(tmp_path) == {"points.npy"}
+
+
+@pytest.mark.parametrize("error", [MemoryError(), _array_memory_error((2**40,), np.int64)])
+def test_out_of_memory_anywhere_is_one_line(tmp_path, capsys, monkeypatch, error):
+    from spatialhash.grid import Grid
+
+    def query_radius(self, *args, **options):
+        raise error
+
+    monkeypatch.setattr(Grid, "query_radius", query_radius)
+    source = write_points(tmp_path / "points.npy", named(lattice_points(45)))
+    assert run("neighbors", source, "-r", 0.25, "-o", tmp_path / "near.npy") == 2
+    detail = ("" if type(error) is MemoryError
+              else " (8 TiB for an array of shape (1099511627776,) and dtype int64)")
+    assert capsys.readouterr().err == (
+        "spatialhash neighbors: error: the run must fit in memory; got more than it "
+        f"holds{detail}. Ask for a smaller result (a smaller -r or -k, fewer queries), or "
+        "free memory.\n")
+    assert files_in(tmp_path) == {"points.npy"}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes")
+@pytest.mark.parametrize("unbuffered", ["", "1"], ids=["buffered", "unbuffered"])
+def test_stdout_closed_early_exits_141_quietly(tmp_path, unbuffered):
+    source = write_points(tmp_path / "points.csv", named(lattice_points(46)))
+    output = tmp_path / "out.csv"
+    reading, writing = os.pipe()
+    os.close(reading)  # a reader that has gone: `| head -c0`
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "spatialhash", "pairs", source, "-r", "0.25", "-o", output],
+            stdout=writing, stderr=subprocess.PIPE, text=True, check=False,
+            env={**_environment(), "PYTHONUNBUFFERED": unbuffered})
+    finally:
+        os.close(writing)
+    assert result.returncode == 141
+    assert result.stderr == ""
+    assert read_result(output)["i"].size > 0  # the result was complete before the summary
+
+
+@pytest.mark.parametrize("tail", [b"", b"\x10\x00\x00\x00PAR1"],
+                         ids=["random", "random-with-footer"])
+def test_garbage_parquet_is_one_line(tmp_path, capsys, tail):
+    source = tmp_path / "x.parquet"
+    source.write_bytes(np.random.default_rng(0).bytes(4000) + tail)  # a control character
+    assert run("pairs", source, "-r", 1, "-o", tmp_path / "out.npy") == 2
+    err = capsys.readouterr().err
+    assert err.endswith("\n") and err[:-1].isprintable(), repr(err)  # one line
+    assert re.fullmatch(re.escape(f"spatialhash pairs: error: {source}: not a valid .parquet "
+                                  "file (") + r".+[^.]\)\.\n", err), repr(err)
+    assert files_in(tmp_path) == {"x.parquet"}

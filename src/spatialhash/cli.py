@@ -7,21 +7,29 @@ console script ``spatialhash`` and ``python -m spatialhash`` call it. The comman
 arguments, a bad input file, a missing optional dependency) prints one line
 ``spatialhash <command>: error: <what is wrong>`` and exits with status 2, never with a
 traceback; a failure while working (the output could not be written) exits with 1.
+Running out of memory is one line with status 2 as well. Ctrl-C exits with 130, and
+SIGTERM or SIGHUP while a result is written with 128 + the signal's number, as a shell
+reports a process the signal ended, after removing the partial file. Standard output
+closed early (a pipe into ``head -c0``: the summary line finds no reader) ends the run
+quietly with 141, as SIGPIPE would; the result file is complete by then.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from . import __version__
 from ._cli import bench, compile_kernels, demo, info, queries
-from ._cli.common import EXIT_USAGE, CommandError
+from ._cli.common import EXIT_USAGE, CommandError, Terminated, out_of_memory
 
 PROG = "spatialhash"
 #: Exit status after Ctrl-C, as shells report a SIGINT.
 EXIT_INTERRUPTED = 130
+#: Exit status when standard output was closed early, as shells report a SIGPIPE.
+EXIT_BROKEN_PIPE = 141
 
 EPILOG = """\
 point files:
@@ -37,11 +45,15 @@ point files:
 
 result files (-o): .npy (a structured array: np.load(path)["i"]), .csv with a header,
   or .parquet; indices are 0-based int64 row numbers, distances float64. A result is
-  written to a temporary file beside OUTPUT and renamed onto it when complete: a failed
-  run leaves no partial output.
+  written to a partial file .OUTPUT.pidPID.XXXXXXXX.partial.EXT beside OUTPUT (PID: the
+  writing process) and renamed onto OUTPUT when complete: a failed or interrupted run
+  (Ctrl-C, SIGTERM, SIGHUP) leaves no partial output. A run killed outright (SIGKILL, a
+  crash) leaves its partial file; the next run writing the same OUTPUT removes those
+  whose process no longer exists, and says so on stderr.
 
-exit status: 0 done, 1 failed while working, 2 bad arguments or input (one-line
-  message on stderr), 130 interrupted.
+exit status: 0 done, 1 failed while working, 2 bad arguments or input, or a result that
+  does not fit in memory (one-line message on stderr), 130 interrupted (Ctrl-C), 129 and
+  143 ended by SIGHUP and SIGTERM, 141 standard output closed early (a pipe into head).
 """
 
 
@@ -96,10 +108,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status: 0 done, 1 failed while working, 2 bad arguments or input,
-        130 interrupted.
+        The exit status: 0 done, 1 failed while working, 2 bad arguments or input (or
+        not enough memory), 130 interrupted, 129 and 143 ended by SIGHUP and SIGTERM
+        while writing, 141 standard output closed early.
     """
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        status = _run(list(sys.argv[1:] if argv is None else argv))
+        # Flushed here, not at exit: a reader that has gone is then seen below.
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
+    return status
+
+
+def _discard_stdout() -> None:
+    """Point standard output at the null device, so that the flush at exit, with the
+    lines still buffered, does not fail again ("Exception ignored ... BrokenPipeError")."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by an object without a file
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, descriptor)
+    finally:
+        os.close(null)
+
+
+def _run(argv: list[str]) -> int:
+    """`main` without the handling of a closed standard output."""
     prog = _command_prog(argv)
     try:
         parser = build_parser(argv)
@@ -114,9 +152,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return error.status
+    except MemoryError as error:  # commands without a message of their own
+        error = out_of_memory(error, "Free memory, or ask for less.")
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return error.status
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated as ended:
+        print(f"{prog}: ended by {ended}; no output written", file=sys.stderr)
+        return ended.status
 
 
 def _exit_status(code) -> int:

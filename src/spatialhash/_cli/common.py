@@ -1,11 +1,15 @@
-"""What every command shares: the error that ends a command, optional imports, progress."""
+"""What every command shares: the errors that end a command, optional imports, progress."""
 
 from __future__ import annotations
 
 import importlib
+import math
+import signal
 import sys
 import time
 from types import ModuleType
+
+import numpy as np
 
 #: Exit status of a run that went wrong while working (writing failed, a demo failed).
 EXIT_FAILURE = 1
@@ -29,6 +33,67 @@ class CommandError(Exception):
     def __init__(self, message: str, status: int = EXIT_USAGE) -> None:
         super().__init__(message)
         self.status = status
+
+
+class Terminated(BaseException):
+    """A signal that ends the process (SIGTERM, SIGHUP) received while a result is written.
+
+    Raised by the handlers `spatialhash._cli.writers` installs for the duration of a write,
+    so that the temporary file is removed on the way out, as for Ctrl-C; like
+    `KeyboardInterrupt`, it is no `Exception`, so no ``except Exception`` stops it.
+
+    Parameters
+    ----------
+    signal_number : int
+        The signal received.
+    """
+
+    def __init__(self, signal_number: int) -> None:
+        self.signal_number = signal_number
+        #: The exit status a shell reports for a process the signal ended: 128 + its number.
+        self.status = 128 + signal_number
+        super().__init__(signal.Signals(signal_number).name)
+
+
+def size_text(n_bytes: int) -> str:
+    """``n_bytes`` in binary units for messages: ``"149 GiB"``, ``"8 TiB"``, ``"512 B"``."""
+    value = float(n_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            break
+        value /= 1024
+    return f"{value:.3g} {unit}" if value < 1000 else f"{value:,.0f} {unit}"
+
+
+def allocation(error: MemoryError) -> tuple[tuple[int, ...], np.dtype, int] | None:
+    """(shape, dtype, bytes) of the array numpy could not allocate, when ``error`` says.
+
+    numpy raises a `MemoryError` subclass that carries the shape and dtype it was asked
+    for; a plain `MemoryError` carries nothing, and gives None.
+    """
+    shape, dtype = getattr(error, "shape", None), getattr(error, "dtype", None)
+    if not isinstance(shape, tuple) or not isinstance(dtype, np.dtype):
+        return None
+    return shape, dtype, math.prod(shape) * dtype.itemsize
+
+
+def out_of_memory(error: MemoryError, remedy: str) -> CommandError:
+    """The one-line error for a run that ran out of memory.
+
+    Parameters
+    ----------
+    error : MemoryError
+        What was raised; numpy's says what it could not allocate.
+    remedy : str
+        The sentence that ends the message.
+    """
+    found = allocation(error)
+    detail = ""
+    if found is not None:
+        shape, dtype, n_bytes = found
+        detail = f" ({size_text(n_bytes)} for an array of shape {shape} and dtype {dtype})"
+    return CommandError(f"the run must fit in memory; got more than it holds{detail}. "
+                        f"{remedy}")
 
 
 def optional_import(name: str, purpose: str) -> ModuleType:

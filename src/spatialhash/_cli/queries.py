@@ -4,11 +4,17 @@ Each command reads its point files completely (and validates them) before it com
 anything, then streams the result to the output in chunks: pairs through `Grid.iter_pairs`,
 radius and k-nearest queries in blocks of queries, so memory stays bounded by a chunk and a
 progress bar can follow the work. Only the public API of spatialhash is used.
+
+A chunk of pairs is never split below one cell of the grid, so points packed closer than
+a cell (duplicates) can give a chunk larger than memory; running out of memory, there or
+anywhere else, ends the command with a one-line message (naming the pairs of that cell
+where numpy says how many they were) instead of a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 from collections.abc import Callable, Iterator
 
@@ -16,12 +22,17 @@ import numpy as np
 
 from ..grid import Grid
 from . import readers, writers
-from .common import CommandError, progress
+from .common import CommandError, allocation, out_of_memory, progress, size_text
 
-#: Most pairs held in memory at once while writing.
+#: Most pairs held in memory at once while writing (one cell's pairs may be more).
 PAIRS_CHUNK = 1 << 20
 #: Queries per block of a radius or k-nearest query.
 QUERY_BLOCK = 1 << 16
+#: Most result slots (queries x k) in one block of a k-nearest query: a larger k gives
+#: blocks of fewer queries, so a block's results stay near 64 MiB.
+KNN_BLOCK_SLOTS = 1 << 22
+#: The end of the message for a query command that ran out of memory.
+MEMORY_REMEDY = "Ask for a smaller result (a smaller -r or -k, fewer queries), or free memory."
 
 INDEX = np.dtype(np.int64)
 DISTANCE = np.dtype(np.float64)
@@ -177,6 +188,40 @@ def _summary(args: argparse.Namespace, n_rows: int, what: str) -> None:
         print(f"wrote {n_rows:,} {what} to {args.output}")
 
 
+def _memory_bounded(command: Callable[[argparse.Namespace], int]):
+    """Make a `MemoryError` in ``command`` its one-line error (status 2)."""
+
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except MemoryError as error:
+            raise out_of_memory(error, MEMORY_REMEDY) from error
+
+    return run
+
+
+def _too_many_pairs(args: argparse.Namespace, error: MemoryError) -> CommandError | None:
+    """The message for pairs of one cell that do not fit in memory, or None when ``error``
+    does not show a chunk larger than `PAIRS_CHUNK` (it is then reported as any other)."""
+    found = allocation(error)
+    if found is None or not found[0] or found[0][0] <= PAIRS_CHUNK:
+        return None
+    shape, _, n_bytes = found
+    if args.r is not None:
+        reach, remedy = f"-r {args.r:g}", "a smaller -r"
+    elif args.radii_column is not None:
+        reach, remedy = f"--radii-column {args.radii_column}", "smaller radii"
+    else:
+        reach, remedy = f"--radii {args.radii}", "smaller radii"
+    return CommandError(
+        f"{reach} gives more pairs than memory holds: {shape[0]:,} pairs lie in one cell of "
+        f"the grid and need {size_text(n_bytes)} at once (pairs are written in chunks, but "
+        f"one cell's pairs are one chunk). Use {remedy}, or remove duplicate points."
+    )
+
+
+@_memory_bounded
 def run_pairs(args: argparse.Namespace) -> int:
     """``spatialhash pairs``."""
     writers.check_output(args.output)
@@ -203,7 +248,14 @@ def run_pairs(args: argparse.Namespace) -> int:
                     [chunk.distances] if args.distances else [])
                 bar.update(len(chunk))
 
-    _summary(args, writers.write_table(args.output, fields, columns()), "pairs")
+    try:
+        n_rows = writers.write_table(args.output, fields, columns(), args.prog)
+    except MemoryError as error:
+        too_many = _too_many_pairs(args, error)
+        if too_many is None:
+            raise
+        raise too_many from error
+    _summary(args, n_rows, "pairs")
     return 0
 
 
@@ -229,16 +281,20 @@ def _grid_and_queries(args: argparse.Namespace, cell_size: float | None):
     return grid, queries
 
 
-def _blocks(args: argparse.Namespace, n_queries: int) -> Iterator[tuple[int, int]]:
-    """(start, stop) of consecutive blocks of queries, with a progress bar."""
+def _blocks(args: argparse.Namespace, n_queries: int,
+            block: int | None = None) -> Iterator[tuple[int, int]]:
+    """(start, stop) of consecutive blocks of ``block`` queries (default `QUERY_BLOCK`),
+    with a progress bar."""
+    block = QUERY_BLOCK if block is None else block
     with progress(args.quiet, n_queries, unit=" queries", unit_scale=True,
                   desc="queries") as bar:
-        for start in range(0, n_queries, QUERY_BLOCK):
-            stop = min(start + QUERY_BLOCK, n_queries)
+        for start in range(0, n_queries, block):
+            stop = min(start + block, n_queries)
             yield start, stop
             bar.update(stop - start)
 
 
+@_memory_bounded
 def run_neighbors(args: argparse.Namespace) -> int:
     """``spatialhash neighbors``."""
     grid, queries = _grid_and_queries(args, args.r if args.r > 0 else None)
@@ -254,24 +310,32 @@ def run_neighbors(args: argparse.Namespace) -> int:
             query = start + np.repeat(np.arange(stop - start, dtype=INDEX), rows.counts)
             yield [query, rows.indices] + ([rows.distances] if args.distances else [])
 
-    _summary(args, writers.write_table(args.output, fields, columns()), "neighbours")
+    _summary(args, writers.write_table(args.output, fields, columns(), args.prog),
+             "neighbours")
     return 0
 
 
+@_memory_bounded
 def run_knn(args: argparse.Namespace) -> int:
     """``spatialhash knn``."""
     grid, queries = _grid_and_queries(args, None)
-    _library(grid.query_knn, queries[:1], args.k, r_max=args.r_max)
+    # A query has at most as many rows as INPUT has points (the help says so): a larger K
+    # finds no more, so the search asks for no more than that, not for K slots a query
+    # of which all but n would stay empty.
+    k = min(args.k, max(grid.n_points, 1))
+    _library(grid.query_knn, queries[:1], k, r_max=args.r_max)
     fields = [("query", INDEX), ("rank", INDEX), ("point", INDEX), ("distance", DISTANCE)]
-    ranks = np.arange(args.k, dtype=INDEX)
+    ranks = np.arange(k, dtype=INDEX)
+    block = max(1, min(QUERY_BLOCK, KNN_BLOCK_SLOTS // k))
 
     def columns() -> Iterator[list[np.ndarray]]:
-        for start, stop in _blocks(args, queries.shape[0]):
-            nearest = grid.query_knn(queries[start:stop], args.k, r_max=args.r_max)
+        for start, stop in _blocks(args, queries.shape[0], block):
+            nearest = grid.query_knn(queries[start:stop], k, r_max=args.r_max)
             found = ranks[np.newaxis, :] < nearest.counts[:, np.newaxis]
             query = start + np.repeat(np.arange(stop - start, dtype=INDEX), nearest.counts)
             rank = np.broadcast_to(ranks, found.shape)[found]
             yield [query, rank, nearest.indices[found], nearest.distances[found]]
 
-    _summary(args, writers.write_table(args.output, fields, columns()), "neighbours")
+    _summary(args, writers.write_table(args.output, fields, columns(), args.prog),
+             "neighbours")
     return 0

@@ -414,13 +414,24 @@ class _CsvReader:
 
 
 # ---------------------------------------------------------------------- .parquet
+def _not_parquet(path: str, error: Exception) -> CommandError:
+    """``path`` is not a Parquet file; pyarrow's reason, made one line, in parentheses.
+
+    pyarrow's messages may end in a newline or hold bytes of the file (control
+    characters): those become spaces, and runs of blanks one space.
+    """
+    text = "".join(char if char.isprintable() else " " for char in str(error))
+    reason = " ".join(text.split()).rstrip(".") or type(error).__name__
+    return CommandError(f"{path}: not a valid .parquet file ({reason}).")
+
+
 def _open_parquet(path: str, quiet: bool) -> Table:
     parquet = optional_import("pyarrow.parquet", "reading .parquet")
     pyarrow = optional_import("pyarrow", "reading .parquet")
     try:
         schema = parquet.read_schema(path)
     except (pyarrow.ArrowException, OSError) as error:
-        raise CommandError(f"{path}: not a valid .parquet file ({error}).") from error
+        raise _not_parquet(path, error) from error
     names = list(schema.names)
     numeric = {field.name for field in schema
                if pyarrow.types.is_integer(field.type) or pyarrow.types.is_floating(field.type)}
@@ -435,7 +446,7 @@ def _open_parquet(path: str, quiet: bool) -> Table:
         try:
             table = parquet.read_table(path, columns=list(dict.fromkeys(selected)))
         except (pyarrow.ArrowException, OSError) as error:
-            raise CommandError(f"{path}: not a valid .parquet file ({error}).") from error
+            raise _not_parquet(path, error) from error
         columns = []
         for name in selected:
             column = table.column(name)
