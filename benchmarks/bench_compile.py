@@ -130,7 +130,8 @@ def first_calls(sizes, seed: int) -> list[dict]:
         for n in sizes:
             cache_dir = tempfile.mkdtemp(prefix="spatialhash-numba-cache-")
             try:
-                env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, SPATIALHASH_COMPILE_NOTICE="0")
+                env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, SPATIALHASH_COMPILE_NOTICE="0",
+                           SPATIALHASH_ADAPT_THREADS="0")
                 command = [sys.executable, str(Path(__file__).resolve()), "--child-first",
                            family, str(n), "--seed", str(seed)]
                 start = time.perf_counter()
@@ -156,7 +157,9 @@ def first_calls_table(rows: list[dict]) -> str:
 # ---------------------------------------------------------------------- parent process
 def run_child(phase: str, cache_dir: str, seed: int) -> dict:
     """One child process with ``NUMBA_CACHE_DIR=cache_dir``; its measurements."""
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    # Every thread whatever the load, as `spatialhash compile` runs: the multi-threaded
+    # paths compile kernels of their own.
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, SPATIALHASH_ADAPT_THREADS="0")
     command = [sys.executable, str(Path(__file__).resolve()), "--child", phase,
                "--seed", str(seed)]
     start = time.perf_counter()

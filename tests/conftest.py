@@ -36,6 +36,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 # stderr of subprocesses, which on a cold cache would compile. test_compile_notice.py
 # turns them back on where it tests them.
 os.environ.setdefault("SPATIALHASH_COMPILE_NOTICE", "0")
+# Every thread whatever the load (`spatialhash._threads`): tests of the multi-threaded paths
+# must take them on a busy CI machine too. test_threads.py tests the load's effect itself.
+os.environ.setdefault("SPATIALHASH_ADAPT_THREADS", "0")
 
 #: The seed contract: every seeded test passes for each of these seeds.
 SEEDS = range(100)

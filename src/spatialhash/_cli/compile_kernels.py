@@ -61,8 +61,11 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise CommandError(f"--jobs must be at least 1; got {args.jobs}.")
     # The progress counter says what is compiling: no per-family notices here or in the
-    # workers (which inherit the environment).
+    # workers (which inherit the environment). Every thread whatever the load: on a busy
+    # machine the calls would otherwise run on one thread and skip the kernels that only
+    # multi-threaded paths compile.
     os.environ["SPATIALHASH_COMPILE_NOTICE"] = "0"
+    os.environ["SPATIALHASH_ADAPT_THREADS"] = "0"
     n_jobs = args.jobs if args.jobs is not None else _default_jobs(len(CALL_GROUPS))
     if n_jobs > 1 and not _compile_jobs.can_run_jobs():
         n_jobs = 1  # no lock for the workers' cache saves here: one process
