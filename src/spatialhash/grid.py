@@ -126,6 +126,11 @@ PAIR_ROWS_MARGIN = 1.2
 PAIR_ROWS_SLACK = 4096
 #: Regions of cells per thread in the parallel one-pass search (load balance).
 PAIR_REGIONS_PER_THREAD = 4
+#: `iter_pairs` fills the rows of several chunks at once, up to this many (or
+#: ``chunk_size``, when larger), and yields copies of their slices: a fill pass costs
+#: 15-40 us of calls and allocations, and starts a parallel region on large grids, too
+#: much to pay for every chunk of a few pairs. 1.5 MiB of rows with distances.
+ITER_PAIRS_BATCH_ROWS = 1 << 16
 #: Average points per cell aimed at when no cell size is given.
 DEFAULT_POINTS_PER_CELL = 4.0
 #: The default cell size ignores this share of the points at each end of every axis...
@@ -526,14 +531,16 @@ class Grid:
             As in `query_pairs`.
         chunk_size : int, default 4,194,304
             Most pairs in one chunk; a single cell with more pairs than this forms a chunk
-            of its own.
+            of its own. Chunks of fewer than 65,536 pairs are computed several at a time,
+            up to 65,536 pairs (`ITER_PAIRS_BATCH_ROWS`), and copied out one by one, so a
+            small ``chunk_size`` costs little more than the pairs it yields.
 
         Yields
         ------
         Pairs
             Consecutive chunks; together they hold exactly the pairs of `query_pairs`, in
-            the same order. A counting pass over all cells runs first (memory: one integer
-            per occupied cell).
+            the same order. Each chunk owns its arrays. A counting pass over all cells runs
+            first (memory: one integer per occupied cell).
         """
         # Arguments are checked now, not at the first next(): this is not a generator.
         chunk_size = as_count(chunk_size, "chunk_size")
@@ -541,15 +548,38 @@ class Grid:
         return self._pair_chunks(r2, radii_sorted, reach, chunk_size, return_distances)
 
     def _pair_chunks(self, r2, radii_sorted, reach, chunk_size, return_distances):
+        """The chunks of `iter_pairs`: consecutive chunks are filled together, up to
+        ``max(chunk_size, ITER_PAIRS_BATCH_ROWS)`` rows (or one chunk, when larger), and
+        copied out one by one, so that a small ``chunk_size`` costs a copy per chunk
+        rather than a fill pass."""
         with _config.threads(self._n_threads):
             reach_cells, counts = self._count_pairs(r2, radii_sorted, reach)
+        ends = _chunk_ends(counts, chunk_size)
+        offsets = _indptr(counts).tolist()
+        batch_rows = max(chunk_size, ITER_PAIRS_BATCH_ROWS)
+        shape = (self.n_points, self.n_points)
         begin = 0
-        for end in _chunk_ends(counts, chunk_size):
+        k = 0
+        while k < len(ends):
+            # Chunks k .. stop - 1, cells begin .. ends[stop - 1] - 1.
+            stop = k + 1
+            while stop < len(ends) and offsets[ends[stop]] - offsets[begin] <= batch_rows:
+                stop += 1
             with _config.threads(self._n_threads):
-                chunk = self._fill_pairs(r2, radii_sorted, reach_cells, counts, begin, end,
-                                         return_distances)
-            begin = end
-            yield chunk
+                batch = self._fill_pairs(r2, radii_sorted, reach_cells, counts, begin,
+                                         ends[stop - 1], return_distances)
+            if stop == k + 1:
+                begin = ends[k]
+                k = stop
+                yield batch
+                continue
+            base = offsets[begin]
+            for end in ends[k:stop]:
+                rows = slice(offsets[begin] - base, offsets[end] - base)
+                begin = end
+                yield Pairs(batch.indices[rows].copy(),
+                            batch.distances[rows].copy() if return_distances else None, shape)
+            k = stop
 
     # ------------------------------------------------------------------ radius
     def _radius_inputs(self, queries, r):

@@ -82,10 +82,14 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
                          first, last)
         x_lo, y_lo, z_lo = first[0], first[1], first[2]
         x_hi, y_hi, z_hi = last[0], last[1], last[2]
-        n_rows = (y_hi - y_lo + 1) * (z_hi - z_lo + 1)
+        # The block's cell count in float64: an axis of a sparse grid can have up to 2**52
+        # cells, and an int64 product of three long ranges can wrap around to a small or
+        # negative count, which would send a huge r down this path, with buffers of one
+        # run per row of the block.
         if (0 <= x_lo <= x_hi < nx - wrap_x and 0 <= y_lo <= y_hi < ny - wrap_y
                 and 0 <= z_lo <= z_hi < nz - wrap_z
-                and n_rows * (x_hi - x_lo + 1) <= n_occupied):
+                and (float(x_hi - x_lo + 1) * float(y_hi - y_lo + 1) * float(z_hi - z_lo + 1)
+                     <= n_occupied)):
             # Inside the box of cells, touching no periodic axis's ends. Queries taken in
             # cell order mostly share their block of cells (with cells of size r, always
             # the 3 x 3 x 3 around their own): its points are gathered once, in the order
@@ -97,6 +101,8 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
             # in 0.66 -> 0.47 s and answered in 1.75 -> 1.19 s, one process, alternated).
             if (x_lo != block[0] or y_lo != block[1] or z_lo != block[2]
                     or x_hi != block[3] or y_hi != block[4] or z_hi != block[5]):
+                # At most `n_occupied` cells, so the product cannot overflow here.
+                n_rows = (y_hi - y_lo + 1) * (z_hi - z_lo + 1)
                 if n_rows > run_bounds.shape[0]:
                     run_bounds, run_shifts = run_buffers(n_rows)
                 n_near = 0
