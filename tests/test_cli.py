@@ -1012,10 +1012,10 @@ def test_compile_reports_a_failed_worker_and_bad_jobs(capsys):
 def test_workers_lock_the_cache_folder_around_each_save(tmp_path, monkeypatch):
     from numba.core.caching import IndexDataCacheFile
 
-    from spatialhash import _compile_jobs
+    from spatialhash import _compile_jobs, _numba_internals
 
     monkeypatch.setattr(IndexDataCacheFile, "save", IndexDataCacheFile.save)  # restored
-    _compile_jobs._lock_cache_saves()
+    _numba_internals.lock_cache_saves(_compile_jobs.LOCK_NAME)
     cache_file = IndexDataCacheFile(str(tmp_path), "kernel-1", ("stamp", 1))
     cache_file.save(("signature", 1), {"code": b"x"})
     cache_file.save(("signature", 2), {"code": b"y"})

@@ -30,12 +30,13 @@ import glob
 import hashlib
 import os
 
-from numba.core import config
-from numba.core.caching import _CacheLocator, _SourceFileBackedLocatorMixin
+from numba import config
+
+from ._numba_internals import CacheLocatorBase
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 #: The files that hold compiled code, relative to the package (glob patterns).
-_COMPILED_SOURCES = ("_config.py", os.path.join("_kernels", "*.py"),
+_COMPILED_SOURCES = ("_config.py", "_numba_internals.py", os.path.join("_kernels", "*.py"),
                      os.path.join("demos", "_*kernels.py"))
 
 
@@ -58,7 +59,7 @@ def _hash_sources(sources: tuple) -> bytes:
     return digest.digest()
 
 
-class PackageCacheLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
+class PackageCacheLocator(*CacheLocatorBase):
     """Cache spatialhash kernels in ``NUMBA_CACHE_DIR/spatialhash/<subpackage>``."""
 
     def __init__(self, py_func, py_file):

@@ -9,8 +9,9 @@ file; but a save reads the function's index, adds its entry, then writes the ind
 data file, and two processes saving two signatures of one function at once could each
 write an index without the other's entry, or both pick the same data file name. The
 workers therefore hold an exclusive lock on a file in the cache folder around every save
-(`_lock_cache_saves`). Where that lock cannot be had (no ``fcntl``, or a numba whose cache
-class has changed) the command runs the calls in its own process instead.
+(`_numba_internals.lock_cache_saves`). Where that lock cannot be had (no ``fcntl``, or a
+numba whose cache class has changed) the command runs the calls in its own process
+instead.
 
 After the workers, the command runs every call once more in its own process: each kernel
 must then load from the cache, and one that does not (a worker killed, say) is compiled
@@ -20,7 +21,6 @@ there, so the cache ends complete whatever happened in the workers.
 from __future__ import annotations
 
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -35,33 +35,9 @@ LOCK_NAME = ".spatialhash-compile.lock"
 
 def can_run_jobs() -> bool:
     """Whether workers can lock the cache around their saves here."""
-    try:
-        import fcntl  # noqa: F401
+    from ._numba_internals import can_lock_cache_saves
 
-        from numba.core.caching import IndexDataCacheFile
-    except ImportError:
-        return False
-    return callable(getattr(IndexDataCacheFile, "save", None))
-
-
-def _lock_cache_saves() -> None:
-    """Make every numba cache save in this process hold an exclusive lock on
-    `LOCK_NAME` in the folder it writes to (see the module docstring)."""
-    import fcntl
-
-    from numba.core.caching import IndexDataCacheFile
-
-    save = IndexDataCacheFile.save
-
-    def locked_save(self, key, data):
-        with open(os.path.join(self._cache_path, LOCK_NAME), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                save(self, key, data)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-
-    IndexDataCacheFile.save = locked_save
+    return can_lock_cache_saves()
 
 
 def run_groups(groups: list[str], n_jobs: int, seed: int,
@@ -123,8 +99,10 @@ def run_groups(groups: list[str], n_jobs: int, seed: int,
 
 def _worker(group: str, seed: int) -> None:
     """Run one group's calls, printing a JSON line per call and one of cache counts."""
-    _lock_cache_saves()
+    from ._numba_internals import lock_cache_saves
     from ._warmup import CALL_GROUPS, cache_counts
+
+    lock_cache_saves(LOCK_NAME)
 
     for name, call in CALL_GROUPS[group](seed):
         start = time.perf_counter()

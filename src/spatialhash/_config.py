@@ -9,13 +9,11 @@ plain-NumPy oracles that use the same arithmetic, and reassociation would break 
 from __future__ import annotations
 
 import os
-import sys
 import threading
 
 import numba
-from numba.core import types
 
-from . import _compile_notice, _threads
+from . import _compile_notice, _numba_internals, _threads
 
 # On the 2-core development machine the OpenMP layer starts a parallel region in 4.7 us
 # back to back and 72 us after 5 ms idle; the workqueue layer takes 30 us and 263 us
@@ -38,68 +36,19 @@ _JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": False, "error_model": 
 
 def jit(func):
     """Compile ``func`` as a sequential, cached numba kernel."""
-    return _recovering_from_damaged_cache(
-        _without_literal_specializations(numba.njit(**_JIT_OPTIONS)(func)))
+    return _kernel(numba.njit(**_JIT_OPTIONS)(func))
 
 
 def jit_parallel(func):
     """Compile ``func`` as a cached numba kernel whose ``prange`` loops run on all threads."""
-    return _recovering_from_damaged_cache(
-        _without_literal_specializations(numba.njit(parallel=True, **_JIT_OPTIONS)(func)))
+    return _kernel(numba.njit(parallel=True, **_JIT_OPTIONS)(func))
 
 
-def _recovering_from_damaged_cache(dispatcher):
-    """Make a damaged cache file of ``dispatcher`` cost a recompile, not every later call.
-
-    Numba loads a cached kernel by unpickling its index (``.nbi``) and data (``.nbc``)
-    files; a truncated or zeroed file (a full disk, a killed process, a bad copy) raises
-    from the unpickling on every call, in every process, until someone deletes it. Here a
-    failed load says so in one line on stderr, empties the kernel's index (numba's
-    ``flush``: the next save writes a good one, and the bad data file is overwritten or no
-    longer read) and returns nothing, so numba compiles the kernel and saves it again.
-    Checked against numba 0.59-0.68 (``Dispatcher._cache``, ``Cache.load_overload``).
-    """
-    cache = getattr(dispatcher, "_cache", None)
-    load = getattr(cache, "load_overload", None)
-    if load is None:
-        return dispatcher
-
-    def load_overload(sig, target_context):
-        try:
-            return load(sig, target_context)
-        except Exception as error:  # noqa: BLE001 (any unpickling failure, by design)
-            name = getattr(dispatcher.py_func, "__qualname__", "a kernel")
-            print(f"spatialhash: numba's cache entry for {name} in {cache.cache_path} could "
-                  f"not be read ({type(error).__name__}: {error}); compiling it again and "
-                  "replacing the entry.", file=sys.stderr, flush=True)
-            try:
-                cache.flush()
-            except OSError:
-                pass  # a read-only cache: numba compiles in memory and cannot save
-            return None
-
-    cache.load_overload = load_overload
-    return dispatcher
-
-
-def _without_literal_specializations(dispatcher):
-    """Make calls from other kernels compile ``dispatcher`` for plain types only.
-
-    Numba types a constant argument in a call between kernels as a literal
-    (``Literal[bool](True)``, ``Literal[int](32)``) and compiles a separate specialization
-    of the callee for it: `pairs.pairs_scan_cells_gathered`, called with a flag, with
-    ``True`` and with ``False``, was compiled three times, 8 to 13 s each on a cold
-    cache. Literal types buy nothing here (no kernel uses ``numba.literally``), so calls
-    are typed with the literals widened to their plain types, as calls from Python are.
-    """
-    get_call_template = dispatcher.get_call_template
-
-    def call_template(args, kws):
-        return get_call_template(tuple(types.unliteral(arg) for arg in args),
-                                 {name: types.unliteral(arg) for name, arg in kws.items()})
-
-    dispatcher.get_call_template = call_template
-    return dispatcher
+def _kernel(dispatcher):
+    """``dispatcher`` called from other kernels without literal types, and recovering from
+    a damaged cache entry (`_numba_internals`)."""
+    return _numba_internals.recover_from_damaged_cache(
+        _numba_internals.type_calls_without_literals(dispatcher))
 
 
 def check_n_threads(n_threads: int | None) -> int | None:

@@ -46,9 +46,9 @@ def threading_layer() -> str:
     try:
         # numba names its layer only once its thread pool has started; starting it costs
         # a few milliseconds and compiles nothing.
-        from numba.np.ufunc import parallel
+        from .._numba_internals import launch_threads
 
-        parallel._launch_threads()
+        launch_threads()
         return numba.threading_layer()
     except Exception as error:  # report, never fail: this is a diagnostic
         return f"unavailable ({error})"
@@ -58,8 +58,9 @@ def kernel_cache() -> tuple[str, int]:
     """Where spatialhash's kernels are cached, and how many are (one index file each)."""
     try:
         from .._kernels import pairs
+        from .._numba_internals import cache_folder
 
-        folder = Path(pairs.pairs_parts._cache._cache_path)
+        folder = Path(cache_folder(pairs.pairs_parts))
     except Exception as error:  # numba internals: report, never fail
         return f"unknown ({error})", 0
     return str(folder), len(list(folder.glob("*.nbi"))) if folder.is_dir() else 0

@@ -31,6 +31,8 @@ from numba import typeof
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
+from .._numba_internals import compiled_address
+
 #: Targets made so far, by (kernel, key) (see `kernel_target`): making one compiles or
 #: loads the kernel, and looks its address up.
 _targets: dict = {}
@@ -55,11 +57,8 @@ def kernel_target(kernel, args, key) -> np.ndarray:
     target = _targets.get((kernel, key))
     if target is None:
         arg_types = tuple(typeof(arg) for arg in args)
-        kernel.compile(arg_types)
-        compiled = kernel.overloads[arg_types]
-        address = compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
-        target = np.array([address, _tag(arg_types, compiled.signature.return_type)],
-                          dtype=np.int64)
+        address, return_type = compiled_address(kernel, arg_types)
+        target = np.array([address, _tag(arg_types, return_type)], dtype=np.int64)
         target.setflags(write=False)
         _targets[(kernel, key)] = target
     return target
