@@ -79,8 +79,8 @@ class ContactSearch:
         sorted by packed cell key, neighbouring cells found by binary search; ``"brute"``:
         every pair compared.
     n_threads : int, optional
-        Threads of the library's grid (``"hash"``); default numba's, -1 for all. The two
-        baselines run on one thread.
+        Threads of the library's grid (``"hash"``); default the library's (it follows the
+        load), -1 for all. The two baselines run on one thread.
     """
 
     def __init__(self, method: str = "hash", n_threads: int | None = None) -> None:
@@ -134,7 +134,8 @@ def find_contacts(positions, radii, search: str = "hash",
     search : {"hash", "sorted", "brute"}, default "hash"
         The search to use; all three return the same pairs.
     n_threads : int, optional
-        Threads of the library's grid (``"hash"``); default numba's, -1 for all.
+        Threads of the library's grid (``"hash"``); default the library's (it follows the
+        load), -1 for all.
 
     Returns
     -------
@@ -198,8 +199,9 @@ class ParticleSystem:
     n_iterations : int, default 1
         Gauss-Seidel sweeps over the pairs per substep.
     n_threads : int, optional
-        Threads of the library's grids (the hash search, `max_overlap`); default numba's,
-        -1 for all. The solver and the baseline searches run on one thread.
+        Threads of the library's grids (the hash search, `max_overlap`); default the
+        library's (it follows the load), -1 for all. The solver and the baseline searches
+        run on one thread.
     """
 
     def __init__(self, n_particles: int = 5000, *, seed: int = 0, search: str = "hash",
