@@ -11,33 +11,30 @@ format the output's extension names:
 - ``.parquet``: one column per field (needs pyarrow).
 
 The file is written under a temporary name beside the output, the *partial file*
-``.NAME.pidPID.XXXXXXXX.partial.EXT`` (``NAME`` the output's name, ``PID`` the writing
-process, ``XXXXXXXX`` random, ``EXT`` the output's extension), and renamed onto the output
-only when the last chunk is in: a run that fails or is interrupted leaves neither a partial
-output nor a partial file. Ctrl-C arrives as `KeyboardInterrupt`; SIGTERM and SIGHUP, where
-left at their default action (which ends the process on the spot), are turned into
-`Terminated` for the duration of the write, so the partial file is removed on the way out
-too. A process killed
-outright (SIGKILL, a crash, a power cut) leaves its partial file behind: the next write of
-the same output removes every such file whose process no longer exists, and says so.
+``.NAME.pidPID.XXXXXXXX.partial.EXT`` of `spatialhash._io.atomic_path`, and renamed onto
+the output only when the last chunk is in: a run that fails or is interrupted leaves
+neither a partial output nor a partial file. Ctrl-C arrives as `KeyboardInterrupt`;
+SIGTERM and SIGHUP, where left at their default action (which ends the process on the
+spot), are turned into `Terminated` for the duration of the write, so the partial file is
+removed on the way out too. A process killed outright (SIGKILL, a crash, a power cut)
+leaves its partial file behind: the next write of the same output removes every such file
+whose process no longer exists (`spatialhash._io.remove_stale_partials`), and says so.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import struct
 import sys
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from .._io import _current_umask
+from .._io import atomic_path, remove_stale_partials
 from .common import EXIT_FAILURE, CommandError, Terminated, optional_import
 from .readers import check_extension
 
@@ -122,7 +119,7 @@ def write_table(path: str, fields: Fields, chunks: Iterable[Sequence[np.ndarray]
     try:
         with _signals_end_the_write():
             _report_removed(prog, Path(path).name, remove_stale_partials(path))
-            with partial_path(path) as temporary:
+            with atomic_path(path) as temporary:
                 writer = writer_class(temporary, fields)
                 try:
                     for chunk in chunks:
@@ -133,102 +130,6 @@ def write_table(path: str, fields: Fields, chunks: Iterable[Sequence[np.ndarray]
         raise CommandError(f"{path}: could not write the output ({error}).",
                            EXIT_FAILURE) from error
     return writer.n_rows
-
-
-# ---------------------------------------------------------------------- partial files
-#: The random part of a partial file's name, as `tempfile.mkstemp` makes it.
-_RANDOM = "[a-z0-9_]+"
-
-
-@contextlib.contextmanager
-def partial_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield the partial file of ``path``; rename it onto ``path`` only on success.
-
-    The partial file ``.NAME.pidPID.XXXXXXXX.partial.EXT`` lies in the output's folder, so
-    the final ``os.replace`` is a rename within one file system (atomic on POSIX). If the
-    body raises (`Terminated` and `KeyboardInterrupt` included), it is removed and ``path``
-    is left as it was.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The output file. Its folder must exist.
-
-    Yields
-    ------
-    pathlib.Path
-        Where to write. It ends in the output's extension, for writers that pick a format
-        from the file name.
-    """
-    target = Path(path)
-    handle, name = tempfile.mkstemp(prefix=f".{target.name}.pid{os.getpid()}.",
-                                    suffix=f".partial{target.suffix}", dir=target.parent)
-    temporary = Path(name)
-    try:
-        os.close(handle)
-        yield temporary
-        # mkstemp creates the file readable by its owner only; give it the permissions a
-        # plain open() would (0o666 less the umask) before it takes the final name.
-        os.chmod(temporary, 0o666 & ~_current_umask())
-        os.replace(temporary, target)
-    finally:
-        temporary.unlink(missing_ok=True)
-
-
-def remove_stale_partials(path: str | os.PathLike) -> list[str]:
-    """Remove the partial files of ``path`` whose writing process no longer exists.
-
-    Only names of the form ``.NAME.pidPID.XXXXXXXX.partial.EXT`` for this output count;
-    a file whose process is alive (or cannot be asked) is left alone, as is every other
-    file. Process ids are those of this machine, so on POSIX systems only.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The output file.
-
-    Returns
-    -------
-    list of str
-        The names of the files removed, sorted.
-    """
-    if os.name != "posix":  # os.kill(pid, 0) would signal the process elsewhere
-        return []
-    target = Path(path)
-    pattern = re.compile(rf"\.{re.escape(target.name)}\.pid([1-9][0-9]*)\.{_RANDOM}"
-                         rf"\.partial{re.escape(target.suffix)}")
-    try:
-        names = os.listdir(target.parent)
-    except OSError:
-        return []
-    removed = []
-    for name in sorted(names):
-        match = pattern.fullmatch(name)
-        if match is None or _process_exists(int(match.group(1))):
-            continue
-        try:
-            (target.parent / name).unlink()
-        except FileNotFoundError:  # another run removed it first
-            continue
-        except OSError:  # not ours to remove: left as it is
-            continue
-        removed.append(name)
-    return removed
-
-
-def _process_exists(pid: int) -> bool:
-    """Whether process ``pid`` exists on this machine (signal 0 asks without sending)."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # it exists, run by another user
-        return True
-    except (OverflowError, ValueError):  # no process can have this id
-        return False
-    return True
 
 
 def _report_removed(prog: str, output_name: str, removed: list[str]) -> None:
