@@ -89,43 +89,55 @@ def _monitor(tmp_path, cpus=None):
 def test_load_monitor_counts_the_busy_time_of_others_only(tmp_path):
     monitor, stat, clock, mine = _monitor(tmp_path)
     stat.write_text(_stat([1000, 1000], [5000, 5000]))
-    assert monitor.free_cpus(2) is None  # nothing known before the first window closes
+    assert monitor.free_cpus() is None  # nothing known before the first window closes
     # One second later: both CPUs fully busy (200 ticks), of which this process used 0.5 s.
     clock.now += 1.0
     mine["seconds"] = 0.5
     stat.write_text(_stat([1100, 1100], [5000, 5000]))
-    assert monitor.free_cpus(2) == pytest.approx(0.5)
-    assert _threads.threads_for_load(2, monitor.free_cpus(2)) == 1
+    assert monitor.free_cpus() == pytest.approx(0.5)
+    assert _threads.threads_for_load(2, monitor.free_cpus()) == 1
 
 
 def test_load_monitor_sees_an_idle_machine_and_reads_at_most_once_a_window(tmp_path):
     monitor, stat, clock, mine = _monitor(tmp_path)
     stat.write_text(_stat([1000, 1000], [5000, 5000]))
-    monitor.free_cpus(2)
+    monitor.free_cpus()
     clock.now += 1.0
     mine["seconds"] = 1.6  # all the busy time is this process's
     stat.write_text(_stat([1080, 1080], [5020, 5020]))
-    assert monitor.free_cpus(2) == pytest.approx(2.0)
+    assert monitor.free_cpus() == pytest.approx(2.0)
     # Within the window the file is not read again: its new contents change nothing.
     clock.now += _threads.LOAD_SAMPLE_SECONDS / 2
     stat.write_text(_stat([5000, 5000], [5020, 5020]))
-    assert monitor.free_cpus(2) == pytest.approx(2.0)
+    assert monitor.free_cpus() == pytest.approx(2.0)
 
 
 def test_load_monitor_watches_only_the_cpus_of_the_affinity_mask(tmp_path):
     monitor, stat, clock, _ = _monitor(tmp_path, cpus={1})
     stat.write_text(_stat([1000, 1000], [5000, 5000]))
-    monitor.free_cpus(1)
+    monitor.free_cpus()
     clock.now += 1.0
     stat.write_text(_stat([1100, 1000], [5000, 5100]))  # cpu0 busy, cpu1 idle
-    assert monitor.free_cpus(1) == pytest.approx(1.0)
+    assert monitor.free_cpus() == pytest.approx(1.0)
+
+
+def test_other_programs_on_many_cpus_leave_a_quota_its_cpus(tmp_path):
+    # A container allowed 2 CPUs on an 8-CPU host half busy with other work: 4 CPUs are
+    # free, of which the quota lets the process use 2.
+    monitor, stat, clock, mine = _monitor(tmp_path)
+    stat.write_text(_stat([1000] * 8, [5000] * 8))
+    monitor.free_cpus()
+    clock.now += 1.0
+    stat.write_text(_stat([1100] * 4 + [1000] * 4, [5000] * 4 + [5100] * 4))
+    assert monitor.free_cpus() == pytest.approx(4.0)
+    assert _threads.threads_for_load(2, monitor.free_cpus()) == 2
 
 
 def test_load_monitor_without_proc_stat_knows_nothing(tmp_path):
     monitor, _, clock, _ = _monitor(tmp_path)
-    assert monitor.free_cpus(2) is None
+    assert monitor.free_cpus() is None
     clock.now += 1.0
-    assert monitor.free_cpus(2) is None
+    assert monitor.free_cpus() is None
     assert _threads.threads_for_load(2, None) == 2
 
 
@@ -139,7 +151,7 @@ def test_threads_follow_the_free_cpus(n_cpus, free, expected):
 class BusyMachine:
     """A monitor reporting that other programs use every CPU."""
 
-    def free_cpus(self, n_cpus):
+    def free_cpus(self):
         return 0.0
 
 

@@ -217,15 +217,16 @@ class LoadMonitor:
         self._last = None  # (clock, busy seconds of the CPUs, this process's seconds)
         self._free = None
 
-    def _read_busy_seconds(self) -> float | None:
-        """Busy seconds of the watched CPUs since boot, all causes (``None``: unreadable)."""
+    def _read_busy_seconds(self) -> tuple[float, int] | None:
+        """Busy seconds since boot of the watched CPUs, all causes, and how many CPUs were
+        read (``None``: unreadable)."""
         try:
             with open(self._stat_path) as stat:
                 lines = stat.read().splitlines()
         except OSError:
             return None
         busy_ticks = 0
-        found = False
+        n_read = 0
         for line in lines:
             name, _, values = line.partition(" ")
             if not name.startswith("cpu") or name == "cpu":
@@ -236,11 +237,12 @@ class LoadMonitor:
             # user nice system idle iowait irq softirq steal [guest guest_nice]: guest time
             # is already in user and nice.
             busy_ticks += sum(fields[:8]) - fields[3] - fields[4]
-            found = True
-        return busy_ticks * self._tick_seconds if found else None
+            n_read += 1
+        return (busy_ticks * self._tick_seconds, n_read) if n_read else None
 
-    def free_cpus(self, n_cpus: int) -> float | None:
-        """CPUs of ``n_cpus`` that other programs left free in the last window, or ``None``."""
+    def free_cpus(self) -> float | None:
+        """CPUs of the watched ones that other programs left free in the last window, or
+        ``None``. (A container's CPU quota may allow fewer: the caller caps the count.)"""
         now = self._clock()
         last = self._last
         if last is not None and now - last[0] < LOAD_SAMPLE_SECONDS:
@@ -248,13 +250,14 @@ class LoadMonitor:
         if not self._lock.acquire(blocking=False):
             return self._free  # another thread is reading: use the last answer
         try:
-            busy = self._read_busy_seconds()
-            if busy is None:
+            reading = self._read_busy_seconds()
+            if reading is None:
                 return None
+            busy, n_read = reading
             mine = self._process_seconds()
             if last is not None:
                 others = (busy - last[1]) - (mine - last[2])
-                self._free = n_cpus - max(0.0, others / (now - last[0]))
+                self._free = n_read - max(0.0, others / (now - last[0]))
             self._last = (now, busy, mine)
             return self._free
         finally:
@@ -292,5 +295,5 @@ def default_n_threads(current: int | None = None) -> int:
     n_threads = min(current, process_cpus())
     if n_threads > 1 and adapts_to_load():
         n_threads = min(n_threads,
-                        threads_for_load(n_threads, _load_monitor().free_cpus(process_cpus())))
+                        threads_for_load(n_threads, _load_monitor().free_cpus()))
     return n_threads
