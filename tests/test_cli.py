@@ -1277,3 +1277,29 @@ def test_garbage_parquet_is_one_line(tmp_path, capsys, tail):
     assert re.fullmatch(re.escape(f"spatialhash pairs: error: {source}: not a valid .parquet "
                                   "file (") + r".+[^.]\)\.\n", err), repr(err)
     assert files_in(tmp_path) == {"x.parquet"}
+
+
+@pytest.mark.parametrize("interruption", ["Terminated", "KeyboardInterrupt"])
+def test_a_signal_just_after_the_partial_file_is_made_leaves_nothing(tmp_path, monkeypatch,
+                                                                      interruption):
+    # The partial file exists from mkstemp's return on, before atomic_path's guard: a
+    # signal there left it behind (seen under load in the subprocess test above).
+    import signal
+    import tempfile
+
+    from spatialhash import _io
+
+    real_mkstemp = tempfile.mkstemp
+    error = (common.Terminated(signal.SIGTERM) if interruption == "Terminated"
+             else KeyboardInterrupt())
+
+    def mkstemp_then_signal(*args, **kwargs):
+        real_mkstemp(*args, **kwargs)
+        raise error
+
+    monkeypatch.setattr(_io.tempfile, "mkstemp", mkstemp_then_signal)
+    output = tmp_path / "out.csv"
+    with pytest.raises(type(error)):
+        writers.write_table(str(output), [("i", np.dtype(np.int64))],
+                            [[np.arange(3, dtype=np.int64)]])
+    assert files_in(tmp_path) == set()

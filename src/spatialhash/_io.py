@@ -71,6 +71,23 @@ def remove_stale_partials(path: str | os.PathLike) -> list[str]:
     """
     if os.name != "posix":  # os.kill(pid, 0) would signal the process elsewhere
         return []
+    return _remove_partials(path, lambda pid: not _process_exists(pid))
+
+
+def remove_own_partials(path: str | os.PathLike) -> list[str]:
+    """Remove the partial files of ``path`` that this process made.
+
+    `atomic_path` removes its own on the way out; this is for an exception raised by a
+    signal handler before `atomic_path` could take charge of the file it had just made
+    (between ``mkstemp`` and its ``try``).
+    """
+    own = os.getpid()
+    return _remove_partials(path, lambda pid: pid == own)
+
+
+def _remove_partials(path: str | os.PathLike, doomed) -> list[str]:
+    """Remove the partial files of ``path`` whose writer's process id ``doomed(pid)``
+    accepts; return their names, sorted."""
     target = Path(path)
     pattern = re.compile(rf"\.{re.escape(target.name)}\.pid([1-9][0-9]*)\.{_RANDOM}"
                          rf"\.partial{re.escape(target.suffix)}")
@@ -81,7 +98,7 @@ def remove_stale_partials(path: str | os.PathLike) -> list[str]:
     removed = []
     for name in sorted(names):
         match = pattern.fullmatch(name)
-        if match is None or _process_exists(int(match.group(1))):
+        if match is None or not doomed(int(match.group(1))):
             continue
         try:
             (target.parent / name).unlink()

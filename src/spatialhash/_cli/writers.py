@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io import atomic_path, remove_stale_partials
+from .._io import atomic_path, remove_own_partials, remove_stale_partials
 from .common import EXIT_FAILURE, CommandError, Terminated, optional_import
 from .readers import check_extension
 
@@ -126,6 +126,11 @@ def write_table(path: str, fields: Fields, chunks: Iterable[Sequence[np.ndarray]
                         writer.write(chunk)
                 finally:
                     writer.close()
+    except (Terminated, KeyboardInterrupt):
+        # A signal right after the partial file was made, before `atomic_path` guarded
+        # it, leaves it behind: its name carries this process's id.
+        remove_own_partials(path)
+        raise
     except OSError as error:
         raise CommandError(f"{path}: could not write the output ({error}).",
                            EXIT_FAILURE) from error
