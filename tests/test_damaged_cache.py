@@ -1,8 +1,8 @@
 """A damaged numba cache file costs one recompile and one line on stderr, not every call.
 
 A kernel made with `spatialhash._config.jit` lives in a module of its own under a temporary
-folder, with its cache in another (``NUMBA_CACHE_DIR``): each process below is a new user
-session that loads (or compiles) it.
+folder, with its cache in another (``NUMBA_CACHE_DIR``): each process below loads (or
+compiles) it as a new user's would.
 """
 
 from __future__ import annotations

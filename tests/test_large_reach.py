@@ -132,7 +132,7 @@ def test_radius_sweep_on_sparse_grids_in_bounded_memory():
     """r from 1e-3 to 1e15 (and 3e9) on sparse grids in 3-D and 2-D, in a process whose
     address space is capped at `HEADROOM_BYTES` above its needs after the first queries:
     every answer equals the oracle's. Got: MemoryError, "array is too big", or a crash of
-    the process for some radii (the subprocess keeps a crash out of the test session).
+    the process for some radii (the subprocess keeps a crash out of the test run).
     """
     result = subprocess.run(
         [sys.executable, "-c", SWEEP, str(Path(__file__).parent), str(HEADROOM_BYTES)],
