@@ -19,6 +19,15 @@ import pytest
 from spatialhash import Grid, _config, _threads
 
 
+@pytest.fixture(autouse=True)
+def setting_read_afresh():
+    """``SPATIALHASH_ADAPT_THREADS`` read again in each test, and after it (when the
+    environment is back as it was)."""
+    _threads.adapts_to_load.cache_clear()
+    yield
+    _threads.adapts_to_load.cache_clear()
+
+
 # ---------------------------------------------------------------------- usable CPUs
 @pytest.mark.parametrize(("affinity", "limit", "expected"), [
     (8, None, 8), (8, 2.0, 2), (8, 1.5, 2), (4, 0.5, 1), (2, 16.0, 2), (1, None, 1),
@@ -177,6 +186,7 @@ def test_following_the_load_can_be_switched_off(busy_machine, monkeypatch):
     monkeypatch.setenv("SPATIALHASH_ADAPT_THREADS", "0")
     assert _threads.default_n_threads(2) == 2
     monkeypatch.setenv("SPATIALHASH_ADAPT_THREADS", "1")
+    _threads.adapts_to_load.cache_clear()  # the setting is read once
     assert _threads.default_n_threads(2) == 1
 
 

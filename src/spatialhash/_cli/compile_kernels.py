@@ -66,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
     # multi-threaded paths compile.
     os.environ["SPATIALHASH_COMPILE_NOTICE"] = "0"
     os.environ["SPATIALHASH_ADAPT_THREADS"] = "0"
+    from .._threads import adapts_to_load
+
+    adapts_to_load.cache_clear()
     n_jobs = args.jobs if args.jobs is not None else _default_jobs(len(CALL_GROUPS))
     if n_jobs > 1 and not _compile_jobs.can_run_jobs():
         n_jobs = 1  # no lock for the workers' cache saves here: one process
