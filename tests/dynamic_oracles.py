@@ -1,7 +1,7 @@
 """Brute-force references for the dynamic hash: a plain dict of shapes and plain geometry.
 
-The arithmetic is the kernels' (`_kernels/dynamic_pairs.py`, `dynamic_query.py`,
-`dynamic_ray.py`): coordinates padded to three axes with zeros, a sphere's bounding box
+The arithmetic is the kernels' (`dynamic/_kernels/pairs.py`, `query.py`,
+`ray.py`): coordinates padded to three axes with zeros, a sphere's bounding box
 ``c - r .. c + r`` on the real axes, squared distances summed ``x, y, z`` in that order and
 compared with ``r * r``; so on exact (dyadic) inputs every boundary case agrees bit for bit.
 """

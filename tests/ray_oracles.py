@@ -1,7 +1,7 @@
 """Brute-force references for rays: the cells a segment passes through (exact rationals) and
 ray-sphere intersection over every sphere (plain NumPy, the kernels' arithmetic).
 
-Ray-sphere arithmetic, as in ``_kernels/ray.py``: the direction is divided by its largest
+Ray-sphere arithmetic, as in ``grid/_kernels/ray.py``: the direction is divided by its largest
 component and then by its norm ``sqrt(dx*dx + dy*dy + dz*dz)`` once; per sphere
 ``m = origin - center`` per axis and ``c = (mx*mx + my*my + mz*mz) - r*r``; ``c <= 0`` (the
 origin in the closed ball) is a hit at ``t = 0``; otherwise ``b = mx*dx + my*dy + mz*dz``,

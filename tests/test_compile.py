@@ -16,14 +16,17 @@ import numpy as np
 from numba.core import types
 from numba.core.registry import CPUDispatcher
 
-import spatialhash._kernels as kernel_package
 from spatialhash import DynamicHash, Grid
+from spatialhash._warmup import KERNEL_PACKAGES
 from spatialhash.demos import _cloth_kernels, _particle_kernels
 
 
 def _dispatchers():
-    modules = [importlib.import_module(f"{kernel_package.__name__}.{info.name}")
-               for info in pkgutil.iter_modules(kernel_package.__path__)]
+    modules = []
+    for package_name in KERNEL_PACKAGES:
+        package = importlib.import_module(package_name)
+        modules += [importlib.import_module(f"{package_name}.{info.name}")
+                    for info in pkgutil.iter_modules(package.__path__)]
     for module in [*modules, _cloth_kernels, _particle_kernels]:
         for name, value in vars(module).items():
             if isinstance(value, CPUDispatcher) and value.__module__ == module.__name__:

@@ -30,10 +30,10 @@ def _compile(listener, module_name, nested=()):
 
 
 @pytest.mark.parametrize(("module_name", "family"), [
-    ("spatialhash._kernels.pairs", "the pair search"),
-    ("spatialhash._kernels.build_parallel", "the grid build"),
-    ("spatialhash._kernels.dynamic_sort", "the dynamic hash"),
-    ("spatialhash._kernels.knn", "k-nearest queries"),
+    ("spatialhash.grid._kernels.pairs", "the pair search"),
+    ("spatialhash.grid._kernels.build_parallel", "the grid build"),
+    ("spatialhash.dynamic._kernels.sort", "the dynamic hash"),
+    ("spatialhash.grid._kernels.knn", "k-nearest queries"),
     ("spatialhash.demos._cloth_kernels", "the cloth demo"),
     ("spatialhash._kernels.something_new", "spatialhash's kernels"),
     ("numba.np.arraymath", None),
@@ -47,11 +47,11 @@ def test_one_line_per_family_and_none_for_nested_or_foreign_compiles(monkeypatch
     monkeypatch.delenv("SPATIALHASH_COMPILE_NOTICE", raising=False)
     stream = io.StringIO()
     listener = _compile_notice.CompileNotices(stream)
-    _compile(listener, "spatialhash._kernels.pairs",
+    _compile(listener, "spatialhash.grid._kernels.pairs",
              nested=["spatialhash._kernels.cells", "numba.np.arraymath"])
-    _compile(listener, "spatialhash._kernels.pairs")
+    _compile(listener, "spatialhash.grid._kernels.pairs")
     _compile(listener, "numba.np.arraymath")
-    _compile(listener, "spatialhash._kernels.knn")
+    _compile(listener, "spatialhash.grid._kernels.knn")
     lines = stream.getvalue().splitlines()
     assert lines == [_compile_notice.notice("the pair search"),
                      _compile_notice.notice("k-nearest queries")]
@@ -63,7 +63,7 @@ def test_the_notice_can_be_switched_off(monkeypatch):
     monkeypatch.setenv("SPATIALHASH_COMPILE_NOTICE", "0")
     stream = io.StringIO()
     listener = _compile_notice.CompileNotices(stream)
-    _compile(listener, "spatialhash._kernels.pairs")
+    _compile(listener, "spatialhash.grid._kernels.pairs")
     assert stream.getvalue() == ""
 
 

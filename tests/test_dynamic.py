@@ -12,7 +12,7 @@ import pytest
 import dynamic_oracles as oracle
 from spatialhash import DynamicHash, Hits, UnknownIdError
 from spatialhash._config import threads
-from spatialhash._dynamic_validation import ALL_BITS
+from spatialhash.dynamic._validation import ALL_BITS
 
 
 def model_of(hash_: DynamicHash, shapes: dict) -> dict:
@@ -217,7 +217,7 @@ def mixed_scene(seed: int, n: int, filters: bool = True) -> tuple[DynamicHash, d
 
 @pytest.mark.parametrize("seed", range(3))
 def test_pairs_parallel_and_sequential_sweeps_give_identical_rows(monkeypatch, seed):
-    import spatialhash.dynamic as dynamic_module
+    import spatialhash.dynamic._hash as dynamic_module
 
     hash_, model = mixed_scene(seed, 600)
     monkeypatch.setattr(dynamic_module, "PARALLEL_MIN_ENTRIES", 0)
@@ -242,8 +242,8 @@ def test_cross_level_pairs_from_either_side_and_by_scans(monkeypatch, seed, sett
     look up the coarser cells they cover) or the coarser side (its objects read the finer
     cells they cover, or every entry when they cover too many): each choice must give
     the oracle's pairs, in the same rows for any thread count."""
-    import spatialhash.dynamic as dynamic_module
-    from spatialhash._kernels import dynamic_pairs
+    import spatialhash.dynamic._hash as dynamic_module
+    from spatialhash.dynamic._kernels import pairs as dynamic_pairs
 
     weight, ratio = CROSS_SETTINGS[setting]
     monkeypatch.setattr(dynamic_module, "CROSS_INVERT_WEIGHT", weight)
@@ -276,7 +276,7 @@ def test_cross_level_pairs_from_either_side_and_by_scans(monkeypatch, seed, sett
 def reference_sort(meta, spheres, n_buckets, min_level):
     """Entry codes of the objects at ``min_level`` or above, stably sorted by bucket (slot,
     then cell order inside a bucket), and the bucket starts: what `dynamic_sort` must give."""
-    from spatialhash._kernels import dynamic_pairs as kernels
+    from spatialhash.dynamic._kernels import pairs as kernels
 
     buckets, codes = [], []
     for slot in np.flatnonzero(meta[:, 0] >= min_level):
@@ -301,7 +301,7 @@ def test_entry_sort_is_the_same_for_any_chunk_count(n_buckets):
     2**14 in 2**16), then sorts each part; a stable sort has one answer, so any cut (and
     the parallel driver) must give it, free slots, empty chunks and empty buckets
     included."""
-    from spatialhash._kernels import dynamic_sort
+    from spatialhash.dynamic._kernels import sort as dynamic_sort
 
     hash_, _ = mixed_scene(5, 500)
     hash_.remove_many(np.arange(0, 500, 9))  # free slots inside the chunks
@@ -339,7 +339,7 @@ def test_bulk_moves_on_all_threads_leave_the_same_storage(monkeypatch, seed):
     """A bulk move of most objects (bucket lists dropped) runs on all threads from
     `PARALLEL_MIN_MOVES` objects; it must leave every array as the sequential move does:
     rows, levels, counts per level and boxes of cells (min/max, sums)."""
-    import spatialhash.dynamic as dynamic_module
+    import spatialhash.dynamic._hash as dynamic_module
 
     ids = np.arange(400)
     worlds = []
@@ -376,8 +376,8 @@ def test_bucket_lists_rebuilt_in_parts_equal_the_sequential_rebuild(seed):
     """`relink_all_parallel` cuts the buckets into parts, one thread each: any number of
     parts must give the lists (heads and links, both ways) and boxes of cells of
     `relink_all`, which a fresh build by inserts also gives."""
-    from spatialhash._kernels import dynamic as storage_kernels
-    from spatialhash._kernels import dynamic_move
+    from spatialhash.dynamic._kernels import move as dynamic_move
+    from spatialhash.dynamic._kernels import storage as storage_kernels
 
     hash_, _ = mixed_scene(seed, 400)
     hash_.query_box([0, 0, 0], [1, 1, 1])  # lists linked by the inserts, one by one
@@ -591,8 +591,8 @@ def test_kept_sort_equals_a_fresh_sort_after_random_histories(monkeypatch, seed,
     codes and starts of a sort from scratch, after any history, with either driver for the
     sorts from scratch (forced by the thresholds), and so give the same rows as a twin
     hash that always sorts from scratch."""
-    import spatialhash.dynamic as dynamic_module
-    from spatialhash._kernels import dynamic_sort
+    import spatialhash.dynamic._hash as dynamic_module
+    from spatialhash.dynamic._kernels import sort as dynamic_sort
 
     monkeypatch.setattr(dynamic_module, "PARALLEL_MIN_ENTRIES", 0 if parallel else 2**62)
     merged = []
@@ -685,8 +685,8 @@ def test_kept_sort_falls_back_when_the_lowest_level_changes(monkeypatch):
     """The coarse sort holds the entries above the lowest non-empty level: when that
     level changes (a point joins big boxes, then leaves), the kept sort is dropped and
     the sort redone; clear and growth drop it without trying."""
-    import spatialhash.dynamic as dynamic_module
-    from spatialhash._kernels import dynamic_sort
+    import spatialhash.dynamic._hash as dynamic_module
+    from spatialhash.dynamic._kernels import sort as dynamic_sort
 
     monkeypatch.setattr(dynamic_module, "SORT_UPDATE_FRACTION", math.inf)
     results = []

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import spatialhash
+import spatialhash.grid._grid as grid_module
 from spatialhash import Grid, Neighbors, Pairs
 
 import oracles
@@ -304,7 +305,7 @@ def test_sparse_grids_answer_every_query_as_dense_ones(n_dims, box, n_threads, m
 
     dense_grid, dense = every_query()
     assert dense_grid.state.dense_lookup.shape[0] > 0
-    monkeypatch.setattr(spatialhash.grid.build, "max_dense_cells", lambda n_points: 0.0)
+    monkeypatch.setattr(grid_module.build, "max_dense_cells", lambda n_points: 0.0)
     sparse_grid, sparse = every_query()
     assert sparse_grid.state.dense_lookup.shape[0] == 0 and sparse_grid.state.hash_ids.size
     assert len(dense[0]) > 100 and len(dense[4]) > 100
@@ -447,8 +448,8 @@ def test_read_only_points_are_built_from_a_copy(n_dims):
     copied, so that no build kernel is compiled again for read-only arrays."""
     from numba.core import types
 
-    from spatialhash._kernels import build
     from spatialhash._validation import grid_points
+    from spatialhash.grid._kernels import build
 
     points = np.random.default_rng(14).random((300, n_dims))
     open_box = np.full(3, np.inf)
@@ -507,7 +508,7 @@ def test_one_dimensional_points():
 
 
 # ---------------------------------------------------------------------- threads, pickling
-#: (threads, settings of `spatialhash.grid`) for every path a query can take: pairs by
+#: (threads, settings of `spatialhash.grid._grid`) for every path a query can take: pairs by
 #: regions of cells on one thread and on two, with rows sized from a sampled count, with
 #: every region overflowing its rows
 #: (redone alone), in one pass into outputs that grow (from one row: many times), and the
@@ -548,7 +549,7 @@ def test_outputs_identical_on_every_path_and_thread_count(box, monkeypatch):
         with monkeypatch.context() as patch:
             for name, value in settings.items():
                 module, _, name = name.rpartition(".")
-                target = getattr(spatialhash.grid, module) if module else spatialhash.grid
+                target = getattr(grid_module, module) if module else grid_module
                 patch.setattr(target, name, value)
             outputs.append(_every_query(points, queries, radii, box, n_threads))
     assert len(outputs[0][2]) > 1000  # enough work to be split over threads
@@ -650,7 +651,7 @@ def test_int64_indices_give_the_int32_answers(box, outlier, monkeypatch):
     for n_threads in (1, 2):
         expected = _every_query(points, queries, radii, box, n_threads)
         with monkeypatch.context() as patch:
-            patch.setattr(spatialhash.grid, "_INT32_MAX", 0)
+            patch.setattr(grid_module, "_INT32_MAX", 0)
             got = _every_query(points, queries, radii, box, n_threads)
         for index, (want, have) in enumerate(zip(expected, got, strict=True)):
             if want.dtype == np.int32:

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from spatialhash import Grid
-from spatialhash._kernels import indirect, radius
+from spatialhash._kernels import indirect
+from spatialhash.grid._kernels import radius
 
 
 def _radius_inputs(index_dtype):

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import ray_oracles
 from spatialhash import Grid, Neighbors, RayHits
-from spatialhash._kernels import ray as ray_kernels
 from spatialhash._validation import as_rays
+from spatialhash.grid._kernels import ray as ray_kernels
 
 
 def expected(points, radii, origins, directions, max_distance=np.inf):
@@ -166,7 +166,7 @@ LATTICE = np.array([[x, y, z] for x in range(4) for y in range(4) for z in range
 
 def test_ray_along_a_cell_face():
     # Rays in the planes y == 0 (the grid's lowest face), y == 1.5 and z == 2 (faces: the
-    # cell size is 0.5 enlarged by 2**-20, see grid.py, so faces are taken from the state),
+    # cell size is 0.5 enlarged by 2**-20, see grid/_grid.py, so faces are taken from the state),
     # grazing spheres centred on both sides.
     grid = Grid(LATTICE, 0.5)
     size = grid.state.cell_size[1]

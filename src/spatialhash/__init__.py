@@ -74,9 +74,9 @@ def _cell_size_for_reach(coords, reach: float, box, periodic) -> float:
     axis), and finite: any cell size finds the same pairs, a small one more slowly."""
     import numpy as np
 
-    from ._kernels.build import pad_with_bounds
+    from ._kernels.points import pad_with_bounds
     from ._validation import as_box
-    from .grid import MAX_CELLS_PER_AXIS
+    from .grid._grid import MAX_CELLS_PER_AXIS
 
     lowest, highest, _, _ = pad_with_bounds(np.ascontiguousarray(coords),
                                          np.empty((0, 3)))

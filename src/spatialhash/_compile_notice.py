@@ -24,7 +24,8 @@ from numba.core import event
 #: Kernel module (the last part of its name) -> the family a notice names.
 FAMILIES = {
     "build": "the grid build", "build_parallel": "the grid build", "cells": "the grid build",
-    "state": "the grid build", "indirect": "the grid build",
+    "state": "the grid build", "indirect": "the grid build", "points": "the grid build",
+    "heap": "k-nearest queries", "shapes": "the dynamic hash",
     "pairs": "the pair search", "radius": "radius queries", "knn": "k-nearest queries",
     "box": "box queries", "ray": "ray casts", "dda": "ray casts",
     "_cloth_kernels": "the cloth demo", "_particle_kernels": "the particle demo",
@@ -46,9 +47,9 @@ def family_of(module_name: str) -> str | None:
     """The family of a kernel defined in ``module_name``, or ``None`` if not ours."""
     if not module_name.startswith("spatialhash."):
         return None
-    last = module_name.rpartition(".")[2]
-    if last.startswith("dynamic"):
+    if module_name.startswith("spatialhash.dynamic."):
         return "the dynamic hash"
+    last = module_name.rpartition(".")[2]
     return FAMILIES.get(last, "spatialhash's kernels")
 
 

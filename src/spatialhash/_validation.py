@@ -11,9 +11,8 @@ import numbers
 
 import numpy as np
 
-from ._kernels.build import pad_columns, pad_with_bounds
-from ._kernels.cells import COORDINATE_FLOOR, COORDINATE_LIMIT
-from ._kernels.state import N_AXES
+from ._kernels.cells import COORDINATE_FLOOR, COORDINATE_LIMIT, N_AXES
+from ._kernels.points import pad_columns, pad_with_bounds
 
 
 def _describe(array: np.ndarray) -> str:

@@ -29,6 +29,11 @@ NEIGHBORS = 30
 
 Call = tuple[str, Callable[[], object]]
 
+#: The packages holding spatialhash's kernels: the shared ones, the batch grid's and the
+#: dynamic hash's.
+KERNEL_PACKAGES = ("spatialhash._kernels", "spatialhash.grid._kernels",
+                   "spatialhash.dynamic._kernels")
+
 
 def _uniform_points(n: int, n_dims: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).random((n, n_dims))
@@ -207,23 +212,25 @@ def warm_up_calls(seed: int = 0) -> list[Call]:
 
 
 def kernel_dispatchers(import_all: bool = False) -> Iterator[tuple[str, object]]:
-    """spatialhash's compiled kernels as ``("module.function", dispatcher)``, from the
-    modules of `spatialhash._kernels` imported so far, or from all of them."""
+    """spatialhash's compiled kernels as ``("package.module.function", dispatcher)``, from
+    the modules of its kernel packages (`KERNEL_PACKAGES`) imported so far, or from all
+    of them."""
     from numba.core.registry import CPUDispatcher
 
-    from . import _kernels
-
     if import_all:
-        for info in pkgutil.iter_modules(_kernels.__path__):
-            importlib.import_module(f"{_kernels.__name__}.{info.name}")
-    prefix = _kernels.__name__ + "."
+        for package_name in KERNEL_PACKAGES:
+            package = importlib.import_module(package_name)
+            for info in pkgutil.iter_modules(package.__path__):
+                importlib.import_module(f"{package_name}.{info.name}")
     for module in list(sys.modules.values()):
         name = getattr(module, "__name__", "")
-        if not name.startswith(prefix):
+        package_name = name.rpartition(".")[0]
+        if package_name not in KERNEL_PACKAGES:
             continue
+        short = name.removeprefix("spatialhash.")
         for value in vars(module).values():
             if isinstance(value, CPUDispatcher) and value.__module__ == name:
-                yield f"{name.removeprefix(prefix)}.{value.py_func.__qualname__}", value
+                yield f"{short}.{value.py_func.__qualname__}", value
 
 
 def cache_counts() -> dict[str, int]:

@@ -57,8 +57,8 @@ def threading_layer() -> str:
 def kernel_cache() -> tuple[str, int]:
     """Where spatialhash's kernels are cached, and how many are (one index file each)."""
     try:
-        from .._kernels import pairs
         from .._numba_internals import cache_folder
+        from ..grid._kernels import pairs
 
         folder = Path(cache_folder(pairs.pairs_parts))
     except Exception as error:  # numba internals: report, never fail

@@ -1,1 +1,5 @@
-"""Numba kernels: arrays and scalars in, arrays out; no validation, no public imports."""
+"""Kernels shared by the batch grid and the dynamic hash: cell arithmetic, ray traversal,
+shape tests, the k-nearest heap, point padding, and calls to a kernel by its address.
+
+Arrays and scalars in, arrays out; no validation, no public imports.
+"""

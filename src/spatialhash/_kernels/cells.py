@@ -55,6 +55,10 @@ COORDINATE_LIMIT = 1e150
 #: 2**-1022 still orders correctly against squared distances that are 0 or at least that.
 COORDINATE_FLOOR = 2.0**-458
 
+#: Kernels work in three dimensions; 1-D and 2-D points are padded with zero columns.
+#: The padded axes have one cell and never wrap, so they change no distance.
+N_AXES = 3
+
 
 @jit
 def cell_tolerance(u_magnitude):

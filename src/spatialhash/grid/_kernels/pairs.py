@@ -34,8 +34,8 @@ import math
 import numpy as np
 from numba import prange
 
-from .._config import jit, jit_parallel
-from .cells import (
+from ..._config import jit, jit_parallel
+from ..._kernels.cells import (
     RANGE_ABSOLUTE_TOLERANCE,
     RANGE_RELATIVE_TOLERANCE,
     axis_range,
@@ -48,7 +48,7 @@ from .cells import (
     runs_capacity,
     wrap_whole_axes,
 )
-from .indirect import kernel_caller
+from ..._kernels.indirect import kernel_caller
 
 #: Occupied cells handed to a thread at a time.
 CELLS_PER_CHUNK = 16

@@ -37,8 +37,8 @@ import math
 import numpy as np
 from numba import prange
 
-from .._config import jit, jit_parallel
-from .cells import (
+from ..._config import jit, jit_parallel
+from ..._kernels.cells import (
     cell_tolerance,
     floor_to_int,
     min_image,
@@ -47,7 +47,8 @@ from .cells import (
     sparse_row_slice,
     wrap_cell,
 )
-from .indirect import kernel_caller
+from ..._kernels.heap import heap_offer, heap_sort_ascending, ranks_before
+from ..._kernels.indirect import kernel_caller
 
 #: Queries handed to a thread at a time.
 QUERIES_PER_CHUNK = 64
@@ -56,64 +57,12 @@ ROW_OFFSETS = np.array([(0, 0), (0, -1), (0, 1), (-1, 0), (1, 0), (-1, -1), (-1,
                         (1, 1)], dtype=np.int64)
 
 
-@jit
-def _before(d2_a, index_a, d2_b, index_b):
-    """Whether candidate a ranks before candidate b: nearer, or as near with a smaller index."""
-    return d2_a < d2_b or (d2_a == d2_b and index_a < index_b)
 
 
-@jit
-def heap_offer(heap_d2, heap_index, size, d2, index):
-    """Offer a candidate to the max-heap of the best ``len(heap_d2)``; returns the new size."""
-    k = heap_d2.shape[0]
-    if size < k:
-        position = size
-        size += 1
-        while position > 0:
-            parent = (position - 1) // 2
-            if not _before(heap_d2[parent], heap_index[parent], d2, index):
-                break
-            heap_d2[position] = heap_d2[parent]
-            heap_index[position] = heap_index[parent]
-            position = parent
-        heap_d2[position] = d2
-        heap_index[position] = index
-        return size
-    if not _before(d2, index, heap_d2[0], heap_index[0]):
-        return size
-    _sift_down(heap_d2, heap_index, 0, size, d2, index)
-    return size
 
 
-@jit
-def _sift_down(heap_d2, heap_index, position, size, d2, index):
-    """Place ``(d2, index)`` at ``position`` and sift it down a heap of ``size`` entries."""
-    while True:
-        child = 2 * position + 1
-        if child >= size:
-            break
-        if child + 1 < size and _before(
-            heap_d2[child], heap_index[child], heap_d2[child + 1], heap_index[child + 1]
-        ):
-            child += 1
-        if not _before(d2, index, heap_d2[child], heap_index[child]):
-            break
-        heap_d2[position] = heap_d2[child]
-        heap_index[position] = heap_index[child]
-        position = child
-    heap_d2[position] = d2
-    heap_index[position] = index
 
 
-@jit
-def heap_sort_ascending(heap_d2, heap_index, size):
-    """Sort the first ``size`` heap entries in place, nearest first."""
-    for end in range(size - 1, 0, -1):
-        top_d2, top_index = heap_d2[0], heap_index[0]
-        last_d2, last_index = heap_d2[end], heap_index[end]
-        heap_d2[end] = top_d2
-        heap_index[end] = top_index
-        _sift_down(heap_d2, heap_index, 0, end, last_d2, last_index)
 
 
 @jit
@@ -296,7 +245,7 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
                 d2 = near_d2[e]
                 if d2 > max_d2:
                     continue
-                if size == k and not _before(d2, near_index[e], heap_d2[0], heap_index[0]):
+                if size == k and not ranks_before(d2, near_index[e], heap_d2[0], heap_index[0]):
                     continue
                 size = heap_offer(heap_d2, heap_index, size, d2, near_index[e])
             next_ring = 2
@@ -328,7 +277,7 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
                     if d2 > max_d2:
                         continue
                     # Most candidates lose to a full heap's worst entry: test that first.
-                    if size == k and not _before(d2, order[j], heap_d2[0], heap_index[0]):
+                    if size == k and not ranks_before(d2, order[j], heap_d2[0], heap_index[0]):
                         continue
                     size = heap_offer(heap_d2, heap_index, size, d2, order[j])
             if last_pass:

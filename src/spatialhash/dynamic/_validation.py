@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from ._validation import (
+from .._validation import (
     COORDINATE_FLOOR,
     COORDINATE_LIMIT,
     as_array,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._config import jit, jit_parallel
+from ..._config import jit, jit_parallel
 from .build import linear_cell, query_key_count, query_keys
 
 

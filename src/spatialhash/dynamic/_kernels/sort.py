@@ -45,7 +45,7 @@ result is the fresh sort, byte for byte. The merge reads and writes every code a
 changed). The whole update inside a step of the benchmark (one core, CPU time, medians of
 15, machine in a fast phase where the sort from scratch took 7.0 ms): 1.5 ms with 400
 objects changed, 2.5 ms with 4,000, 6.3 ms with 20,000 (20%: 6.6 ms from scratch), 9.9 ms
-with 40,000; hence ``SORT_UPDATE_FRACTION = 0.2`` in `dynamic.py`. The update runs on one
+with 40,000; hence ``SORT_UPDATE_FRACTION = 0.2`` in `dynamic/_hash.py`. The update runs on one
 thread (the sort from scratch on all).
 """
 
@@ -54,9 +54,8 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._config import jit, jit_parallel
-from .dynamic import CATEGORY, HI, LEVEL, LO, MASK
-from .dynamic_pairs import (
+from ..._config import jit, jit_parallel
+from .pairs import (
     ALL_BITS,
     LEVEL_FIELD,
     LEVEL_SHIFT,
@@ -65,6 +64,7 @@ from .dynamic_pairs import (
     copy_records,
     tile_bucket,
 )
+from .storage import CATEGORY, HI, LEVEL, LO, MASK
 
 
 @jit
@@ -90,7 +90,7 @@ def count_chunk(meta, begin, end):
 
 @jit
 def entry_keys(meta, spheres, mask, begin, end, e, entry_bucket, entry_code):
-    """Bucket and code (see `dynamic_pairs`) of every entry of slots ``begin .. end - 1``,
+    """Bucket and code (see `pairs.py`) of every entry of slots ``begin .. end - 1``,
     written from ``e`` on; returns the index after the last written."""
     for slot in range(begin, end):
         level = meta[slot, LEVEL]

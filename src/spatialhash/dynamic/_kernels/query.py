@@ -19,11 +19,11 @@ import math
 
 import numpy as np
 
-from .._config import jit
-from .cells import cell_tolerance, floor_to_int
-from .dynamic import CATEGORY, ENTRIES, HI, LEVEL, LO, bucket_of
-from .dynamic_pairs import box_distance2, center_distance2
-from .knn import heap_offer, heap_sort_ascending
+from ..._config import jit
+from ..._kernels.cells import cell_tolerance, floor_to_int
+from ..._kernels.heap import heap_offer, heap_sort_ascending
+from ..._kernels.shapes import box_distance2, center_distance2
+from .storage import CATEGORY, ENTRIES, HI, LEVEL, LO, bucket_of
 
 #: Query kinds.
 KIND_CELL, KIND_BOX, KIND_BALL = 0, 1, 2

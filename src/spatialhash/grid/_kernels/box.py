@@ -14,8 +14,8 @@ import math
 import numpy as np
 from numba import prange
 
-from .._config import jit, jit_parallel
-from .cells import (
+from ..._config import jit, jit_parallel
+from ..._kernels.cells import (
     axis_range,
     cell_tolerance,
     gather_runs,
@@ -24,7 +24,7 @@ from .cells import (
     runs_capacity,
     sort_row,
 )
-from .indirect import kernel_caller
+from ..._kernels.indirect import kernel_caller
 
 #: Boxes handed to a thread at a time.
 BOXES_PER_CHUNK = 16

@@ -65,14 +65,11 @@ from collections.abc import Iterator
 import numba
 import numpy as np
 
-from . import _config
-from ._kernels import box as box_kernels
-from ._kernels import build, build_parallel, indirect, knn, pairs, radius
-from ._kernels import ray as ray_kernels
-from ._kernels.cells import floor_to_int
-from ._kernels.state import N_AXES, GridState
-from ._results import KNearest, Neighbors, Pairs, RayHits
-from ._validation import (
+from .. import _config
+from .._kernels import indirect
+from .._kernels.cells import N_AXES, floor_to_int
+from .._results import KNearest, Neighbors, Pairs, RayHits
+from .._validation import (
     as_array,
     as_bounds,
     as_box,
@@ -86,6 +83,10 @@ from ._validation import (
     pad_to_3d,
     wrap_into_box,
 )
+from ._kernels import box as box_kernels
+from ._kernels import build, build_parallel, knn, pairs, radius
+from ._kernels import ray as ray_kernels
+from ._kernels.state import GridState
 
 #: ``algorithm="auto"`` uses brute force up to this many points.
 BRUTE_FORCE_MAX_POINTS = 32

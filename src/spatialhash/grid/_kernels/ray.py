@@ -42,10 +42,10 @@ import math
 import numpy as np
 from numba import prange
 
-from .._config import jit, jit_parallel
-from .cells import cell_tolerance, sparse_row_slice
-from .dda import clip_to_cells, dda_start, leave_parameter, next_axis, ray_to_cells
-from .indirect import kernel_caller
+from ..._config import jit, jit_parallel
+from ..._kernels.cells import cell_tolerance, sparse_row_slice
+from ..._kernels.dda import clip_to_cells, dda_start, leave_parameter, next_axis, ray_to_cells
+from ..._kernels.indirect import kernel_caller
 
 #: Rays handed to a thread at a time.
 RAYS_PER_CHUNK = 64

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._config import jit, jit_parallel
-from .dynamic import HI, LEVEL, LO, fit_level_cells, link_range, object_cells
+from ..._config import jit, jit_parallel
+from .storage import HI, LEVEL, LO, fit_level_cells, link_range, object_cells
 
 
 @jit

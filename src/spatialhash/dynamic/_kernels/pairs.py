@@ -1,7 +1,7 @@
 """Overlapping pairs of the dynamic hash (the broad phase), and the shape tests.
 
 Sort. Every (object, cell) entry is sorted by bucket with a counting sort
-(`dynamic_sort.py`; kept between calls and updated for the objects that changed cells), so
+(`sort.py`; kept between calls and updated for the objects that changed cells), so
 that a bucket is one contiguous run. An entry is a code, ``slot <<
 10 | level << 4 | sphere << 3 | offset``: ``offset`` has bit ``axis`` set when the cell is
 not the object's lowest on that axis. Buckets keep space local: a bucket is a hash of the
@@ -59,7 +59,7 @@ dropped in session 15, was no faster and cost 0.8-1.0 s of cold compile of its o
 
 Measured on the benchmark's 100,000 boxes (2-D, three size classes; one core of the loaded
 2-core development machine, `time.thread_time`, best of 9; the sort's figures are those of
-the count and fill it had here before `dynamic_sort.py`): count and fill 9.3 ms, copying
+the count and fill it had here before `sort.py`): count and fill 9.3 ms, copying
 the records 3.2 ms, the coarse sort 2.5 ms, same-level sweep 7.0 ms, cross-level lookups
 from the fine side 17-24 ms (425,000 candidates for 38,000 pairs), from the coarse side
 since 12-13 ms (kernel alone, medians of 11: hashing the 157,000 cells and reading their
@@ -81,60 +81,20 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .._config import jit, jit_parallel
-from .cells import floor_to_int, hash_cell
-from .dynamic import CATEGORY, LEVEL_SALT, MASK
-from .indirect import kernel_caller
+from ..._config import jit, jit_parallel
+from ..._kernels.cells import floor_to_int, hash_cell
+from ..._kernels.indirect import kernel_caller
+from ..._kernels.shapes import shapes_overlap
+from .storage import CATEGORY, LEVEL_SALT, MASK
 
-#: Every category bit (the default category and mask; see `_dynamic_validation.py`).
+#: Every category bit (the default category and mask; see `dynamic/_validation.py`).
 ALL_BITS = 0xFFFFFFFF
 
 
-@jit
-def box_distance2(px, py, pz, bounds, slot):
-    """Squared distance from point ``p`` to the closed box of ``slot`` (0 inside)."""
-    total = 0.0
-    for axis, p in enumerate((px, py, pz)):
-        lower = bounds[slot, axis]
-        upper = bounds[slot, axis + 3]
-        if p < lower:
-            d = lower - p
-        elif p > upper:
-            d = p - upper
-        else:
-            d = 0.0
-        total += d * d
-    return total
 
 
-@jit
-def center_distance2(px, py, pz, spheres, slot):
-    """Squared distance from point ``p`` to the centre of sphere ``slot``."""
-    dx = px - spheres[slot, 0]
-    dy = py - spheres[slot, 1]
-    dz = pz - spheres[slot, 2]
-    return dx * dx + dy * dy + dz * dz
 
 
-@jit
-def shapes_overlap(bounds, spheres, a, b):
-    """Whether objects ``a`` and ``b`` overlap: bounding boxes (closed), then spheres."""
-    for axis in range(3):
-        if bounds[a, axis] > bounds[b, axis + 3] or bounds[b, axis] > bounds[a, axis + 3]:
-            return False
-    radius_a = spheres[a, 3]
-    radius_b = spheres[b, 3]
-    if radius_a < 0.0 and radius_b < 0.0:
-        return True
-    if radius_a >= 0.0 and radius_b >= 0.0:
-        reach = radius_a + radius_b
-        return center_distance2(spheres[a, 0], spheres[a, 1], spheres[a, 2], spheres,
-                                b) <= reach * reach
-    if radius_a >= 0.0:
-        return box_distance2(spheres[a, 0], spheres[a, 1], spheres[a, 2], bounds,
-                             b) <= radius_a * radius_a
-    return box_distance2(spheres[b, 0], spheres[b, 1], spheres[b, 2], bounds,
-                         a) <= radius_b * radius_b
 
 
 #: Entry codes (see the module docstring): ``slot << SLOT_SHIFT | level << LEVEL_SHIFT |

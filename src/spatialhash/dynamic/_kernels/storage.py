@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._config import jit
-from .cells import COORDINATE_FLOOR, COORDINATE_LIMIT, floor_to_int, hash_cell
+from ..._config import jit
+from ..._kernels.cells import COORDINATE_FLOOR, COORDINATE_LIMIT, floor_to_int, hash_cell
 
 #: Cells an object occupies at most: two per axis.
 ENTRIES = 8
@@ -157,7 +157,7 @@ def set_cells(meta, links, head, level_count, level_cells, linked, is_placed, sl
 
     The callers flag the slot in ``changed`` (`place_one`'s caller, from its result):
     `query_pairs` keeps its sort of the entries between calls and redoes only the entries
-    of changed slots (`dynamic_sort.update_sort`). Everything that decides an entry's place
+    of changed slots (`sort.update_sort`). Everything that decides an entry's place
     or code sets the flag: new cells or level, an insert, a removal (`release_many`), a box
     that becomes a sphere or back (the sphere bit of its codes).
     """

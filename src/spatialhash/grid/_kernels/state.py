@@ -11,10 +11,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-#: Kernels work in three dimensions; 1-D and 2-D points are padded with zero columns.
-#: The padded axes have one cell and never wrap, so they change no distance.
-N_AXES = 3
-
 
 class GridState(NamedTuple):
     """Cells of a built grid. All arrays are C-contiguous.

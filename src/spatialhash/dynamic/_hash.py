@@ -5,7 +5,7 @@ Design
 Objects. Each object has a user id and a shape: a point, an axis-aligned box, or a sphere
 (a centre and a radius, held with its bounding box ``centre -/+ radius``). Every object
 lives in a slot of structure-of-arrays storage (``bounds``, ``spheres``, ``meta``; see
-`_kernels/dynamic.py`); freed slots are reused and capacity doubles when full. Ids are any
+`_kernels/storage.py`); freed slots are reused and capacity doubles when full. Ids are any
 hashable Python values, kept in a dict id -> slot. Integer ids are also kept in a NumPy
 open-addressing table, so bulk calls (`insert_many`, `move_many`, `remove_many`) map
 thousands of ids to slots in one compiled loop.
@@ -35,21 +35,21 @@ asks for pairs: updating them for 10% of 100,000 boxes cost 4 ms a step); they a
 by the next query that reads them. `query_pairs` never reads them: it sorts all entries by bucket
 with a counting sort, like the batch grid's build, copies each bucket run's boxes next to
 it and sweeps the runs in 16 fixed chunks, on all threads from `PARALLEL_MIN_ENTRIES`
-entries (same rows in the same order for any thread count; `_kernels/dynamic_pairs.py`).
+entries (same rows in the same order for any thread count; `_kernels/pairs.py`).
 On the benchmark's 100,000 boxes that took the pairs from 78 to 50 ms on one core of the
 loaded development machine (same run, CPU time, medians). The sweep reads ``meta``
 (scattered rows) only for the category filters, and only when some object has other bits
 than all: a candidate's cell is recomputed from its copied box instead (same-level part
 8.5-10 ms -> 4.5-5.9 ms, cross-level 39-42 -> 33 ms medians, one core of the loaded
 machine). The sort runs on all threads too, from `PARALLEL_MIN_ENTRIES` slots
-(`_kernels/dynamic_sort.py`): the slots are cut into one chunk per thread to hash their
+(`_kernels/sort.py`): the slots are cut into one chunk per thread to hash their
 entries (once: the old sort hashed each twice), the entries are partitioned stably by the
 high bits of their bucket into parts of 2**14 buckets, and each part is counting-sorted
 on its own (its starts stay in L2); a stable sort gives the same codes for any cut. On one
 thread it went from 12-15 to 10-11 ms (CPU time, medians of 15 in two runs, both versions
 alternately in one process) when the slots were first cut, and to 10.1-11.0 ms from
 11.3-11.8 ms with the parts (medians of 21, loaded machine); an LSD radix sort was slower
-on this machine (see `_kernels/dynamic_sort.py`). The cross-level lookups
+on this machine (see `_kernels/sort.py`). The cross-level lookups
 were then the largest part, 23-35 ms (one core, CPU time): every fine object looked up the
 coarse cells it covers, 190,000 probes meeting 428,000 candidates for 38,000 pairs (neither
 branch-free box tests, a 4x larger coarse table nor coarse buckets ordered like the fine
@@ -65,7 +65,7 @@ time, loaded machine): the cross-level lookups, 13-21 ms; the sort, 10-11 ms;
 copying records, 3.1 ms (4.7-4.9 ms before its loop took unsigned indices), and the
 same-level sweep, 5.4 ms; a bulk move of everything, 5-6 ms
 (which runs on all threads from `PARALLEL_MIN_MOVES` objects once the bucket lists are
-dropped, `_kernels/dynamic_move.py`). Wall-clock per step (1% / 10% / 100% moved, medians
+dropped, `_kernels/move.py`). Wall-clock per step (1% / 10% / 100% moved, medians
 of 11 in two runs, two threads, load average about 0.8): 35-41 / 47-49 / 57-58 ms before
 the round that parallelized the sort, 32-34 / 38-40 / 40 ms after; the whole
 `query_pairs` on one core went from 58-63 to 38-51 ms with the inverted lookups (CPU
@@ -122,7 +122,7 @@ as plain arrays; a `jitclass` is never cached.
 No duplicates, no hash set. An object in several cells is reported from one cell only: a
 query reports it from the lowest cell it shares with the query's range of cells; a pair on
 one level is reported from the lowest cell both share (``max(lo_a, lo_b)`` per axis), which
-is one bit test per candidate (`_kernels/dynamic_pairs.py`); pairs across levels are found
+is one bit test per candidate (`_kernels/pairs.py`); pairs across levels are found
 by the coarser object reading the finer cells it covers (or the other way round, whichever
 takes fewer probes), with the same rule.
 
@@ -153,21 +153,29 @@ from collections.abc import Iterator
 import numba
 import numpy as np
 
-from . import _config
-from . import _dynamic_validation as check
-from ._dynamic_validation import ALL_BITS, UnknownIdError
-from ._kernels import dynamic as storage_kernels
+from .. import _config
+from .._kernels import indirect
+from .._results import Hits
+from .._validation import as_count, as_positive_scalar, check_rows_order
+from . import _validation as check
 from ._kernels import (
-    dynamic_move,
-    dynamic_pairs,
-    dynamic_query,
-    dynamic_ray,
-    dynamic_sort,
-    indirect,
+    move as dynamic_move,
 )
-from ._kernels.dynamic import CATEGORY, ENTRIES, LEVEL, MASK, META_COLUMNS, N_LEVELS
-from ._results import Hits
-from ._validation import as_count, as_positive_scalar, check_rows_order
+from ._kernels import (
+    pairs as dynamic_pairs,
+)
+from ._kernels import (
+    query as dynamic_query,
+)
+from ._kernels import (
+    ray as dynamic_ray,
+)
+from ._kernels import (
+    sort as dynamic_sort,
+)
+from ._kernels import storage as storage_kernels
+from ._kernels.storage import CATEGORY, ENTRIES, LEVEL, MASK, META_COLUMNS, N_LEVELS
+from ._validation import ALL_BITS, UnknownIdError
 
 __all__ = ["DynamicHash", "UnknownIdError"]
 
@@ -188,7 +196,7 @@ PARALLEL_MIN_MOVES = 2_000
 #: `query_pairs` finds the pairs of a finer and a coarser level from the coarser side
 #: (each coarse object reads the finer cells it covers) when that takes at most this many
 #: times as many probes as the finer level has objects (each of which would look up the
-#: coarser cells it covers); see `_kernels/dynamic_pairs.py`.
+#: coarser cells it covers); see `_kernels/pairs.py`.
 CROSS_INVERT_WEIGHT = 8.0
 #: A coarse object covering more than ``n_entries / CROSS_SCAN_RATIO`` finer cells scans
 #: all entries instead of probing each cell (a box larger than the world costs O(n), not

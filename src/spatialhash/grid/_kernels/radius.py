@@ -19,8 +19,8 @@ import math
 import numpy as np
 from numba import prange
 
-from .._config import jit, jit_parallel
-from .cells import (
+from ..._config import jit, jit_parallel
+from ..._kernels.cells import (
     gather_runs,
     min_image,
     query_cell_range,
@@ -31,7 +31,7 @@ from .cells import (
     sparse_row_slice,
     wrap_whole_axes,
 )
-from .indirect import kernel_caller
+from ..._kernels.indirect import kernel_caller
 
 #: Queries handed to a thread at a time.
 QUERIES_PER_CHUNK = 64

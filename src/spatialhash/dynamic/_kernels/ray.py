@@ -7,7 +7,7 @@ objects of the cells holding the ray's points of that interval are tested, the r
 widened by the rounding tolerance of `cells.cell_tolerance` so that a ray along a cell face
 or through a corner meets the objects on both sides. A stamp per slot tests each object
 once per ray. A level whose stretch of the ray crosses more cells than a few times its
-objects (`dynamic_query.SCAN_FACTOR`) has its objects tested one by one instead, so a
+objects (`query.SCAN_FACTOR`) has its objects tested one by one instead, so a
 ray costs O(objects) at most: two objects 1e9 cells apart took over a minute cell by
 cell. So does a level when the ray starts, or the level's cells reach, more than
 `FAR_CELLS` cells from the origin: there ``u_start + t * u_rate`` rounds by whole cells
@@ -29,11 +29,11 @@ import math
 
 import numpy as np
 
-from .._config import jit
-from .cells import cell_tolerance, floor_to_int
-from .dda import clip_to_cells, dda_exit, dda_start, dda_step, ray_to_cells
-from .dynamic import CATEGORY, ENTRIES, LEVEL, LO, bucket_of
-from .dynamic_query import SCAN_FACTOR
+from ..._config import jit
+from ..._kernels.cells import cell_tolerance, floor_to_int
+from ..._kernels.dda import clip_to_cells, dda_exit, dda_start, dda_step, ray_to_cells
+from .query import SCAN_FACTOR
+from .storage import CATEGORY, ENTRIES, LEVEL, LO, bucket_of
 
 #: Rays starting, or levels reaching, this many cells or more from the origin are cast by
 #: testing the level's objects one by one (see the module docstring).

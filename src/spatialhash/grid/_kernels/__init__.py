@@ -1,0 +1,1 @@
+"""Kernels of the batch grid: the build, and the pair, radius, k-nearest, box and ray searches."""
