@@ -26,7 +26,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from spatialhash import Grid
-from spatialhash.grid import PARALLEL_MIN_POINTS, PARALLEL_MIN_QUERIES
+from spatialhash.grid._cpu_engine import PARALLEL_MIN_POINTS, PARALLEL_MIN_QUERIES
 
 NEIGHBORS_PER_POINT = 30
 K_NEAREST = 16

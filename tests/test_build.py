@@ -6,8 +6,9 @@ import numba
 import numpy as np
 import pytest
 
-import spatialhash.grid._grid as grid_module
 from spatialhash import Grid
+from spatialhash.grid import _build, _cpu_engine
+from spatialhash.grid._kernels import build, build_parallel
 
 rng = np.random.default_rng(21)
 #: (points, cell size, keyword arguments): every kind of dense grid the build meets.
@@ -35,11 +36,11 @@ CLOUDS = {
 def test_parallel_build_equals_sequential_build(name, monkeypatch):
     points, cell_size, options = CLOUDS[name]
     sequential = Grid(points, cell_size, n_threads=1, **options).state
-    monkeypatch.setattr(grid_module, "PARALLEL_MIN_POINTS", 0)
-    monkeypatch.setattr(grid_module, "PARALLEL_BUILD_MAX_COUNTS_PER_POINT", 10**6)
+    monkeypatch.setattr(_cpu_engine, "PARALLEL_MIN_POINTS", 0)
+    monkeypatch.setattr(_build, "PARALLEL_BUILD_MAX_COUNTS_PER_POINT", 10**6)
     calls = []
-    original = grid_module.build_parallel.build_dense_parallel
-    monkeypatch.setattr(grid_module.build_parallel, "build_dense_parallel",
+    original = _build.build_parallel.build_dense_parallel
+    monkeypatch.setattr(_build.build_parallel, "build_dense_parallel",
                         lambda *args: calls.append(1) or original(*args))
     parallel = Grid(points, cell_size, n_threads=2, **options).state
     assert calls, "the parallel build did not run"
@@ -52,10 +53,10 @@ def test_parallel_build_equals_sequential_build(name, monkeypatch):
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
 def test_parallel_build_leaves_sparse_and_large_boxes_to_the_sequential_build(monkeypatch):
-    monkeypatch.setattr(grid_module, "PARALLEL_MIN_POINTS", 0)
+    monkeypatch.setattr(_cpu_engine, "PARALLEL_MIN_POINTS", 0)
     calls = []
-    original = grid_module.build_parallel.build_dense_parallel
-    monkeypatch.setattr(grid_module.build_parallel, "build_dense_parallel",
+    original = _build.build_parallel.build_dense_parallel
+    monkeypatch.setattr(_build.build_parallel, "build_dense_parallel",
                         lambda *args: calls.append(1) or original(*args))
     points = rng.random((1000, 3))
     # 1,000 points in 100**3 cells: their histograms would dwarf the points.
@@ -78,10 +79,10 @@ def test_parallel_sparse_build_equals_sequential_build(periodic, monkeypatch):
     options = {"box": [4.0, 4.0, 4.0], "periodic": [False, True, True]} if periodic else {}
     sequential = Grid(points, 0.1, n_threads=1, **options).state
     assert sequential.hash_ids.size > 0  # sparse
-    monkeypatch.setattr(grid_module, "PARALLEL_MIN_POINTS", 0)
+    monkeypatch.setattr(_cpu_engine, "PARALLEL_MIN_POINTS", 0)
     calls = []
-    original = grid_module.build_parallel.sort_points_parallel
-    monkeypatch.setattr(grid_module.build_parallel, "sort_points_parallel",
+    original = _build.build_parallel.sort_points_parallel
+    monkeypatch.setattr(_build.build_parallel, "sort_points_parallel",
                         lambda *args: calls.append(1) or original(*args))
     parallel = Grid(points, 0.1, n_threads=2, **options).state
     assert calls, "the parallel sort did not run"
@@ -102,13 +103,12 @@ def test_parallel_query_order_and_gather_equal_the_sequential_ones(layout):
     # Queries inside, outside and far outside the cells, with repeats.
     queries = np.vstack([rng.random((4000, 3)) * 1.4 - 0.2, points[:500], [[-1e9, 5.0, 5.0]]])
     queries3 = np.ascontiguousarray(queries)
-    expected = grid_module.build.query_order(grid.state, queries3)
+    expected = build.query_order(grid.state, queries3)
     for n_chunks in (1, 2, 7):
-        got = grid_module.build_parallel.query_order_parallel(grid.state, queries3,
-                                                                   n_chunks)
+        got = build_parallel.query_order_parallel(grid.state, queries3, n_chunks)
         assert np.array_equal(got, expected)
-    assert np.array_equal(grid_module.build_parallel.take_rows_parallel(queries3, expected),
-                          grid_module.build.take_rows(queries3, expected))
+    assert np.array_equal(build_parallel.take_rows_parallel(queries3, expected),
+                          build.take_rows(queries3, expected))
 
 
 def test_parallel_scatter_and_gather_equal_numpy_indexing():
@@ -116,8 +116,8 @@ def test_parallel_scatter_and_gather_equal_numpy_indexing():
     values = rng.integers(0, 1000, 50_000)
     expected = np.empty_like(values)
     expected[order] = values
-    assert np.array_equal(grid_module.build_parallel.scatter_parallel(values, order),
+    assert np.array_equal(build_parallel.scatter_parallel(values, order),
                           expected)
     radii = rng.random(50_000)
-    assert np.array_equal(grid_module.build_parallel.gather_parallel(radii, order),
+    assert np.array_equal(build_parallel.gather_parallel(radii, order),
                           radii[order])

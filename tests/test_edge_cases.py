@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import spatialhash
-import spatialhash.grid._grid as grid_module
 from spatialhash import Grid, Neighbors, Pairs
+from spatialhash.grid import _build, _cpu_engine, _pair_search
+from spatialhash.grid._kernels import pairs as pair_kernels
 
 import oracles
 
@@ -305,7 +306,7 @@ def test_sparse_grids_answer_every_query_as_dense_ones(n_dims, box, n_threads, m
 
     dense_grid, dense = every_query()
     assert dense_grid.state.dense_lookup.shape[0] > 0
-    monkeypatch.setattr(grid_module.build, "max_dense_cells", lambda n_points: 0.0)
+    monkeypatch.setattr(_build.build, "max_dense_cells", lambda n_points: 0.0)
     sparse_grid, sparse = every_query()
     assert sparse_grid.state.dense_lookup.shape[0] == 0 and sparse_grid.state.hash_ids.size
     assert len(dense[0]) > 100 and len(dense[4]) > 100
@@ -508,32 +509,38 @@ def test_one_dimensional_points():
 
 
 # ---------------------------------------------------------------------- threads, pickling
-#: (threads, settings of `spatialhash.grid._grid`) for every path a query can take: pairs by
-#: regions of cells on one thread and on two, with rows sized from a sampled count, with
-#: every region overflowing its rows
-#: (redone alone), in one pass into outputs that grow (from one row: many times), and the
-#: count and fill passes on two threads (`iter_pairs`, radius, box, and pairs when there
-#: are many per point), with the grid built on two threads; and the pair paths again with
-#: the kernel that gathers each cell's candidates.
+#: (threads, settings) for every path a query can take: pairs by regions of cells on one
+#: thread and on two, with rows sized from a sampled count, with every region overflowing
+#: its rows (redone alone), in one pass into outputs that grow (from one row: many times),
+#: and the count and fill passes on two threads (`iter_pairs`, radius, box, and pairs when
+#: there are many per point), with the grid built on two threads; and the pair paths again
+#: with the kernel that gathers each cell's candidates. A setting is ``module.NAME``, the
+#: module being one of `PATH_MODULES`: where the code that reads the constant lives.
+PATH_MODULES = {"engine": _cpu_engine, "build": _build, "pair_search": _pair_search,
+                "pairs": pair_kernels}
 PATHS = [
     (1, {}),
     (2, {}),
-    (2, {"PAIR_ESTIMATE_MIN_POINTS": 0}),
-    (2, {"PAIRS_PER_POINT_RESERVED": 0, "PAIR_ROWS_MARGIN": 0.0, "PAIR_ROWS_SLACK": 1}),
-    (1, {"PARALLEL_MIN_POINTS_ONE_PASS": 10**9, "PAIRS_PER_POINT_GUESS": 0}),
-    (2, {"PARALLEL_MIN_POINTS": 0, "PARALLEL_MIN_QUERIES": 0,
-         "PARALLEL_BUILD_MAX_COUNTS_PER_POINT": 100}),
-    (2, {"PARALLEL_MIN_POINTS": 0, "PAIR_ESTIMATE_MIN_POINTS": 0,
-         "ONE_PASS_MAX_PAIRS_PER_POINT": 0}),
+    (2, {"pair_search.PAIR_ESTIMATE_MIN_POINTS": 0}),
+    (2, {"pair_search.PAIRS_PER_POINT_RESERVED": 0, "pair_search.PAIR_ROWS_MARGIN": 0.0,
+         "pair_search.PAIR_ROWS_SLACK": 1}),
+    (1, {"pair_search.PARALLEL_MIN_POINTS_ONE_PASS": 10**9,
+         "pair_search.PAIRS_PER_POINT_GUESS": 0}),
+    (2, {"engine.PARALLEL_MIN_POINTS": 0, "engine.PARALLEL_MIN_QUERIES": 0,
+         "build.PARALLEL_BUILD_MAX_COUNTS_PER_POINT": 100}),
+    (2, {"engine.PARALLEL_MIN_POINTS": 0, "pair_search.PAIR_ESTIMATE_MIN_POINTS": 0,
+         "pair_search.ONE_PASS_MAX_PAIRS_PER_POINT": 0}),
     # The pair kernel that gathers each cell's candidates, on the same paths.
     (1, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0}),
     (2, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0}),
-    (1, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0, "PARALLEL_MIN_POINTS_ONE_PASS": 10**9,
-         "PAIRS_PER_POINT_GUESS": 0}),
-    (2, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0, "PARALLEL_MIN_POINTS": 0,
-         "PAIR_ESTIMATE_MIN_POINTS": 0, "ONE_PASS_MAX_PAIRS_PER_POINT": 0}),
-    (2, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0, "PAIRS_PER_POINT_RESERVED": 0,
-         "PAIR_ROWS_MARGIN": 0.0, "PAIR_ROWS_SLACK": 1}),
+    (1, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0,
+         "pair_search.PARALLEL_MIN_POINTS_ONE_PASS": 10**9,
+         "pair_search.PAIRS_PER_POINT_GUESS": 0}),
+    (2, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0, "engine.PARALLEL_MIN_POINTS": 0,
+         "pair_search.PAIR_ESTIMATE_MIN_POINTS": 0,
+         "pair_search.ONE_PASS_MAX_PAIRS_PER_POINT": 0}),
+    (2, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0, "pair_search.PAIRS_PER_POINT_RESERVED": 0,
+         "pair_search.PAIR_ROWS_MARGIN": 0.0, "pair_search.PAIR_ROWS_SLACK": 1}),
 ]
 
 
@@ -547,10 +554,9 @@ def test_outputs_identical_on_every_path_and_thread_count(box, monkeypatch):
     outputs = []
     for n_threads, settings in PATHS:
         with monkeypatch.context() as patch:
-            for name, value in settings.items():
-                module, _, name = name.rpartition(".")
-                target = getattr(grid_module, module) if module else grid_module
-                patch.setattr(target, name, value)
+            for setting, value in settings.items():
+                module, _, name = setting.partition(".")
+                patch.setattr(PATH_MODULES[module], name, value)  # raises if not there
             outputs.append(_every_query(points, queries, radii, box, n_threads))
     assert len(outputs[0][2]) > 1000  # enough work to be split over threads
     # One pass gives the rows of the count and fill passes (iter_pairs), in their order.
@@ -651,7 +657,7 @@ def test_int64_indices_give_the_int32_answers(box, outlier, monkeypatch):
     for n_threads in (1, 2):
         expected = _every_query(points, queries, radii, box, n_threads)
         with monkeypatch.context() as patch:
-            patch.setattr(grid_module, "_INT32_MAX", 0)
+            patch.setattr(_build, "_INT32_MAX", 0)
             got = _every_query(points, queries, radii, box, n_threads)
         for index, (want, have) in enumerate(zip(expected, got, strict=True)):
             if want.dtype == np.int32:

@@ -2,7 +2,7 @@
 smaller than a cell's pairs.
 
 A sparse grid (an outlier far from the other points, see the design note of
-`spatialhash.grid._grid`) can have up to 2**52 cells per axis, so the range of cells a radius
+`spatialhash.grid`) can have up to 2**52 cells per axis, so the range of cells a radius
 covers can be astronomically larger than the occupied cells. Every size computed from such
 a range must stay finite and bounded by the occupied cells; the memory test below runs the
 queries in a process whose address space is capped.
@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import spatialhash
 from spatialhash import Grid
+from spatialhash.grid import _cpu_engine, _pair_search
 
 import oracles
 
@@ -194,10 +194,10 @@ def test_iter_pairs_chunks_do_not_depend_on_how_many_are_filled_at_once(
     points = rng.random((3000, 3))
     grid = Grid(points, 0.05, algorithm="grid", n_threads=2 if parallel else 1)
     if parallel:
-        monkeypatch.setattr(spatialhash.grid._grid, "PARALLEL_MIN_POINTS", 0)
-    monkeypatch.setattr(spatialhash.grid._grid, "ITER_PAIRS_BATCH_ROWS", 1)
+        monkeypatch.setattr(_cpu_engine, "PARALLEL_MIN_POINTS", 0)
+    monkeypatch.setattr(_pair_search, "ITER_PAIRS_BATCH_ROWS", 1)
     expected = list(grid.iter_pairs(0.05, chunk_size=chunk_size, return_distances=True))
-    monkeypatch.setattr(spatialhash.grid._grid, "ITER_PAIRS_BATCH_ROWS", batch_rows)
+    monkeypatch.setattr(_pair_search, "ITER_PAIRS_BATCH_ROWS", batch_rows)
     chunks = list(grid.iter_pairs(0.05, chunk_size=chunk_size, return_distances=True))
     assert [len(chunk) for chunk in chunks] == [len(chunk) for chunk in expected]
     for chunk, reference in zip(chunks, expected, strict=True):

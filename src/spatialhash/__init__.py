@@ -23,7 +23,7 @@ __all__ = [
 
 #: Names loaded on first use: code using only `Grid` need not import the dynamic hash's
 #: modules (about 40 numba kernels to declare). ``import spatialhash`` took 0.28-0.48 s
-#: against 0.31-0.53 s, lower in 5 of 6 paired runs (session 16); the whole warm start
+#: against 0.31-0.53 s, lower in 5 of 6 paired runs; the whole warm start
 #: (with numba's set-up at the first build) did not move measurably.
 _LAZY = {"DynamicHash": "dynamic", "UnknownIdError": "dynamic"}
 
@@ -76,7 +76,7 @@ def _cell_size_for_reach(coords, reach: float, box, periodic) -> float:
 
     from ._kernels.points import pad_with_bounds
     from ._validation import as_box
-    from .grid._grid import MAX_CELLS_PER_AXIS
+    from .grid._build import MAX_CELLS_PER_AXIS
 
     lowest, highest, _, _ = pad_with_bounds(np.ascontiguousarray(coords),
                                          np.empty((0, 3)))

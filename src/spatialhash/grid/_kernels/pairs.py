@@ -89,10 +89,20 @@ def stencil_by_id(n_cells, box, reach_cells, n_occupied):
     return volume >= n_occupied
 
 
-@jit
-def pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin, positions,
-                     out_indices, out_distances, write):
-    """Sequential kernel of `pairs_scan` over cells ``cell_lo .. cell_hi - 1``.
+def _pair_scan_kernel(gather):
+    """The sequential pair kernel over cells ``cell_lo .. cell_hi - 1`` (`pairs_parts`
+    runs it on every thread), compiled twice from this one source: `pairs_scan_cells`
+    scans each run of candidates in turn; `pairs_scan_cells_gathered` (``gather``), for
+    grids of several points per cell, first copies the runs of a cell that needs no
+    periodic image next to each other, and each of its points scans one long run (see the
+    module docstring). The same rows in the same order.
+
+    ``gather`` is a constant of each compiled kernel: numba prunes the branches on it, so
+    each kernel holds only its own loops, with the speed and the compile time of a kernel
+    written for it alone. A branch at run time would cost speed: with the gathering's
+    buffers live across the loops of one kernel, its run-by-run loops ran 1.4-1.8 times
+    slower for grids of few points per cell (register spills, most likely; the assembly
+    was not checked).
 
     Besides counting and writing at counted offsets, it can append in one pass: with
     ``write`` true and ``positions`` empty, pairs are written one after the other and the
@@ -105,465 +115,307 @@ def pairs_scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin
     arrays costs numba an atomic reference-count update per array, which in these loops
     cost more than the distances themselves.
     """
-    points, order, cell_start = state.points, state.order, state.cell_start
-    cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
-    dense_lookup, dense_start = state.dense_lookup, state.dense_start
-    hash_keys, hash_ids = state.hash_keys, state.hash_ids
-    box_x, box_y, box_z = box_axis[0], box_axis[1], box_axis[2]
-    with_radii = radii.shape[0] > 0
-    want_distances = out_distances.shape[0] > 0
-    run_bounds, run_shifts = run_buffers(32)
-    found_cells, cell_shifts = cell_buffers(32)
-    hit_index = np.empty(256, np.int64)
-    hit_d2 = np.empty(256, np.float64)
-    first = np.empty(3, np.int64)
-    last = np.empty(3, np.int64)
-    half = np.empty(3, np.float64)
-    n_occupied = cell_coords.shape[0]
-    # One strategy for every cell: mixing them would meet some pairs of cells twice.
-    by_id = stencil_by_id(n_cells, box_axis, reach_cells, n_occupied)
-    appending = write and positions.shape[0] == 0
-    n_appended = 0
-    # In a dense grid, a cell whose stencil wraps no periodic axis (every cell when no
-    # axis is periodic) finds its runs inline: the general path (ranges, images, probing)
-    # cost about 270 ns a cell, as much as the distance tests of a cell of a few points.
-    inline_runs = dense_start.shape[0] > 0 and not by_id
-    nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
-    reach_x, reach_y, reach_z = reach_cells[0], reach_cells[1], reach_cells[2]
-    # A periodic axis has 2 * reach + 1 cells or more here (else `by_id`): cells this
-    # far from its ends do not wrap.
-    wrap_x, wrap_y, wrap_z = (reach_x if not math.isinf(box_x) else -nx,
-                              reach_y if not math.isinf(box_y) else -ny,
-                              reach_z if not math.isinf(box_z) else -nz)
-    if inline_runs:
-        most_runs = 1 + min(2 * reach_y + 1, ny) * (min(reach_z, nz - 1) + 1)
-        if most_runs > run_bounds.shape[0]:
-            run_bounds, run_shifts = run_buffers(most_runs)
-    for a in range(cell_lo, cell_hi):
-        center = (cell_coords[a, 0], cell_coords[a, 1], cell_coords[a, 2])
-        cx, cy, cz = center
-        if (inline_runs and wrap_x <= cx < nx - wrap_x and wrap_y <= cy < ny - wrap_y
-                and wrap_z <= cz < nz - wrap_z):
-            # The half stencil of `cells.gather_runs`, in its order: the own row from
-            # cell a on, the other rows of the own plane, then the planes after it.
-            use_min_image = False
-            half_x = half_y = half_z = np.inf
-            x_lo, x_hi = max(cx - reach_x, 0), min(cx + reach_x, nx - 1)
-            row = (cz * ny + cy) * nx
-            run_bounds[0, 0], run_bounds[0, 1] = cell_start[a], dense_start[row + x_hi + 1]
-            n_runs = 1
-            for z in range(cz, min(cz + reach_z, nz - 1) + 1):
-                for y in range(cy + 1 if z == cz else max(cy - reach_y, 0),
-                               min(cy + reach_y, ny - 1) + 1):
-                    row = (z * ny + y) * nx
-                    start, end = dense_start[row + x_lo], dense_start[row + x_hi + 1]
-                    if end > start:
-                        run_bounds[n_runs, 0], run_bounds[n_runs, 1] = start, end
-                        n_runs += 1
-            for r in range(n_runs):
-                run_shifts[r, 0] = run_shifts[r, 1] = run_shifts[r, 2] = 0.0
-        else:
-            for axis in range(3):
-                first[axis], last[axis] = axis_range(
-                    n_cells[axis], box_axis[axis], float(center[axis] - reach_cells[axis]),
-                    float(center[axis] + reach_cells[axis]),
-                )
-            use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last,
-                                            half)
-            half_x, half_y, half_z = half[0], half[1], half[2]
-            if by_id:
-                # The occupied cells b >= a, each once, by id, with cell a first.
-                needed = cells_needed(first, last, n_occupied)
-                if needed > found_cells.shape[0]:
-                    found_cells, cell_shifts = cell_buffers(needed)
-                n_found = gather_cells(n_cells, box_axis, cell_coords, dense_lookup, hash_keys,
-                                       hash_ids, first, last, found_cells, cell_shifts)
-                if n_found + 1 > run_bounds.shape[0]:
-                    run_bounds, run_shifts = run_buffers(n_found + 1)
-                run_bounds[0, 0], run_bounds[0, 1] = cell_start[a], cell_start[a + 1]
-                run_shifts[0, 0] = run_shifts[0, 1] = run_shifts[0, 2] = 0.0
+
+    def scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin, positions,
+                   out_indices, out_distances, write):
+        points, order, cell_start = state.points, state.order, state.cell_start
+        cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
+        dense_lookup, dense_start = state.dense_lookup, state.dense_start
+        hash_keys, hash_ids = state.hash_keys, state.hash_ids
+        box_x, box_y, box_z = box_axis[0], box_axis[1], box_axis[2]
+        with_radii = radii.shape[0] > 0
+        want_distances = out_distances.shape[0] > 0
+        run_bounds, run_shifts = run_buffers(32)
+        found_cells, cell_shifts = cell_buffers(32)
+        hit_index = np.empty(256, np.int64)
+        hit_d2 = np.empty(256, np.float64)
+        if gather:
+            near_x, near_y, near_z, near_j, near_radii = near_buffers(256)
+        first = np.empty(3, np.int64)
+        last = np.empty(3, np.int64)
+        half = np.empty(3, np.float64)
+        n_occupied = cell_coords.shape[0]
+        # One strategy for every cell: mixing them would meet some pairs of cells twice.
+        by_id = stencil_by_id(n_cells, box_axis, reach_cells, n_occupied)
+        appending = write and positions.shape[0] == 0
+        n_appended = 0
+        # In a dense grid, a cell whose stencil wraps no periodic axis (every cell when no
+        # axis is periodic) finds its runs inline: the general path (ranges, images, probing)
+        # cost about 270 ns a cell, as much as the distance tests of a cell of a few points.
+        inline_runs = dense_start.shape[0] > 0 and not by_id
+        nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
+        reach_x, reach_y, reach_z = reach_cells[0], reach_cells[1], reach_cells[2]
+        # A periodic axis has 2 * reach + 1 cells or more here (else `by_id`): cells this
+        # far from its ends do not wrap.
+        wrap_x, wrap_y, wrap_z = (reach_x if not math.isinf(box_x) else -nx,
+                                  reach_y if not math.isinf(box_y) else -ny,
+                                  reach_z if not math.isinf(box_z) else -nz)
+        if inline_runs:
+            most_runs = 1 + min(2 * reach_y + 1, ny) * (min(reach_z, nz - 1) + 1)
+            if most_runs > run_bounds.shape[0]:
+                run_bounds, run_shifts = run_buffers(most_runs)
+        for a in range(cell_lo, cell_hi):
+            center = (cell_coords[a, 0], cell_coords[a, 1], cell_coords[a, 2])
+            cx, cy, cz = center
+            if (inline_runs and wrap_x <= cx < nx - wrap_x and wrap_y <= cy < ny - wrap_y
+                    and wrap_z <= cz < nz - wrap_z):
+                # The half stencil of `cells.gather_runs`, in its order: the own row from
+                # cell a on, the other rows of the own plane, then the planes after it.
+                use_min_image = False
+                half_x = half_y = half_z = np.inf
+                x_lo, x_hi = max(cx - reach_x, 0), min(cx + reach_x, nx - 1)
+                row = (cz * ny + cy) * nx
+                run_bounds[0, 0], run_bounds[0, 1] = cell_start[a], dense_start[row + x_hi + 1]
                 n_runs = 1
-                for f in range(n_found):
-                    b = found_cells[f]
-                    if b > a:
-                        run_bounds[n_runs, 0] = cell_start[b]
-                        run_bounds[n_runs, 1] = cell_start[b + 1]
-                        for axis in range(3):
-                            run_shifts[n_runs, axis] = cell_shifts[f, axis]
-                        n_runs += 1
-            else:
-                needed = runs_capacity(first, last, n_occupied)
-                if needed > run_bounds.shape[0]:
-                    run_bounds, run_shifts = run_buffers(needed)
-                n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start,
-                                     hash_keys, hash_ids, first, last, True, center,
-                                     run_bounds, run_shifts)
-        n_candidates = 0
-        for r in range(n_runs):
-            n_candidates += run_bounds[r, 1] - run_bounds[r, 0]
-        if n_candidates > hit_index.shape[0]:
-            hit_index = np.empty(n_candidates, np.int64)
-            hit_d2 = np.empty(n_candidates, np.float64)
-        c = a - cell_begin
-        if appending:
-            position = n_appended
-        else:
-            position = positions[c] if write else 0
-        # Run 0 starts at cell a: point i pairs with the points after it there.
-        for i in range(cell_start[a], cell_start[a + 1]):
-            x, y, z = points[0, i], points[1, i], points[2, i]
-            radius = radii[i] if with_radii else 0.0
-            n_hits = 0
-            for r in range(n_runs):
-                # Unsigned bounds: see the `cells` docstring.
-                start = np.uint64(i + 1 if r == 0 else run_bounds[r, 0])
-                end = np.uint64(run_bounds[r, 1])
-                shift_x, shift_y, shift_z = run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2]
-                if not write and not use_min_image:
-                    # Counting: branch-free, so LLVM vectorizes it.
-                    if with_radii:
-                        for j in range(start, end):
-                            dx = (x - points[0, j]) - shift_x
-                            dy = (y - points[1, j]) - shift_y
-                            dz = (z - points[2, j]) - shift_z
-                            limit = radius + radii[j]
-                            if dx * dx + dy * dy + dz * dz <= limit * limit:
-                                n_hits += 1
-                    else:
-                        for j in range(start, end):
-                            dx = (x - points[0, j]) - shift_x
-                            dy = (y - points[1, j]) - shift_y
-                            dz = (z - points[2, j]) - shift_z
-                            if dx * dx + dy * dy + dz * dz <= r2:
-                                n_hits += 1
-                    continue
-                for j in range(start, end):
-                    dx = (x - points[0, j]) - shift_x
-                    dy = (y - points[1, j]) - shift_y
-                    dz = (z - points[2, j]) - shift_z
-                    if use_min_image:
-                        dx = min_image(dx, box_x, half_x)
-                        dy = min_image(dy, box_y, half_y)
-                        dz = min_image(dz, box_z, half_z)
-                    d2 = dx * dx + dy * dy + dz * dz
-                    if with_radii:
-                        limit = radius + radii[j]
-                        hit = d2 <= limit * limit
-                    else:
-                        hit = d2 <= r2
-                    # Written unconditionally, kept only on a hit: no branch to mispredict.
-                    hit_index[n_hits] = j
-                    hit_d2[n_hits] = d2
-                    n_hits += 1 if hit else 0
-            if appending and position + n_hits > out_indices.shape[0]:
-                out_indices, out_distances = grown_outputs(out_indices, out_distances,
-                                                           position + n_hits)
-            if write:
-                oi = order[i]
-                for h in range(n_hits):
-                    oj = order[hit_index[h]]
-                    out_indices[position + h, 0] = min(oi, oj)
-                    out_indices[position + h, 1] = max(oi, oj)
-                    if want_distances:
-                        out_distances[position + h] = math.sqrt(hit_d2[h])
-            position += n_hits
-        if appending:
-            n_appended = position
-        elif not write:
-            positions[c] = position
-    return out_indices, out_distances, n_appended
-
-
-@jit
-def pairs_scan_cells_gathered(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin,
-                              positions, out_indices, out_distances, write):
-    """`pairs_scan_cells` for grids of several points per cell: a cell whose runs need
-    no periodic image first copies their points within reach of the box bounding the
-    cell's points next to each other (see the module docstring), and each of its points
-    scans one long run. The same rows in the same order.
-
-    A kernel of its own rather than a branch of `pairs_scan_cells`: with the copy's
-    buffers live across the loops of one kernel, its run-by-run loops ran 1.4-1.8 times
-    slower for grids of few points per cell (register spills, most likely; the assembly
-    was not checked).
-    """
-    points, order, cell_start = state.points, state.order, state.cell_start
-    cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
-    dense_lookup, dense_start = state.dense_lookup, state.dense_start
-    hash_keys, hash_ids = state.hash_keys, state.hash_ids
-    box_x, box_y, box_z = box_axis[0], box_axis[1], box_axis[2]
-    with_radii = radii.shape[0] > 0
-    want_distances = out_distances.shape[0] > 0
-    run_bounds, run_shifts = run_buffers(32)
-    found_cells, cell_shifts = cell_buffers(32)
-    hit_index = np.empty(256, np.int64)
-    hit_d2 = np.empty(256, np.float64)
-    near_x, near_y, near_z, near_j, near_radii = near_buffers(256)
-    first = np.empty(3, np.int64)
-    last = np.empty(3, np.int64)
-    half = np.empty(3, np.float64)
-    n_occupied = cell_coords.shape[0]
-    # One strategy for every cell: mixing them would meet some pairs of cells twice.
-    by_id = stencil_by_id(n_cells, box_axis, reach_cells, n_occupied)
-    appending = write and positions.shape[0] == 0
-    n_appended = 0
-    # In a dense grid, a cell whose stencil wraps no periodic axis (every cell when no
-    # axis is periodic) finds its runs inline: the general path (ranges, images, probing)
-    # cost about 270 ns a cell, as much as the distance tests of a cell of a few points.
-    inline_runs = dense_start.shape[0] > 0 and not by_id
-    nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
-    reach_x, reach_y, reach_z = reach_cells[0], reach_cells[1], reach_cells[2]
-    # A periodic axis has 2 * reach + 1 cells or more here (else `by_id`): cells this
-    # far from its ends do not wrap.
-    wrap_x, wrap_y, wrap_z = (reach_x if not math.isinf(box_x) else -nx,
-                              reach_y if not math.isinf(box_y) else -ny,
-                              reach_z if not math.isinf(box_z) else -nz)
-    if inline_runs:
-        most_runs = 1 + min(2 * reach_y + 1, ny) * (min(reach_z, nz - 1) + 1)
-        if most_runs > run_bounds.shape[0]:
-            run_bounds, run_shifts = run_buffers(most_runs)
-    for a in range(cell_lo, cell_hi):
-        center = (cell_coords[a, 0], cell_coords[a, 1], cell_coords[a, 2])
-        cx, cy, cz = center
-        if (inline_runs and wrap_x <= cx < nx - wrap_x and wrap_y <= cy < ny - wrap_y
-                and wrap_z <= cz < nz - wrap_z):
-            # The half stencil of `cells.gather_runs`, in its order: the own row from
-            # cell a on, the other rows of the own plane, then the planes after it.
-            use_min_image = False
-            half_x = half_y = half_z = np.inf
-            x_lo, x_hi = max(cx - reach_x, 0), min(cx + reach_x, nx - 1)
-            row = (cz * ny + cy) * nx
-            run_bounds[0, 0], run_bounds[0, 1] = cell_start[a], dense_start[row + x_hi + 1]
-            n_runs = 1
-            for z in range(cz, min(cz + reach_z, nz - 1) + 1):
-                for y in range(cy + 1 if z == cz else max(cy - reach_y, 0),
-                               min(cy + reach_y, ny - 1) + 1):
-                    row = (z * ny + y) * nx
-                    start, end = dense_start[row + x_lo], dense_start[row + x_hi + 1]
-                    if end > start:
-                        run_bounds[n_runs, 0], run_bounds[n_runs, 1] = start, end
-                        n_runs += 1
-            for r in range(n_runs):
-                run_shifts[r, 0] = run_shifts[r, 1] = run_shifts[r, 2] = 0.0
-        else:
-            for axis in range(3):
-                first[axis], last[axis] = axis_range(
-                    n_cells[axis], box_axis[axis], float(center[axis] - reach_cells[axis]),
-                    float(center[axis] + reach_cells[axis]),
-                )
-            use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last,
-                                            half)
-            half_x, half_y, half_z = half[0], half[1], half[2]
-            if by_id:
-                # The occupied cells b >= a, each once, by id, with cell a first.
-                needed = cells_needed(first, last, n_occupied)
-                if needed > found_cells.shape[0]:
-                    found_cells, cell_shifts = cell_buffers(needed)
-                n_found = gather_cells(n_cells, box_axis, cell_coords, dense_lookup, hash_keys,
-                                       hash_ids, first, last, found_cells, cell_shifts)
-                if n_found + 1 > run_bounds.shape[0]:
-                    run_bounds, run_shifts = run_buffers(n_found + 1)
-                run_bounds[0, 0], run_bounds[0, 1] = cell_start[a], cell_start[a + 1]
-                run_shifts[0, 0] = run_shifts[0, 1] = run_shifts[0, 2] = 0.0
-                n_runs = 1
-                for f in range(n_found):
-                    b = found_cells[f]
-                    if b > a:
-                        run_bounds[n_runs, 0] = cell_start[b]
-                        run_bounds[n_runs, 1] = cell_start[b + 1]
-                        for axis in range(3):
-                            run_shifts[n_runs, axis] = cell_shifts[f, axis]
-                        n_runs += 1
-            else:
-                needed = runs_capacity(first, last, n_occupied)
-                if needed > run_bounds.shape[0]:
-                    run_bounds, run_shifts = run_buffers(needed)
-                n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start,
-                                     hash_keys, hash_ids, first, last, True, center,
-                                     run_bounds, run_shifts)
-        n_candidates = 0
-        shifted = use_min_image
-        for r in range(n_runs):
-            n_candidates += run_bounds[r, 1] - run_bounds[r, 0]
-            shifted |= (run_shifts[r, 0] != 0.0) | (run_shifts[r, 1] != 0.0) | (
-                run_shifts[r, 2] != 0.0)
-        if n_candidates > hit_index.shape[0]:
-            hit_index = np.empty(n_candidates, np.int64)
-            hit_d2 = np.empty(n_candidates, np.float64)
-        c = a - cell_begin
-        if appending:
-            position = n_appended
-        else:
-            position = positions[c] if write else 0
-        if not shifted:
-            # No image shifts: copy the runs' points next to each other once, so that
-            # each point of cell a scans one long run (the candidates after it) instead
-            # of a few short ones, whose loop set-up and scalar remainders cost more
-            # than their distances. The copy is paid once per cell, the scan per point.
-            if n_candidates > near_x.shape[0]:
-                near_x, near_y, near_z, near_j, near_radii = near_buffers(n_candidates)
-            # Only the candidates within reach of the box bounding cell a's points are
-            # copied: on 5,000 uniform points in 3-D, 54% of the other cells' (counted).
-            # A candidate left out is no pair of any point of the cell, in floating point
-            # too: |x_i - x_j| rounds to at least what the distance to the box's face
-            # rounds to (rounding is monotone), and so do the squares and sums. The pairs
-            # and their order are unchanged.
-            own_start, own_end = cell_start[a], cell_start[a + 1]
-            lo_x = hi_x = points[0, own_start]
-            lo_y = hi_y = points[1, own_start]
-            lo_z = hi_z = points[2, own_start]
-            largest_radius = 0.0
-            for i in range(own_start, own_end):
-                lo_x, hi_x = min(lo_x, points[0, i]), max(hi_x, points[0, i])
-                lo_y, hi_y = min(lo_y, points[1, i]), max(hi_y, points[1, i])
-                lo_z, hi_z = min(lo_z, points[2, i]), max(hi_z, points[2, i])
-                if with_radii:
-                    largest_radius = max(largest_radius, radii[i])
-            limit2 = r2
-            own_end_unsigned = np.uint64(own_end)
-            k = 0
-            for r in range(n_runs):
-                for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
-                    px, py, pz = points[0, j], points[1, j], points[2, j]
-                    near_x[k] = px
-                    near_y[k] = py
-                    near_z[k] = pz
-                    # The original index: read in order here, once per cell, rather than
-                    # at random for every pair (ad hoc, 5,000 points in 3-D, one thread,
-                    # order alternated: 1.83 -> 1.67 ms).
-                    near_j[k] = order[j]
-                    if with_radii:
-                        near_radii[k] = radii[j]
-                        limit = largest_radius + radii[j]
-                        limit2 = limit * limit
-                    ex = max(lo_x - px, px - hi_x, 0.0)
-                    ey = max(lo_y - py, py - hi_y, 0.0)
-                    ez = max(lo_z - pz, pz - hi_z, 0.0)
-                    # Written unconditionally, kept only within reach (the own cell's
-                    # points always: the index arithmetic below counts on them).
-                    within = ex * ex + ey * ey + ez * ez <= limit2
-                    k += 1 if within | (j < own_end_unsigned) else 0
-            n_candidates = k
-            # Run 0 starts at cell a: the candidates of its point i are the points after
-            # it there, then the other runs, in the order of the run-by-run loops below.
-            for i in range(own_start, own_end):
-                x, y, z = points[0, i], points[1, i], points[2, i]
-                radius = radii[i] if with_radii else 0.0
-                k_lo = np.uint64(i - own_start + 1)
-                k_hi = np.uint64(n_candidates)
-                n_hits = 0
-                if not write:
-                    # Counting: branch-free, so LLVM vectorizes it.
-                    if with_radii:
-                        for k in range(k_lo, k_hi):
-                            dx = x - near_x[k]
-                            dy = y - near_y[k]
-                            dz = z - near_z[k]
-                            limit = radius + near_radii[k]
-                            if dx * dx + dy * dy + dz * dz <= limit * limit:
-                                n_hits += 1
-                    else:
-                        for k in range(k_lo, k_hi):
-                            dx = x - near_x[k]
-                            dy = y - near_y[k]
-                            dz = z - near_z[k]
-                            if dx * dx + dy * dy + dz * dz <= r2:
-                                n_hits += 1
-                    position += n_hits
-                    continue
-                # The distances in a loop LLVM vectorizes, then the hits picked out
-                # without a branch (no test-and-branch to mispredict around every hit).
-                for k in range(k_lo, k_hi):
-                    dx = x - near_x[k]
-                    dy = y - near_y[k]
-                    dz = z - near_z[k]
-                    hit_d2[k] = dx * dx + dy * dy + dz * dz
-                if with_radii:
-                    for k in range(k_lo, k_hi):
-                        limit = radius + near_radii[k]
-                        hit_index[n_hits] = k
-                        n_hits += 1 if hit_d2[k] <= limit * limit else 0
-                else:
-                    for k in range(k_lo, k_hi):
-                        hit_index[n_hits] = k
-                        n_hits += 1 if hit_d2[k] <= r2 else 0
-                if appending and position + n_hits > out_indices.shape[0]:
-                    out_indices, out_distances = grown_outputs(out_indices, out_distances,
-                                                               position + n_hits)
-                oi = order[i]
-                for h in range(n_hits):
-                    k = hit_index[h]
-                    oj = near_j[k]
-                    out_indices[position + h, 0] = min(oi, oj)
-                    out_indices[position + h, 1] = max(oi, oj)
-                    if want_distances:
-                        out_distances[position + h] = math.sqrt(hit_d2[k])
-                position += n_hits
-        else:
-            # Image shifts or minimum images: each run on its own, as it is.
-            # Run 0 starts at cell a: point i pairs with the points after it there.
-            for i in range(cell_start[a], cell_start[a + 1]):
-                x, y, z = points[0, i], points[1, i], points[2, i]
-                radius = radii[i] if with_radii else 0.0
-                n_hits = 0
+                for z in range(cz, min(cz + reach_z, nz - 1) + 1):
+                    for y in range(cy + 1 if z == cz else max(cy - reach_y, 0),
+                                   min(cy + reach_y, ny - 1) + 1):
+                        row = (z * ny + y) * nx
+                        start, end = dense_start[row + x_lo], dense_start[row + x_hi + 1]
+                        if end > start:
+                            run_bounds[n_runs, 0], run_bounds[n_runs, 1] = start, end
+                            n_runs += 1
                 for r in range(n_runs):
-                    # Unsigned bounds: see the `cells` docstring.
-                    start = np.uint64(i + 1 if r == 0 else run_bounds[r, 0])
-                    end = np.uint64(run_bounds[r, 1])
-                    shift_x, shift_y, shift_z = run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2]
-                    if not write and not use_min_image:
+                    run_shifts[r, 0] = run_shifts[r, 1] = run_shifts[r, 2] = 0.0
+            else:
+                for axis in range(3):
+                    first[axis], last[axis] = axis_range(
+                        n_cells[axis], box_axis[axis], float(center[axis] - reach_cells[axis]),
+                        float(center[axis] + reach_cells[axis]),
+                    )
+                use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last,
+                                                half)
+                half_x, half_y, half_z = half[0], half[1], half[2]
+                if by_id:
+                    # The occupied cells b >= a, each once, by id, with cell a first.
+                    needed = cells_needed(first, last, n_occupied)
+                    if needed > found_cells.shape[0]:
+                        found_cells, cell_shifts = cell_buffers(needed)
+                    n_found = gather_cells(n_cells, box_axis, cell_coords, dense_lookup, hash_keys,
+                                           hash_ids, first, last, found_cells, cell_shifts)
+                    if n_found + 1 > run_bounds.shape[0]:
+                        run_bounds, run_shifts = run_buffers(n_found + 1)
+                    run_bounds[0, 0], run_bounds[0, 1] = cell_start[a], cell_start[a + 1]
+                    run_shifts[0, 0] = run_shifts[0, 1] = run_shifts[0, 2] = 0.0
+                    n_runs = 1
+                    for f in range(n_found):
+                        b = found_cells[f]
+                        if b > a:
+                            run_bounds[n_runs, 0] = cell_start[b]
+                            run_bounds[n_runs, 1] = cell_start[b + 1]
+                            for axis in range(3):
+                                run_shifts[n_runs, axis] = cell_shifts[f, axis]
+                            n_runs += 1
+                else:
+                    needed = runs_capacity(first, last, n_occupied)
+                    if needed > run_bounds.shape[0]:
+                        run_bounds, run_shifts = run_buffers(needed)
+                    n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start,
+                                         hash_keys, hash_ids, first, last, True, center,
+                                         run_bounds, run_shifts)
+            n_candidates = 0
+            # A cell with image shifts or minimum images scans its runs one by one.
+            shifted = True
+            if gather:
+                shifted = use_min_image
+            for r in range(n_runs):
+                n_candidates += run_bounds[r, 1] - run_bounds[r, 0]
+                if gather:
+                    shifted |= (run_shifts[r, 0] != 0.0) | (run_shifts[r, 1] != 0.0) | (
+                        run_shifts[r, 2] != 0.0)
+            if n_candidates > hit_index.shape[0]:
+                hit_index = np.empty(n_candidates, np.int64)
+                hit_d2 = np.empty(n_candidates, np.float64)
+            c = a - cell_begin
+            if appending:
+                position = n_appended
+            else:
+                position = positions[c] if write else 0
+            if gather and not shifted:
+                # No image shifts: copy the runs' points next to each other once, so that
+                # each point of cell a scans one long run (the candidates after it) instead
+                # of a few short ones, whose loop set-up and scalar remainders cost more
+                # than their distances. The copy is paid once per cell, the scan per point.
+                if n_candidates > near_x.shape[0]:
+                    near_x, near_y, near_z, near_j, near_radii = near_buffers(n_candidates)
+                # Only the candidates within reach of the box bounding cell a's points are
+                # copied: on 5,000 uniform points in 3-D, 54% of the other cells' (counted).
+                # A candidate left out is no pair of any point of the cell, in floating point
+                # too: |x_i - x_j| rounds to at least what the distance to the box's face
+                # rounds to (rounding is monotone), and so do the squares and sums. The pairs
+                # and their order are unchanged.
+                own_start, own_end = cell_start[a], cell_start[a + 1]
+                lo_x = hi_x = points[0, own_start]
+                lo_y = hi_y = points[1, own_start]
+                lo_z = hi_z = points[2, own_start]
+                largest_radius = 0.0
+                for i in range(own_start, own_end):
+                    lo_x, hi_x = min(lo_x, points[0, i]), max(hi_x, points[0, i])
+                    lo_y, hi_y = min(lo_y, points[1, i]), max(hi_y, points[1, i])
+                    lo_z, hi_z = min(lo_z, points[2, i]), max(hi_z, points[2, i])
+                    if with_radii:
+                        largest_radius = max(largest_radius, radii[i])
+                limit2 = r2
+                own_end_unsigned = np.uint64(own_end)
+                k = 0
+                for r in range(n_runs):
+                    for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
+                        px, py, pz = points[0, j], points[1, j], points[2, j]
+                        near_x[k] = px
+                        near_y[k] = py
+                        near_z[k] = pz
+                        # The original index: read in order here, once per cell, rather than
+                        # at random for every pair (ad hoc, 5,000 points in 3-D, one thread,
+                        # order alternated: 1.83 -> 1.67 ms).
+                        near_j[k] = order[j]
+                        if with_radii:
+                            near_radii[k] = radii[j]
+                            limit = largest_radius + radii[j]
+                            limit2 = limit * limit
+                        ex = max(lo_x - px, px - hi_x, 0.0)
+                        ey = max(lo_y - py, py - hi_y, 0.0)
+                        ez = max(lo_z - pz, pz - hi_z, 0.0)
+                        # Written unconditionally, kept only within reach (the own cell's
+                        # points always: the index arithmetic below counts on them).
+                        within = ex * ex + ey * ey + ez * ez <= limit2
+                        k += 1 if within | (j < own_end_unsigned) else 0
+                n_candidates = k
+                # Run 0 starts at cell a: the candidates of its point i are the points after
+                # it there, then the other runs, in the order of the run-by-run loops below.
+                for i in range(own_start, own_end):
+                    x, y, z = points[0, i], points[1, i], points[2, i]
+                    radius = radii[i] if with_radii else 0.0
+                    k_lo = np.uint64(i - own_start + 1)
+                    k_hi = np.uint64(n_candidates)
+                    n_hits = 0
+                    if not write:
                         # Counting: branch-free, so LLVM vectorizes it.
                         if with_radii:
-                            for j in range(start, end):
-                                dx = (x - points[0, j]) - shift_x
-                                dy = (y - points[1, j]) - shift_y
-                                dz = (z - points[2, j]) - shift_z
-                                limit = radius + radii[j]
+                            for k in range(k_lo, k_hi):
+                                dx = x - near_x[k]
+                                dy = y - near_y[k]
+                                dz = z - near_z[k]
+                                limit = radius + near_radii[k]
                                 if dx * dx + dy * dy + dz * dz <= limit * limit:
                                     n_hits += 1
                         else:
-                            for j in range(start, end):
-                                dx = (x - points[0, j]) - shift_x
-                                dy = (y - points[1, j]) - shift_y
-                                dz = (z - points[2, j]) - shift_z
+                            for k in range(k_lo, k_hi):
+                                dx = x - near_x[k]
+                                dy = y - near_y[k]
+                                dz = z - near_z[k]
                                 if dx * dx + dy * dy + dz * dz <= r2:
                                     n_hits += 1
+                        position += n_hits
                         continue
-                    for j in range(start, end):
-                        dx = (x - points[0, j]) - shift_x
-                        dy = (y - points[1, j]) - shift_y
-                        dz = (z - points[2, j]) - shift_z
-                        if use_min_image:
-                            dx = min_image(dx, box_x, half_x)
-                            dy = min_image(dy, box_y, half_y)
-                            dz = min_image(dz, box_z, half_z)
-                        d2 = dx * dx + dy * dy + dz * dz
-                        if with_radii:
-                            limit = radius + radii[j]
-                            hit = d2 <= limit * limit
-                        else:
-                            hit = d2 <= r2
-                        # Written unconditionally, kept only on a hit: no branch to mispredict.
-                        hit_index[n_hits] = j
-                        hit_d2[n_hits] = d2
-                        n_hits += 1 if hit else 0
-                if appending and position + n_hits > out_indices.shape[0]:
-                    out_indices, out_distances = grown_outputs(out_indices, out_distances,
-                                                               position + n_hits)
-                if write:
+                    # The distances in a loop LLVM vectorizes, then the hits picked out
+                    # without a branch (no test-and-branch to mispredict around every hit).
+                    for k in range(k_lo, k_hi):
+                        dx = x - near_x[k]
+                        dy = y - near_y[k]
+                        dz = z - near_z[k]
+                        hit_d2[k] = dx * dx + dy * dy + dz * dz
+                    if with_radii:
+                        for k in range(k_lo, k_hi):
+                            limit = radius + near_radii[k]
+                            hit_index[n_hits] = k
+                            n_hits += 1 if hit_d2[k] <= limit * limit else 0
+                    else:
+                        for k in range(k_lo, k_hi):
+                            hit_index[n_hits] = k
+                            n_hits += 1 if hit_d2[k] <= r2 else 0
+                    if appending and position + n_hits > out_indices.shape[0]:
+                        out_indices, out_distances = grown_outputs(out_indices, out_distances,
+                                                                   position + n_hits)
                     oi = order[i]
                     for h in range(n_hits):
-                        oj = order[hit_index[h]]
+                        k = hit_index[h]
+                        oj = near_j[k]
                         out_indices[position + h, 0] = min(oi, oj)
                         out_indices[position + h, 1] = max(oi, oj)
                         if want_distances:
-                            out_distances[position + h] = math.sqrt(hit_d2[h])
-                position += n_hits
-        if appending:
-            n_appended = position
-        elif not write:
-            positions[c] = position
-    return out_indices, out_distances, n_appended
+                            out_distances[position + h] = math.sqrt(hit_d2[k])
+                    position += n_hits
+            else:
+                # Run 0 starts at cell a: point i pairs with the points after it there.
+                for i in range(cell_start[a], cell_start[a + 1]):
+                    x, y, z = points[0, i], points[1, i], points[2, i]
+                    radius = radii[i] if with_radii else 0.0
+                    n_hits = 0
+                    for r in range(n_runs):
+                        # Unsigned bounds: see the `cells` docstring.
+                        start = np.uint64(i + 1 if r == 0 else run_bounds[r, 0])
+                        end = np.uint64(run_bounds[r, 1])
+                        shift_x = run_shifts[r, 0]
+                        shift_y = run_shifts[r, 1]
+                        shift_z = run_shifts[r, 2]
+                        if not write and not use_min_image:
+                            # Counting: branch-free, so LLVM vectorizes it.
+                            if with_radii:
+                                for j in range(start, end):
+                                    dx = (x - points[0, j]) - shift_x
+                                    dy = (y - points[1, j]) - shift_y
+                                    dz = (z - points[2, j]) - shift_z
+                                    limit = radius + radii[j]
+                                    if dx * dx + dy * dy + dz * dz <= limit * limit:
+                                        n_hits += 1
+                            else:
+                                for j in range(start, end):
+                                    dx = (x - points[0, j]) - shift_x
+                                    dy = (y - points[1, j]) - shift_y
+                                    dz = (z - points[2, j]) - shift_z
+                                    if dx * dx + dy * dy + dz * dz <= r2:
+                                        n_hits += 1
+                            continue
+                        for j in range(start, end):
+                            dx = (x - points[0, j]) - shift_x
+                            dy = (y - points[1, j]) - shift_y
+                            dz = (z - points[2, j]) - shift_z
+                            if use_min_image:
+                                dx = min_image(dx, box_x, half_x)
+                                dy = min_image(dy, box_y, half_y)
+                                dz = min_image(dz, box_z, half_z)
+                            d2 = dx * dx + dy * dy + dz * dz
+                            if with_radii:
+                                limit = radius + radii[j]
+                                hit = d2 <= limit * limit
+                            else:
+                                hit = d2 <= r2
+                            # Written unconditionally, kept only on a hit: no branch to mispredict.
+                            hit_index[n_hits] = j
+                            hit_d2[n_hits] = d2
+                            n_hits += 1 if hit else 0
+                    if appending and position + n_hits > out_indices.shape[0]:
+                        out_indices, out_distances = grown_outputs(out_indices, out_distances,
+                                                                   position + n_hits)
+                    if write:
+                        oi = order[i]
+                        for h in range(n_hits):
+                            oj = order[hit_index[h]]
+                            out_indices[position + h, 0] = min(oi, oj)
+                            out_indices[position + h, 1] = max(oi, oj)
+                            if want_distances:
+                                out_distances[position + h] = math.sqrt(hit_d2[h])
+                    position += n_hits
+            if appending:
+                n_appended = position
+            elif not write:
+                positions[c] = position
+        return out_indices, out_distances, n_appended
+
+    return scan_cells
+
+
+def _compiled_pair_scan(gather: bool, name: str):
+    """The kernel of `_pair_scan_kernel` for ``gather``, named ``name`` (numba's cache
+    files and the compile notices go by the name)."""
+    kernel = _pair_scan_kernel(gather)
+    kernel.__name__ = kernel.__qualname__ = name
+    kernel.__doc__ = f"`_pair_scan_kernel` with ``gather={gather}``."
+    return jit(kernel)
+
+
+pairs_scan_cells = _compiled_pair_scan(False, "pairs_scan_cells")
+pairs_scan_cells_gathered = _compiled_pair_scan(True, "pairs_scan_cells_gathered")
 
 
 @jit

@@ -1,0 +1,259 @@
+"""The CPU engines of `Grid`: `CpuEngine` (``algorithm="grid"``) owns the grid state and
+answers every query with the numba kernels of ``_kernels/`` on the threads of this
+process; `BruteEngine` (``algorithm="brute"``) is the same with every point in one cell.
+
+The pair searches are in ``_pair_search.py``; the radius, k-nearest, box and ray queries
+are here, each a count pass and a fill pass (or one pass) that run on the calling thread
+for few queries and through a parallel driver for many. The interface is
+`_engine.GridEngine`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .. import _config
+from .._kernels import indirect
+from .._results import KNearest, Neighbors, RayHits
+from . import _build, _pair_search
+from ._kernels import box as box_kernels
+from ._kernels import build, build_parallel, knn, pairs, radius
+from ._kernels import ray as ray_kernels
+
+#: Below these sizes queries (and the build) run on the calling thread: waking the other
+#: threads costs more than the work (benchmarks/bench_threading.py measures both).
+PARALLEL_MIN_POINTS = 20_000
+PARALLEL_MIN_QUERIES = 2_000
+#: Passed where a kernel writes no distances (one specialization with or without them).
+_NO_DISTANCES = np.empty(0, dtype=np.float64)
+
+
+class CpuEngine:
+    """The grid on the CPU: a `GridState` built once, queried by numba kernels.
+
+    Parameters and attributes are those of `_engine.GridEngine`; ``n_threads`` is the
+    thread count of every build and query (None: numba's, -1: all), set around each
+    parallel pass with `_config.threads`.
+    """
+
+    #: Every point in one cell (`BruteEngine`).
+    one_cell = False
+
+    def __init__(self, points3, lowest, highest, cell_size, box, n_threads) -> None:
+        n = points3.shape[0]
+        self.n_threads = n_threads
+        self.index_dtype = _build.index_dtype(n)
+        with _config.threads(n_threads):
+            self.state = _build.build_state(
+                points3, lowest, highest, cell_size, box, self.one_cell, self.index_dtype,
+                self.parallel_over_points(n),
+            )
+        self.n_points = n
+        self.n_occupied_cells = self.state.cell_coords.shape[0]
+
+    def parallel_over_points(self, n_items: int) -> bool:
+        """Whether work over ``n_items`` points is worth the other threads."""
+        return self.n_threads != 1 and n_items >= PARALLEL_MIN_POINTS
+
+    def parallel_over_queries(self, n_items: int) -> bool:
+        """Whether ``n_items`` queries are worth the other threads."""
+        return self.n_threads != 1 and n_items >= PARALLEL_MIN_QUERIES
+
+    def sorted_radii(self, radii):
+        """``radii`` in the grid's point order, the largest, and whether all are valid."""
+        return pairs.sorted_radii(radii, self.state.order)
+
+    # ------------------------------------------------------------------ pairs
+    query_pairs = _pair_search.query_pairs
+    iter_pairs = _pair_search.iter_pairs
+
+    # ------------------------------------------------------------------ radius
+    def query_radius(self, query_points, radii, return_distances, sort) -> Neighbors:
+        with _config.threads(self.n_threads):
+            visit_order, visited_points, visited_radii = self._visit(query_points, radii)
+            in_visit_order = np.arange(query_points.shape[0])
+            counts = self._scatter(
+                self._count_radius(visited_points, visited_radii, in_visit_order), visit_order)
+            indptr = _indptr(counts)
+            nnz = int(indptr[-1])
+            indices = np.empty(nnz, dtype=self.index_dtype)
+            distances = np.empty(nnz if return_distances else 0, dtype=np.float64)
+            self._scan_radius(visited_points, visited_radii, in_visit_order,
+                              self._gather(indptr, visit_order), indices, distances, True,
+                              sort)
+        return Neighbors(indptr, indices, distances if return_distances else None,
+                         self.n_points)
+
+    def count_radius(self, query_points, radii) -> np.ndarray:
+        with _config.threads(self.n_threads):
+            visit_order, visited_points, visited_radii = self._visit(query_points, radii)
+            return self._scatter(self._count_radius(
+                visited_points, visited_radii, np.arange(query_points.shape[0])), visit_order)
+
+    def _visit(self, query_points, radii):
+        """The order in which to answer queries (cell by cell, see `build.query_order`),
+        and the queries and radii taken in that order: reading them one after the other
+        saves a cache miss per query in each pass over a large query set."""
+        visit_order = self._query_order(query_points)
+        if self.parallel_over_points(query_points.shape[0]):
+            visited = build_parallel.take_rows_parallel(query_points, visit_order)
+        else:
+            visited = build.take_rows(query_points, visit_order)
+        return visit_order, visited, self._gather(radii, visit_order)
+
+    def _gather(self, values: np.ndarray, order: np.ndarray) -> np.ndarray:
+        """``values[order]``, on every thread for many."""
+        if self.parallel_over_points(order.shape[0]):
+            return build_parallel.gather_parallel(values, order)
+        return values[order]
+
+    def _scatter(self, values: np.ndarray, order: np.ndarray) -> np.ndarray:
+        """The array ``out`` with ``out[order] = values`` (``order`` a permutation)."""
+        if self.parallel_over_points(order.shape[0]):
+            return build_parallel.scatter_parallel(values, order)
+        out = np.empty_like(values)
+        out[order] = values
+        return out
+
+    def _query_order(self, query_points) -> np.ndarray:
+        """`build.query_order` of (m, 3) query points, on every thread for many queries
+        (the same permutation) when the per-thread histograms of the keys stay small."""
+        m = query_points.shape[0]
+        n_threads = numba.get_num_threads()
+        if self.parallel_over_points(m) and n_threads > 1:
+            n_keys = (self.state.dense_lookup.shape[0] or self.n_occupied_cells + 1)
+            if _build.histograms_fit(n_threads, n_keys, m):
+                return build_parallel.query_order_parallel(self.state, query_points, n_threads)
+        return build.query_order(self.state, query_points)
+
+    def _count_radius(self, query_points, radii, visit_order):
+        counts = np.zeros(query_points.shape[0], dtype=np.int64)
+        self._scan_radius(query_points, radii, visit_order, counts,
+                          np.empty(0, self.index_dtype), _NO_DISTANCES, False, False)
+        return counts
+
+    def _scan_radius(self, query_points, radii, visit_order, positions, indices, distances,
+                     write, sort):
+        m = query_points.shape[0]
+        if self.parallel_over_queries(m):
+            kernel = indirect.kernel_target(radius.radius_scan_queries, (
+                self.state, query_points, radii, visit_order, 0, m, positions, indices,
+                distances, write, sort), self.index_dtype)
+            radius.radius_scan(self.state, query_points, radii, visit_order, positions, indices,
+                               distances, write, sort, kernel)
+        else:
+            radius.radius_scan_queries(self.state, query_points, radii, visit_order, 0, m,
+                                       positions, indices, distances, write, sort)
+
+    # ------------------------------------------------------------------ k nearest
+    def query_knn(self, query_points, k, limit) -> KNearest:
+        m = query_points.shape[0]
+        indices, distances = _knn_outputs(m, k, self.index_dtype)
+        counts = np.zeros(m, dtype=np.int64)
+        with _config.threads(self.n_threads):
+            visit_order = self._query_order(query_points)
+            limits = np.full(m, limit)
+            if self.parallel_over_queries(m):
+                kernel = indirect.kernel_target(knn.knn_queries, (
+                    self.state, query_points, k, limits, visit_order, 0, m, indices, distances,
+                    counts), self.index_dtype)
+                knn.knn_query(self.state, query_points, k, limits, visit_order, indices,
+                              distances, counts, kernel)
+            else:
+                # The kernel itself, not a sequential driver: numba would compile the kernel
+                # into a driver once more.
+                knn.knn_queries(self.state, query_points, k, limits, visit_order, 0, m,
+                                indices, distances, counts)
+        return KNearest(indices, distances, counts)
+
+    # ------------------------------------------------------------------ boxes
+    def query_box(self, lower3, upper3, width, sort) -> Neighbors:
+        with _config.threads(self.n_threads):
+            visit_order = self._query_order(lower3)
+            m = lower3.shape[0]
+            parallel = self.parallel_over_queries(m)
+
+            def scan(positions, indices, write, sort_rows):
+                if parallel:
+                    kernel = indirect.kernel_target(box_kernels.box_scan_boxes, (
+                        self.state, lower3, upper3, width, visit_order, 0, m, positions, indices,
+                        write, sort_rows), self.index_dtype)
+                    box_kernels.box_scan(self.state, lower3, upper3, width, visit_order,
+                                         positions, indices, write, sort_rows, kernel)
+                else:
+                    # The kernel on all boxes, not a sequential driver (see `query_knn`).
+                    box_kernels.box_scan_boxes(self.state, lower3, upper3, width, visit_order,
+                                               0, m, positions, indices, write, sort_rows)
+
+            counts = np.zeros(m, dtype=np.int64)
+            scan(counts, np.empty(0, self.index_dtype), False, False)
+            indptr = _indptr(counts)
+            indices = np.empty(int(indptr[-1]), dtype=self.index_dtype)
+            scan(indptr, indices, True, sort)
+        return Neighbors(indptr, indices, None, self.n_points)
+
+    # ------------------------------------------------------------------ rays
+    def query_ray(self, origins3, units3, radii, limit, all_hits) -> RayHits | Neighbors:
+        m = origins3.shape[0]
+        rays = (np.ascontiguousarray(radii[self.state.order]),
+                float(radii.max()) if radii.size else 0.0,
+                ray_kernels.WALK_COST_PER_POINT * self.n_points, origins3, units3, limit)
+        with _config.threads(self.n_threads):
+            visit_order = self._query_order(origins3)
+            if not all_hits:
+                indices = np.empty(m, dtype=self.index_dtype)
+                distances = np.empty(m)
+                self._cast_rays(rays, visit_order, ray_kernels.MODE_FIRST,
+                                np.empty(0, np.int64), indices, distances)
+                return RayHits(indices, distances)
+            counts = np.zeros(m, dtype=np.int64)
+            self._cast_rays(rays, visit_order, ray_kernels.MODE_COUNT, counts,
+                            np.empty(0, self.index_dtype), _NO_DISTANCES)
+            indptr = _indptr(counts)
+            indices = np.empty(int(indptr[-1]), dtype=self.index_dtype)
+            distances = np.empty(int(indptr[-1]))
+            self._cast_rays(rays, visit_order, ray_kernels.MODE_FILL, indptr, indices,
+                            distances)
+        return Neighbors(indptr, indices, distances, self.n_points)
+
+    def _cast_rays(self, rays, visit_order, mode, positions, indices, distances):
+        """One pass of the ray kernel; ``rays`` is ``(radii in sorted order, max radius,
+        walk limit, origins3, units3, max_distance)``."""
+        m = visit_order.shape[0]
+        if self.parallel_over_queries(m):
+            # The ray limits may be the caller's array (read-only or not): part of the key.
+            kernel = indirect.kernel_target(ray_kernels.cast_rays, (
+                self.state, *rays, visit_order, 0, m, mode, positions, indices, distances),
+                (self.index_dtype, rays[-1].flags.writeable))
+            ray_kernels.cast_rays_parallel(self.state, *rays, visit_order, mode, positions,
+                                           indices, distances, kernel)
+        else:
+            ray_kernels.cast_rays(self.state, *rays, visit_order, 0, m, mode, positions,
+                                  indices, distances)
+
+
+class BruteEngine(CpuEngine):
+    """Brute force: every point in one cell, so every query compares every candidate
+    pair, with the kernels and arithmetic of `CpuEngine` and no spatial pruning."""
+
+    one_cell = True
+
+
+def _indptr(counts: np.ndarray) -> np.ndarray:
+    """CSR row offsets from row lengths."""
+    indptr = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return indptr
+
+
+def _knn_outputs(m: int, k: int, index_dtype) -> tuple[np.ndarray, np.ndarray]:
+    """The (m, k) index and distance arrays of `query_knn`, filled with -1 and ``inf``
+    (their size was checked by `Grid.query_knn`)."""
+    try:
+        return (np.full((m, k), -1, dtype=index_dtype), np.full((m, k), np.inf))
+    except (MemoryError, ValueError) as error:
+        raise MemoryError(
+            f"query_knn: no memory for results of shape ({m}, {k}) (`k` = {k}); ask for "
+            f"fewer neighbours or fewer queries at a time ({error})."
+        ) from error

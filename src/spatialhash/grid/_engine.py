@@ -1,0 +1,182 @@
+"""The engine seam of `Grid`: the interface every engine implements, and the registry
+that maps ``Grid(..., algorithm=name)`` to an engine class.
+
+`Grid` validates its inputs into canonical arrays (float64, C-contiguous, padded to three
+columns, wrapped into the periodic box), checks what does not depend on the engine (the
+reach of a periodic search, the size of a k-nearest result), and hands them to its engine;
+the engine owns the arrays of the built grid, runs the kernels and returns the result
+objects of ``_results.py``. An engine never validates: what it gets is valid. Results are
+the same, byte for byte, for any thread count, and equal to those of the CPU engine
+wherever the order of rows is fixed (see ``tests/test_contract.py``, which runs on every
+engine).
+
+Adding an engine (a CUDA grid, a Dask grid) is one class implementing `GridEngine` and
+one entry in `ENGINES`; `Grid` does not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol
+
+import numpy as np
+
+from .._results import KNearest, Neighbors, Pairs, RayHits
+from ._cpu_engine import BruteEngine, CpuEngine
+from ._kernels.state import GridState
+
+
+class GridEngine(Protocol):
+    """What `Grid` asks of an engine: build once, then answer queries.
+
+    Parameters
+    ----------
+    points3 : ndarray of float64, shape (n, d)
+        The points, C-contiguous, d <= 3: either the caller's (n, d) array (open axes,
+        writable: not copied; read as (n, 3) with zeros for the missing columns) or an
+        (n, 3) copy wrapped into the periodic axes of ``box``. Never written.
+    lowest, highest : ndarray of float64, shape (3,)
+        Smallest and largest coordinate per axis (zeros for missing axes and no points).
+    cell_size : float
+        The cell size asked for, > 0.
+    box : ndarray of float64, shape (3,)
+        Period of each axis; ``inf`` on open axes.
+    n_threads : int or None
+        Thread count of builds and queries (None: the default, -1: all), as
+        `_config.check_n_threads` returns it.
+
+    Attributes
+    ----------
+    n_points : int
+        Number of points.
+    n_occupied_cells : int
+        Number of cells holding at least one point.
+    state : GridState
+        The cells, as plain host arrays (`Grid.state`).
+    index_dtype : numpy.dtype
+        int32 below 2**31 - 1 points, else int64: the dtype of every point index in the
+        results.
+    """
+
+    n_points: int
+    n_occupied_cells: int
+    state: GridState
+    index_dtype: np.dtype
+
+    def __init__(self, points3: np.ndarray, lowest: np.ndarray, highest: np.ndarray,
+                 cell_size: float, box: np.ndarray, n_threads: int | None) -> None: ...
+
+    def sorted_radii(self, radii: np.ndarray) -> tuple[np.ndarray, float, bool]:
+        """Per-point radii prepared for `query_pairs` and `iter_pairs`, in one pass.
+
+        Parameters
+        ----------
+        radii : ndarray of float64, shape (n,)
+            One radius per point in the caller's order, C-contiguous, not yet checked.
+
+        Returns
+        -------
+        tuple of (ndarray of float64, float, bool)
+            The radii in the engine's own point order, the largest (0 for none), and
+            whether every radius is finite and >= 0.
+        """
+
+    def query_pairs(self, r2: float, radii: np.ndarray, reach: float,
+                    return_distances: bool) -> Pairs:
+        """Every pair ``i < j`` within ``r`` (``r2 = r * r``) or within ``radii[i] +
+        radii[j]``.
+
+        Parameters
+        ----------
+        r2 : float
+            Squared distance; 0 with ``radii``.
+        radii : ndarray of float64, shape (n,) or (0,)
+            From `sorted_radii`, or empty for one distance.
+        reach : float
+            Largest distance of a pair: ``r``, or ``2 * max(radii)``.
+        return_distances : bool
+            Also return each pair's distance.
+
+        Returns
+        -------
+        Pairs
+            Rows in the engine's deterministic order; shape ``(n, n)``.
+        """
+
+    def iter_pairs(self, r2: float, radii: np.ndarray, reach: float, chunk_size: int,
+                   return_distances: bool) -> Iterator[Pairs]:
+        """The pairs of `query_pairs`, in its order, as chunks of at most ``chunk_size``
+        pairs (or the pairs found from one cell). A generator: nothing runs before the
+        first ``next()``, and no thread setting is held across a ``yield``. Each chunk
+        owns its arrays.
+        """
+
+    def query_radius(self, query_points: np.ndarray, radii: np.ndarray,
+                     return_distances: bool, sort: bool) -> Neighbors:
+        """Every point within ``radii[q]`` of each query.
+
+        Parameters
+        ----------
+        query_points : ndarray of float64, shape (m, 3)
+            C-contiguous, wrapped into the periodic box.
+        radii : ndarray of float64, shape (m,)
+            One radius per query, finite and >= 0.
+        return_distances, sort : bool
+            As in `Grid.query_radius`.
+
+        Returns
+        -------
+        Neighbors
+            CSR rows, one per query; unsorted rows in the engine's deterministic order.
+        """
+
+    def count_radius(self, query_points: np.ndarray, radii: np.ndarray) -> np.ndarray:
+        """The row lengths of `query_radius`, int64, shape (m,)."""
+
+    def query_knn(self, query_points: np.ndarray, k: int, limit: float) -> KNearest:
+        """The ``k`` nearest points within ``limit`` (``inf``: no limit) of each query.
+
+        ``query_points`` are as in `query_radius`; ``k >= 1``, and the (m, k) result's
+        size was checked. Raises ``MemoryError`` when the result cannot be allocated.
+        """
+
+    def query_box(self, lower3: np.ndarray, upper3: np.ndarray, width: np.ndarray,
+                  sort: bool) -> Neighbors:
+        """Every point in each closed box.
+
+        Parameters
+        ----------
+        lower3 : ndarray of float64, shape (m, 3)
+            Lower corners, wrapped into the periodic box.
+        upper3 : ndarray of float64, shape (m, 3)
+            Upper corners, not wrapped.
+        width : ndarray of float64, shape (m, 3)
+            ``upper - lower`` before wrapping (may be ``inf``).
+        sort : bool
+            Sort each row by point index.
+        """
+
+    def query_ray(self, origins3: np.ndarray, units3: np.ndarray, radii: np.ndarray,
+                  limit: np.ndarray, all_hits: bool) -> RayHits | Neighbors:
+        """Rays against the points taken as spheres (open grids only).
+
+        Parameters
+        ----------
+        origins3, units3 : ndarray of float64, shape (m, 3)
+            Origins and unit directions.
+        radii : ndarray of float64, shape (n,)
+            Sphere radii in the caller's point order, finite and >= 0.
+        limit : ndarray of float64, shape (m,)
+            Largest hit distance per ray (``inf``: none); may be the caller's read-only
+            array.
+        all_hits : bool
+            Every hit (`Neighbors`) rather than the first (`RayHits`).
+        """
+
+
+#: The engines `Grid` can run, by the name ``algorithm`` gives (``"auto"`` picks one of
+#: these two by the point count).
+ENGINES: dict[str, type[GridEngine]] = {
+    "grid": CpuEngine,
+    "brute": BruteEngine,
+}
