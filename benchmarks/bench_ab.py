@@ -20,8 +20,8 @@ status 1). Before any timing, each process makes untimed calls (which fill or lo
 version's numba cache).
 
 Why processes: two copies of the package imported in one process under different names
-gave implausible timings for the batch grid (session 13: the copy of the old code took
-2,057 us for the pairs of 5,000 points, where separate processes took 1,440-1,577 us).
+gave implausible timings for the batch grid (the copy of the old code took 2,057 us for
+the pairs of 5,000 points, where separate processes took 1,440-1,577 us).
 
 ``--gap-ms`` sleeps that long before each call, as a simulation's step does between two
 searches: a call after a pause finds its data gone from the caches and costs more.

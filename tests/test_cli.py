@@ -276,7 +276,7 @@ def test_csv_default_columns_skip_text_and_columns_pick_in_order(tmp_path):
 
 @pytest.mark.parametrize("first", ["N/A", "0x10", "1_0", "0 # c", ""])
 def test_csv_column_with_text_in_its_first_row_only_is_numeric_and_reported(tmp_path, first):
-    # Session 16: the first data row alone decided which columns were text, so "N/A" there
+    # The first data row alone must not decide which columns are text: "N/A" there once
     # silently dropped the column `y` from the coordinates (a 1-D search, exit status 0).
     path = tmp_path / "points.csv"
     path.write_text(f"x,y\n0,{first}\n0,0\n0,10\n")

@@ -161,7 +161,7 @@ def test_default_cell_size_overflows_for_clouds_with_huge_volume(n_dims):
     warns ("overflow encountered in reduce"), falls back to 1.0, and then fails with
     "`cell_size` is too small ... 1.0 would need 2e+150 cells" for a cell_size the user
     never gave. Expected: a grid with a finite default cell size (about 1e150 here).
-    (The 2-D case was at 1e200 until coordinates were limited to +-1e150 in session 16.)
+    (In 2-D the spread that overflows is beyond the +-1e150 coordinates accepted.)
     """
     spread = 1e150
     points = np.zeros((42, n_dims))
@@ -239,7 +239,7 @@ def test_query_box_with_huge_finite_bounds_warns_overflow():
     assert boxes.counts.tolist() == [50]
 
 
-# ---------------------------------------------------------------------- session 16 audit
+# ---------------------------------------------------------------------- reach and scale
 @pytest.mark.parametrize("algorithm", ["grid", "auto"])
 def test_pair_search_reaching_2_63_cells_or_more_finds_nothing(algorithm):
     """A reach of 2**63 cells or more (a huge ``r`` over tiny cells) overflowed the int64

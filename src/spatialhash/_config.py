@@ -46,7 +46,12 @@ def jit_parallel(func):
 
 def _kernel(dispatcher):
     """``dispatcher`` called from other kernels without literal types, and recovering from
-    a damaged cache entry (`_numba_internals`)."""
+    a damaged cache entry (`_numba_internals`). Under ``NUMBA_DISABLE_JIT=1`` numba's
+    decorators return the plain Python function, which is kept as it is: the kernels then
+    run as Python, where an index out of bounds raises ``IndexError`` (CI runs a subset of
+    the tests so)."""
+    if not _numba_internals.is_dispatcher(dispatcher):
+        return dispatcher
     return _numba_internals.recover_from_damaged_cache(
         _numba_internals.type_calls_without_literals(dispatcher))
 

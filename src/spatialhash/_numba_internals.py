@@ -20,6 +20,8 @@ the test suite has passed on it.
 - `lock_cache_saves`: every cache save of the process under a file lock
   (``IndexDataCacheFile.save``), for the worker processes of ``spatialhash compile``.
 - `cache_folder` and `launch_threads`: read-only diagnostics for ``spatialhash info``.
+- `is_dispatcher`: whether a decorated kernel is compiled (``numba.core.dispatcher``): under
+  ``NUMBA_DISABLE_JIT=1`` numba's decorators return the plain function.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import sys
 
 from numba.core import types
 from numba.core.caching import IndexDataCacheFile, _CacheLocator, _SourceFileBackedLocatorMixin
+from numba.core.dispatcher import Dispatcher
 
 #: The bases of a cache locator backed by a source file (see `_cache.PackageCacheLocator`).
 CacheLocatorBase = (_SourceFileBackedLocatorMixin, _CacheLocator)
@@ -139,3 +142,8 @@ def launch_threads() -> None:
     from numba.np.ufunc import parallel
 
     parallel._launch_threads()
+
+
+def is_dispatcher(kernel) -> bool:
+    """Whether ``kernel`` is numba's compiled dispatcher rather than a plain function."""
+    return isinstance(kernel, Dispatcher)

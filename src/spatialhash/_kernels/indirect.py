@@ -19,6 +19,9 @@ cached on disk: it changes from process to process.
 
 The kernel is called with numba's own calling convention, so arrays pass as they do
 between any two numba functions, and the returned arrays are owned by the caller.
+
+Under ``NUMBA_DISABLE_JIT=1`` the kernels are plain Python functions: a target is the
+kernel itself and the caller calls it (`_python_caller`).
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ def kernel_target(kernel, args, key) -> np.ndarray:
     the first time a key is seen. A key that did not tell two sets of types apart gives a
     target whose tag the driver rejects with ``ValueError``, never a wrong call.
     """
+    if _python_mode(kernel):
+        return kernel
     target = _targets.get((kernel, key))
     if target is None:
         arg_types = tuple(typeof(arg) for arg in args)
@@ -80,6 +85,8 @@ def kernel_caller(kernel, *alike):
     caller gets a ``SystemError``). ``call`` checks too, so that no call can read its
     arguments with another layout, but reaches its own check only if the driver did not.
     """
+    if _python_mode(kernel):
+        return _python_caller()
 
     def resolve(args):
         arg_types = tuple(types.unliteral(arg) for arg in args.types)
@@ -140,5 +147,22 @@ def kernel_caller(kernel, *alike):
             return result
 
         return return_type(target, args), codegen
+
+    return check, call
+
+
+def _python_mode(kernel) -> bool:
+    """Whether ``kernel`` is a plain Python function (``NUMBA_DISABLE_JIT=1``)."""
+    return not hasattr(kernel, "overloads")
+
+
+def _python_caller():
+    """``(check, call)`` for plain Python kernels: the target is the kernel itself."""
+
+    def check(target, args):
+        return None
+
+    def call(target, args):
+        return target(*args)
 
     return check, call
