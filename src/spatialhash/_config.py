@@ -44,6 +44,16 @@ def jit_parallel(func):
     return _kernel(numba.njit(parallel=True, **_JIT_OPTIONS)(func))
 
 
+def jit_variant(func, name: str, *, parallel: bool = False):
+    """Compile ``func``, a function made by a factory, as the kernel ``name``: one source
+    compiled into several kernels, each with the factory's arguments as constants (numba
+    prunes the branches on them) and a name of its own (numba's cache files and the
+    compile notices go by the name; the cache tells the variants apart by their constants
+    too). ``parallel`` as in `jit_parallel`."""
+    func.__name__ = func.__qualname__ = name
+    return jit_parallel(func) if parallel else jit(func)
+
+
 def _kernel(dispatcher):
     """``dispatcher`` called from other kernels without literal types, and recovering from
     a damaged cache entry (`_numba_internals`). Under ``NUMBA_DISABLE_JIT=1`` numba's

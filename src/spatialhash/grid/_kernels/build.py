@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._config import jit
+from ..._config import jit, jit_variant
 from ..._kernels.cells import find_cell, floor_to_int, hash_cell
 
 
@@ -218,17 +218,24 @@ def max_dense_cells(n_points: int) -> float:
     return max(4.0 * n_points, 65536.0)
 
 
-@jit
-def take_rows(rows, order):
-    """``rows[order]`` for an (m, 3) array: a plain loop, five times faster than NumPy's
-    fancy indexing of rows."""
-    taken = np.empty((order.shape[0], 3), np.float64)
-    for t in range(order.shape[0]):
-        q = order[t]
-        taken[t, 0] = rows[q, 0]
-        taken[t, 1] = rows[q, 1]
-        taken[t, 2] = rows[q, 2]
-    return taken
+def take_rows_source(loop):
+    """The kernel of ``rows[order]`` for an (m, 3) array, iterating with ``loop``:
+    `take_rows` (``range``) and ``build_parallel.take_rows_parallel`` (``prange``). A plain
+    loop, five times faster than NumPy's fancy indexing of rows."""
+
+    def take(rows, order):
+        taken = np.empty((order.shape[0], 3), np.float64)
+        for t in loop(order.shape[0]):
+            q = order[t]
+            taken[t, 0] = rows[q, 0]
+            taken[t, 1] = rows[q, 1]
+            taken[t, 2] = rows[q, 2]
+        return taken
+
+    return take
+
+
+take_rows = jit_variant(take_rows_source(range), "take_rows")
 
 
 @jit
@@ -307,23 +314,30 @@ def sort_points(points3, cell_id, n_occupied):
     return cell_start, permutation, gather_columns(points3, permutation)
 
 
-@jit
-def gather_columns(points3, permutation):
-    """The (n, d) points, d <= 3, in sorted order as C-contiguous (3, n) columns, zeros
-    for missing coordinates. Gathering the coordinates after the sort measured faster than
-    scattering them during it (42 ms against about 100 ms for a million points)."""
-    n, d = permutation.shape[0], points3.shape[1]
-    columns = np.empty((3, n), np.float64)
-    for s in range(n):
-        i = permutation[s]
-        columns[0, s] = points3[i, 0]
-        if d > 1:
-            columns[1, s] = points3[i, 1]
-        if d > 2:
-            columns[2, s] = points3[i, 2]
-    for axis in range(d, 3):
-        columns[axis, :] = 0.0
-    return columns
+def gather_columns_source(loop):
+    """The kernel that returns the (n, d) points, d <= 3, in sorted order as C-contiguous
+    (3, n) columns, zeros for missing coordinates, iterating with ``loop``: `gather_columns`
+    (``range``) and ``build_parallel.gather_columns_parallel`` (``prange``) are compiled
+    from it. Gathering the coordinates after the sort measured faster than scattering
+    them during it (42 ms against about 100 ms for a million points). One loop in the
+    kernel itself: as a helper that both called over ranges of positions, the build of a
+    million 2-D points took 1.08-1.10 times as long (`benchmarks/bench_ab.py`)."""
+
+    def gather(points3, permutation):
+        n, d = permutation.shape[0], points3.shape[1]
+        columns = np.empty((3, n), np.float64)
+        for s in loop(n):
+            i = permutation[s]
+            columns[0, s] = points3[i, 0]
+            if d > 1:
+                columns[1, s] = points3[i, 1]
+            if d > 2:
+                columns[2, s] = points3[i, 2]
+        for axis in range(d, 3):
+            columns[axis, :] = 0.0
+        return columns
+
+    return gather
 
 
-
+gather_columns = jit_variant(gather_columns_source(range), "gather_columns")

@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from ..._config import jit, jit_parallel
+from ..._config import jit, jit_parallel, jit_variant
+from . import build
 from .build import linear_cell, query_key_count, query_keys
 
 
@@ -106,24 +107,8 @@ def chunk_starts(counts):
     return key_start
 
 
-@jit_parallel
-def gather_columns_parallel(points3, permutation):
-    """`build.gather_columns` on every thread. Its loop is written again here: as one
-    helper that both call (a range of sorted positions per call, 16,384 or half of them),
-    the build of a million 2-D points took 1.08 and 1.10 times as long
-    (`benchmarks/bench_ab.py`, 30 rounds of 15 builds)."""
-    n, d = permutation.shape[0], points3.shape[1]
-    columns = np.empty((3, n), np.float64)
-    for s in prange(n):
-        i = permutation[s]
-        columns[0, s] = points3[i, 0]
-        if d > 1:
-            columns[1, s] = points3[i, 1]
-        if d > 2:
-            columns[2, s] = points3[i, 2]
-    for axis in range(d, 3):
-        columns[axis, :] = 0.0
-    return columns
+gather_columns_parallel = jit_variant(build.gather_columns_source(prange),
+                                      "gather_columns_parallel", parallel=True)
 
 
 @jit_parallel
@@ -171,16 +156,8 @@ def chunk_scatter(keys, starts):
     return permutation
 
 
-@jit_parallel
-def take_rows_parallel(rows, order):
-    """`build.take_rows` on every thread."""
-    taken = np.empty((order.shape[0], 3), np.float64)
-    for t in prange(order.shape[0]):
-        q = order[t]
-        taken[t, 0] = rows[q, 0]
-        taken[t, 1] = rows[q, 1]
-        taken[t, 2] = rows[q, 2]
-    return taken
+take_rows_parallel = jit_variant(build.take_rows_source(prange), "take_rows_parallel",
+                                 parallel=True)
 
 
 @jit_parallel

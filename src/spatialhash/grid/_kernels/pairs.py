@@ -34,7 +34,7 @@ import math
 import numpy as np
 from numba import prange
 
-from ..._config import jit, jit_parallel
+from ..._config import jit, jit_parallel, jit_variant
 from ..._kernels.cells import (
     RANGE_ABSOLUTE_TOLERANCE,
     RANGE_RELATIVE_TOLERANCE,
@@ -405,17 +405,8 @@ def _pair_scan_kernel(gather):
     return scan_cells
 
 
-def _compiled_pair_scan(gather: bool, name: str):
-    """The kernel of `_pair_scan_kernel` for ``gather``, named ``name`` (numba's cache
-    files and the compile notices go by the name)."""
-    kernel = _pair_scan_kernel(gather)
-    kernel.__name__ = kernel.__qualname__ = name
-    kernel.__doc__ = f"`_pair_scan_kernel` with ``gather={gather}``."
-    return jit(kernel)
-
-
-pairs_scan_cells = _compiled_pair_scan(False, "pairs_scan_cells")
-pairs_scan_cells_gathered = _compiled_pair_scan(True, "pairs_scan_cells_gathered")
+pairs_scan_cells = jit_variant(_pair_scan_kernel(gather=False), "pairs_scan_cells")
+pairs_scan_cells_gathered = jit_variant(_pair_scan_kernel(gather=True), "pairs_scan_cells_gathered")
 
 
 @jit
