@@ -16,6 +16,7 @@ from PIL import Image  # noqa: E402
 
 from spatialhash import Grid  # noqa: E402
 from spatialhash.demos import _cloth_kernels as kernels  # noqa: E402
+from spatialhash.demos import _cloth_simulation  # noqa: E402
 from spatialhash.demos import _cloth_view as view  # noqa: E402
 from spatialhash.demos import cloth as cloth_demo  # noqa: E402
 from spatialhash.demos._cloth_view import Renderer  # noqa: E402
@@ -521,7 +522,7 @@ def test_threads_set_the_count_of_every_parallel_part(monkeypatch):
     for _ in range(4):
         reference.step_frame()
     before = numba.get_num_threads()
-    monkeypatch.setattr(cloth_demo, "Grid", RecordingGrid)
+    monkeypatch.setattr(_cloth_simulation, "Grid", RecordingGrid)
     for name in ("split_contacts_parallel", "pairs_within_parallel"):
         monkeypatch.setattr(kernels, name, recording(getattr(kernels, name)))
     cloth = Cloth(12, seed=3, n_threads=1)
