@@ -89,8 +89,8 @@ def solve_distances_parallel(positions, constraints, rest_lengths, share_a, shar
                              band_start, n_first):
     """`solve_distances` on all threads, band by band: band ``m`` is constraints
     ``band_start[m]`` to ``band_start[m + 1] - 1``, and no two of the first ``n_first``
-    bands share a particle, nor do two of the others (see `Cloth` for how the constraints
-    are ordered). So the first bands run at once, each in order, then the others; the
+    bands share a particle, nor do two of the others (`_cloth_grid.grid_constraints` orders
+    the constraints so). So the first bands run at once, each in order, then the others; the
     sequential kernel meets the constraints in the same order, and the result is the same,
     bit for bit, on any number of threads. Two parallel regions a pass rather than one per
     group of constraints that share no particle: ad hoc, 100 x 100, 0.47 -> 0.38 ms a
