@@ -4,7 +4,7 @@ The ``engine`` fixture is a factory ``engine(points, cell_size=None, *, box=None
 periodic=None)`` that returns an object with `Grid`'s query API (``query_pairs``,
 ``iter_pairs``, ``query_radius``, ``count_radius``, ``query_knn``, ``query_box``,
 ``query_ray``) and its result types. Each test takes it and checks one promise of the
-README's "What it computes" and the semantics after it: closed balls, pairs once, CSR
+semantics of docs/semantics.md: closed balls, pairs once, CSR
 rows, exact k nearest, closed boxes, periodic boxes, empty inputs, index dtypes,
 determinism, invariances, untouched inputs, duplicate points, rays. The fixture runs every
 test on each engine of `ENGINES`.

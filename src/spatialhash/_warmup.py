@@ -1,7 +1,7 @@
 """Every query once, so that numba compiles every kernel (or loads it from its disk cache).
 
 Numba compiles a kernel on its first call and caches it on disk; a new process that finds
-the cache filled loads the kernels instead (see the README's "Compile time"). `warm_up_calls`
+the cache filled loads the kernels instead (see docs/design.md). `warm_up_calls`
 lists calls that reach every kernel: each query of the batch grid on small data, the main
 ones again on data large enough for their multi-threaded paths (parallel drivers, which
 numba compiles apart), then ray casts and the dynamic hash, small and large. The command

@@ -1,7 +1,7 @@
 """``spatialhash compile``: compile every kernel now, into numba's disk cache.
 
 A new user's first calls compile the kernels they reach (under a minute for all of them
-on one core; see the README's "Compile time"), and every later process loads them from the
+on one core; see docs/benchmarks.md), and every later process loads them from the
 cache. This runs every query once on generated data (`spatialhash._warmup`), so that the
 wait can be paid ahead of time: in an image build, a CI set-up step, or after an upgrade.
 The groups of calls run in worker processes, one per core (`spatialhash._compile_jobs`),
