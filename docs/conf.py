@@ -1,0 +1,99 @@
+"""Sphinx configuration of the spatialhash site: ``./dev docs`` builds it with warnings as errors.
+
+The pages are the Markdown files beside this one (read by myst-parser), the API reference is
+generated from the docstrings (autosummary, numpydoc), and the gallery runs the scripts of
+``examples/gallery/`` during the build (sphinx-gallery), so an example that breaks fails it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import spatialhash
+
+project = "spatialhash"
+author = "The spatialhash developers"
+copyright = "2026, The spatialhash developers"
+release = spatialhash.__version__
+version = release
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "numpydoc",
+    "myst_parser",
+    "sphinx_gallery.gen_gallery",
+]
+# No sphinx.ext.intersphinx: its inventories (numpy, scipy) are fetched from the internet at
+# build time, which CI may not have; a failed fetch is a warning, and warnings are errors.
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+templates_path = ["_templates"]
+exclude_patterns = ["_build"]
+
+# Single backquotes in docstrings (`Grid`, `Pairs.to_scipy`) link to the object they name;
+# a name that is no documented object renders as code, with no warning.
+default_role = "py:obj"
+
+# -- the API reference: autosummary stubs, numpydoc sections --------------------------------
+autosummary_generate = True
+autodoc_typehints = "none"  # the numpydoc type lines say it, with shapes and dtypes
+# The class template (_templates/autosummary/class.rst) lists methods and attributes with a
+# page each; numpydoc's own member tables would list them a second time.
+numpydoc_show_class_members = False
+# Docstrings are checked by the build's warnings, not by numpydoc's style validation.
+numpydoc_validation_checks: set[str] = set()
+
+# -- the Markdown pages ----------------------------------------------------------------------
+myst_enable_extensions = ["colon_fence"]
+# Anchors for headings of levels 1 to 3, so that `design.md#the-compile-cache` resolves.
+myst_heading_anchors = 3
+
+# -- the gallery -----------------------------------------------------------------------------
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples/gallery",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",  # every example runs, and one that raises fails the build
+    "within_subsection_order": "FileNameSortKey",
+}
+
+# -- HTML ------------------------------------------------------------------------------------
+html_theme = "pydata_sphinx_theme"
+html_title = f"spatialhash {release}"
+html_theme_options = {"show_toc_level": 2}
+html_show_sourcelink = False
+
+
+# -- links from the pages to the repository's files -------------------------------------------
+# The Markdown pages link to source files as the repository shows them
+# (`[src/spatialhash/grid/](../src/spatialhash/grid/)`): paths out of docs/, which are no pages
+# of the site. myst would copy a linked file into the site as a download and warns on a
+# linked folder. Here such a link becomes its text (the path, as code) or, once the
+# repository has a public address, a link to the file there: set SOURCE_URL to the prefix of
+# its file URLs (ending in "/", e.g. ".../blob/main/").
+SOURCE_URL: str | None = None
+_REPOSITORY_LINK = re.compile(r"\[([^\]]*)\]\(\.\./([^)\s]*)\)")
+
+
+def _repository_links(app, docname: str, source: list[str]) -> None:
+    if not str(app.env.doc2path(docname)).endswith(".md"):
+        return
+    if SOURCE_URL is None:
+        source[0] = _REPOSITORY_LINK.sub(r"\1", source[0])
+    else:
+        source[0] = _REPOSITORY_LINK.sub(rf"[\1]({SOURCE_URL}\2)", source[0])
+
+
+# -- the class pages' attribute tables ---------------------------------------------------------
+def _skip_plain_attributes(app, what: str, name: str, obj, skip: bool, options) -> bool | None:
+    """Leave plain attributes (the result types' dataclass fields) out of the autosummary
+    tables of a class page: numpydoc shows them with their descriptions from the class
+    docstring's Attributes section, and a table would list them again with no text.
+    Properties keep their table and their page."""
+    return True if what == "attribute" else None
+
+
+def setup(app):
+    app.connect("source-read", _repository_links)
+    app.connect("autodoc-skip-member", _skip_plain_attributes)
