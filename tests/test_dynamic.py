@@ -12,6 +12,7 @@ import pytest
 import dynamic_oracles as oracle
 from spatialhash import DynamicHash, Hits, UnknownIdError
 from spatialhash._config import threads
+from spatialhash.dynamic._kernels.state import HEAD, LINKS
 from spatialhash.dynamic._validation import ALL_BITS
 
 
@@ -217,12 +218,12 @@ def mixed_scene(seed: int, n: int, filters: bool = True) -> tuple[DynamicHash, d
 
 @pytest.mark.parametrize("seed", range(3))
 def test_pairs_parallel_and_sequential_sweeps_give_identical_rows(monkeypatch, seed):
-    import spatialhash.dynamic._hash as dynamic_module
+    from spatialhash.dynamic import _pair_search
 
     hash_, model = mixed_scene(seed, 600)
-    monkeypatch.setattr(dynamic_module, "PARALLEL_MIN_ENTRIES", 0)
+    monkeypatch.setattr(_pair_search, "PARALLEL_MIN_ENTRIES", 0)
     parallel = hash_.query_pairs()
-    monkeypatch.setattr(dynamic_module, "PARALLEL_MIN_ENTRIES", 2**62)
+    monkeypatch.setattr(_pair_search, "PARALLEL_MIN_ENTRIES", 2**62)
     sequential = hash_.query_pairs()
     assert len(parallel) > 100
     assert np.array_equal(parallel, sequential)  # same rows in the same order
@@ -242,30 +243,30 @@ def test_cross_level_pairs_from_either_side_and_by_scans(monkeypatch, seed, sett
     look up the coarser cells they cover) or the coarser side (its objects read the finer
     cells they cover, or every entry when they cover too many): each choice must give
     the oracle's pairs, in the same rows for any thread count."""
-    import spatialhash.dynamic._hash as dynamic_module
+    from spatialhash.dynamic import _pair_search
     from spatialhash.dynamic._kernels import pairs as dynamic_pairs
 
     weight, ratio = CROSS_SETTINGS[setting]
-    monkeypatch.setattr(dynamic_module, "CROSS_INVERT_WEIGHT", weight)
-    monkeypatch.setattr(dynamic_module, "CROSS_SCAN_RATIO", ratio)
+    monkeypatch.setattr(_pair_search, "CROSS_INVERT_WEIGHT", weight)
+    monkeypatch.setattr(_pair_search, "CROSS_SCAN_RATIO", ratio)
     hash_, model = mixed_scene(20 + seed, 700)
     used = np.flatnonzero(hash_.level_counts)
     assert len(used) >= 3
-    scratch = None
     rows = {}
     for threshold in (0, 2**62):  # the parallel driver, then the sequential one
-        monkeypatch.setattr(dynamic_module, "PARALLEL_MIN_ENTRIES", threshold)
+        monkeypatch.setattr(_pair_search, "PARALLEL_MIN_ENTRIES", threshold)
         rows[threshold] = hash_.query_pairs()
-        scratch = hash_._pair_scratch
     assert np.array_equal(rows[0], rows[2**62])
     expected = oracle.query_pairs(model)
     assert {tuple(row) for row in rows[0].tolist()} == expected
     assert len(rows[0]) == len(expected)  # each pair once
     # The choice the setting asks for was made (by the rule both drivers share).
-    n_coarse = scratch["coarse_start"][-1]
+    engine = hash_._engine
+    sort = engine._pair_search.sort
+    n_coarse = sort.coarse_start[-1]
     chosen = dynamic_pairs.choose_inverted(
-        used, hash_._level_count, hash_._inv_size, scratch["bucket_start"][-1],
-        scratch["coarse_codes"][:n_coarse], scratch["coarse_records"], weight, ratio)
+        used, engine._level_count, engine._inv_size, sort.bucket_start[-1],
+        sort.coarse_codes[:n_coarse], sort.coarse_records, weight, ratio)
     level_pairs = [chosen[f, c] for f in used for c in used if f < c]
     if setting == "finer side":
         assert not any(level_pairs)
@@ -306,10 +307,11 @@ def test_entry_sort_is_the_same_for_any_chunk_count(n_buckets):
     hash_, _ = mixed_scene(5, 500)
     hash_.remove_many(np.arange(0, 500, 9))  # free slots inside the chunks
     lowest = int(np.flatnonzero(hash_.level_counts)[0])
+    engine = hash_._engine
     n_coarse_buckets = 64
     assert n_buckets >> dynamic_sort.part_shift(n_buckets) == (1 if n_buckets == 512 else 4)
-    codes_ref, starts_ref = reference_sort(hash_._meta, hash_._spheres, n_buckets, 0)
-    coarse_ref, coarse_starts_ref = reference_sort(hash_._meta, hash_._spheres,
+    codes_ref, starts_ref = reference_sort(engine._meta, engine._spheres, n_buckets, 0)
+    coarse_ref, coarse_starts_ref = reference_sort(engine._meta, engine._spheres,
                                                    n_coarse_buckets, lowest + 1)
     assert len(coarse_ref) > 20
     for n_threads, n_chunks in [(1, 1), (1, 3), (1, 7), (1, 600), (2, 2), (2, 5)]:
@@ -319,19 +321,20 @@ def test_entry_sort_is_the_same_for_any_chunk_count(n_buckets):
                "coarse_codes": np.full(len(coarse_ref), -9),
                "coarse_records": np.full((len(coarse_ref), 6), np.nan)}
         # Two threads where numba has them (a one-core machine runs the chunks on one).
+        # The bundles as the engine passes them: plain tuples (`_kernels/state.py`).
+        sort = (out["bucket_start"], out["codes"], np.empty((size, 6)), out["coarse_start"],
+                out["coarse_codes"], out["coarse_records"])
+        work = tuple(np.empty(size, np.int64) for _ in range(4)) + (np.empty(0, np.int64),)
         with threads(min(n_threads, numba.config.NUMBA_NUM_THREADS)):
             n_entries, n_coarse, filtered = dynamic_sort.sort_entries(
-                hash_._bounds, hash_._spheres, hash_._meta, hash_._level_count,
-                out["bucket_start"], out["codes"], np.empty(size, np.int64),
-                np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64),
-                n_chunks, out["coarse_start"], out["coarse_codes"], out["coarse_records"])
+                engine._objects, engine._level_count, sort, work, n_chunks)
         assert (n_entries, n_coarse, filtered) == (size, len(coarse_ref), True)
         assert np.array_equal(out["codes"], codes_ref)
         assert np.array_equal(out["bucket_start"], starts_ref)
         assert np.array_equal(out["coarse_codes"], coarse_ref)
         assert np.array_equal(out["coarse_start"], coarse_starts_ref)
         slots = coarse_ref >> 10
-        assert np.array_equal(out["coarse_records"], hash_._bounds[slots])
+        assert np.array_equal(out["coarse_records"], engine._bounds[slots])
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -339,13 +342,13 @@ def test_bulk_moves_on_all_threads_leave_the_same_storage(monkeypatch, seed):
     """A bulk move of most objects (bucket lists dropped) runs on all threads from
     `PARALLEL_MIN_MOVES` objects; it must leave every array as the sequential move does:
     rows, levels, counts per level and boxes of cells (min/max, sums)."""
-    import spatialhash.dynamic._hash as dynamic_module
+    from spatialhash.dynamic import _storage
 
     ids = np.arange(400)
     worlds = []
     for threshold in (0, 2**62):
         hash_, _ = mixed_scene(seed, 400)
-        monkeypatch.setattr(dynamic_module, "PARALLEL_MIN_MOVES", threshold)
+        monkeypatch.setattr(_storage, "PARALLEL_MIN_MOVES", threshold)
         step = np.random.default_rng(seed + 10)
         for _ in range(3):
             centres = (step.integers(-60, 60, (400, 3)) / 4.0)
@@ -356,7 +359,8 @@ def test_bulk_moves_on_all_threads_leave_the_same_storage(monkeypatch, seed):
         worlds.append(hash_)
     parallel, sequential = worlds
     for name in ("_bounds", "_spheres", "_meta", "_level_count", "_level_cells"):
-        assert np.array_equal(getattr(parallel, name), getattr(sequential, name)), name
+        assert np.array_equal(getattr(parallel._engine, name),
+                              getattr(sequential._engine, name)), name
     assert len(np.flatnonzero(parallel.level_counts)) >= 3
     model = {i: oracle.make_shape(lower[399 - i].tolist(), upper[399 - i].tolist(),
                                   category=(1, 2)[i % 7 == 0], mask=(3, 2)[i % 7 == 0])
@@ -367,8 +371,10 @@ def test_bulk_moves_on_all_threads_leave_the_same_storage(monkeypatch, seed):
     assert np.array_equal(parallel.query_box([-5, -5, -5], [5, 5, 5]),
                           sequential.query_box([-5, -5, -5], [5, 5, 5]))
     # That query rebuilt the dropped bucket lists, on all threads in `parallel`.
-    for name in ("_links", "_head", "_level_cells"):
-        assert np.array_equal(getattr(parallel, name), getattr(sequential, name)), name
+    for field in (LINKS, HEAD):
+        assert np.array_equal(parallel._engine._cells[field],
+                              sequential._engine._cells[field]), field
+    assert np.array_equal(parallel._engine._level_cells, sequential._engine._level_cells)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -381,12 +387,13 @@ def test_bucket_lists_rebuilt_in_parts_equal_the_sequential_rebuild(seed):
 
     hash_, _ = mixed_scene(seed, 400)
     hash_.query_box([0, 0, 0], [1, 1, 1])  # lists linked by the inserts, one by one
-    reference = {name: getattr(hash_, name).copy() for name in ("_links", "_head",
-                                                                 "_level_cells")}
-    storage_kernels.relink_all(hash_._meta, hash_._links, hash_._head, hash_._level_cells)
-    for name, array in reference.items():
-        assert np.array_equal(getattr(hash_, name), array), name
-    meta, lo, hi = hash_._meta, storage_kernels.LO, storage_kernels.HI
+    engine = hash_._engine
+    links, head, level_cells = engine._cells[LINKS], engine._cells[HEAD], engine._level_cells
+    reference = {"links": links.copy(), "head": head.copy(), "level_cells": level_cells.copy()}
+    storage_kernels.relink_all(engine._objects, engine._cells, level_cells)
+    for name, array in (("links", links), ("head", head), ("level_cells", level_cells)):
+        assert np.array_equal(array, reference[name]), name
+    meta, lo, hi = engine._meta, storage_kernels.LO, storage_kernels.HI
     used = [storage_kernels.ENTRIES * slot + dx + 2 * dy + 4 * dz
             for slot in np.flatnonzero(meta[:, storage_kernels.LEVEL] >= 0)
             for dz in range(meta[slot, hi + 2] - meta[slot, lo + 2] + 1)
@@ -394,14 +401,13 @@ def test_bucket_lists_rebuilt_in_parts_equal_the_sequential_rebuild(seed):
             for dx in range(meta[slot, hi] - meta[slot, lo] + 1)]
     assert len(used) > 400  # boxes spanning several cells
     for n_parts in (1, 2, 3, 7, 64):
-        hash_._links[:] = -7
-        hash_._head[:] = -7
-        hash_._level_cells[:] = 0
-        dynamic_move.relink_all_parallel(hash_._meta, hash_._links, hash_._head,
-                                         hash_._level_cells, n_parts)
-        assert np.array_equal(hash_._head, reference["_head"]), n_parts
-        assert np.array_equal(hash_._links[used], reference["_links"][used]), n_parts
-        assert np.array_equal(hash_._level_cells, reference["_level_cells"]), n_parts
+        links[:] = -7
+        head[:] = -7
+        level_cells[:] = 0
+        dynamic_move.relink_all_parallel(engine._objects, engine._cells, level_cells, n_parts)
+        assert np.array_equal(head, reference["head"]), n_parts
+        assert np.array_equal(links[used], reference["links"][used]), n_parts
+        assert np.array_equal(level_cells, reference["level_cells"]), n_parts
 
 
 def test_bulk_moves_of_the_same_ids_reuse_the_lookup_only_while_it_holds():
@@ -573,12 +579,13 @@ def test_pickled_hash_answers_and_moves_the_same():
 def fresh_sort(hash_):
     """The codes, starts and coarse sort a sort from scratch gives for ``hash_`` now, in its
     own tables: what the sort `query_pairs` kept and updated must equal."""
-    scratch = hash_._pair_scratch
-    n_buckets = scratch["bucket_start"].shape[0] - 1
-    n_coarse_buckets = scratch["coarse_start"].shape[0] - 1
+    engine = hash_._engine
+    sort = engine._pair_search.sort
+    n_buckets = sort.bucket_start.shape[0] - 1
+    n_coarse_buckets = sort.coarse_start.shape[0] - 1
     lowest = int(np.flatnonzero(hash_.level_counts)[0])
-    codes, starts = reference_sort(hash_._meta, hash_._spheres, n_buckets, 0)
-    coarse, coarse_starts = reference_sort(hash_._meta, hash_._spheres, n_coarse_buckets,
+    codes, starts = reference_sort(engine._meta, engine._spheres, n_buckets, 0)
+    coarse, coarse_starts = reference_sort(engine._meta, engine._spheres, n_coarse_buckets,
                                            lowest + 1)
     return codes, starts, coarse, coarse_starts
 
@@ -591,16 +598,16 @@ def test_kept_sort_equals_a_fresh_sort_after_random_histories(monkeypatch, seed,
     codes and starts of a sort from scratch, after any history, with either driver for the
     sorts from scratch (forced by the thresholds), and so give the same rows as a twin
     hash that always sorts from scratch."""
-    import spatialhash.dynamic._hash as dynamic_module
+    from spatialhash.dynamic import _pair_search
     from spatialhash.dynamic._kernels import sort as dynamic_sort
 
-    monkeypatch.setattr(dynamic_module, "PARALLEL_MIN_ENTRIES", 0 if parallel else 2**62)
+    monkeypatch.setattr(_pair_search, "PARALLEL_MIN_ENTRIES", 0 if parallel else 2**62)
     merged = []
     update_sort = dynamic_sort.update_sort
 
     def counted(*args):
         result = update_sort(*args)
-        merged.append((args[5].size, result[0] >= 0))
+        merged.append((args[3].size, result[0] >= 0))  # the changed slots
         return result
 
     monkeypatch.setattr(dynamic_sort, "update_sort", counted)
@@ -659,21 +666,23 @@ def test_kept_sort_equals_a_fresh_sort_after_random_histories(monkeypatch, seed,
                     for i, (lower, upper, radius) in zip(np.asarray(chosen).tolist(), args,
                                                          strict=True):
                         hash_.move(i, lower, upper, radius=radius)
-        monkeypatch.setattr(dynamic_module, "SORT_UPDATE_FRACTION", math.inf)
+        monkeypatch.setattr(_pair_search, "SORT_UPDATE_FRACTION", math.inf)
         found = kept.query_pairs()
-        monkeypatch.setattr(dynamic_module, "SORT_UPDATE_FRACTION", -1.0)
+        monkeypatch.setattr(_pair_search, "SORT_UPDATE_FRACTION", -1.0)
         expected = twin.query_pairs()
         assert np.array_equal(found, expected)
         assert {tuple(row) for row in found.tolist()} == oracle.query_pairs(model)
-        scratch = kept._pair_scratch
+        search = kept._engine._pair_search
+        sort = search.sort
         codes, starts, coarse, coarse_starts = fresh_sort(kept)
-        n_coarse = scratch["n_coarse"]
-        assert np.array_equal(scratch["codes"][: len(codes)], codes)
-        assert np.array_equal(scratch["bucket_start"], starts)
-        assert np.array_equal(scratch["coarse_codes"][:n_coarse], coarse)
-        assert np.array_equal(scratch["coarse_start"], coarse_starts)
-        assert np.array_equal(scratch["coarse_records"][:n_coarse], kept._bounds[coarse >> 10])
-        assert not kept._changed.any()
+        n_coarse = search.n_coarse
+        assert np.array_equal(sort.codes[: len(codes)], codes)
+        assert np.array_equal(sort.bucket_start, starts)
+        assert np.array_equal(sort.coarse_codes[:n_coarse], coarse)
+        assert np.array_equal(sort.coarse_start, coarse_starts)
+        assert np.array_equal(sort.coarse_records[:n_coarse],
+                              kept._engine._bounds[coarse >> 10])
+        assert not kept._engine._changed.any()
     # Every step after the first (a sort from scratch) tried the kept sort, and nearly all
     # merged (one may fall back when the entries outgrow the buffers: checked the same),
     # the steps without changes included.
@@ -685,10 +694,10 @@ def test_kept_sort_falls_back_when_the_lowest_level_changes(monkeypatch):
     """The coarse sort holds the entries above the lowest non-empty level: when that
     level changes (a point joins big boxes, then leaves), the kept sort is dropped and
     the sort redone; clear and growth drop it without trying."""
-    import spatialhash.dynamic._hash as dynamic_module
+    from spatialhash.dynamic import _pair_search
     from spatialhash.dynamic._kernels import sort as dynamic_sort
 
-    monkeypatch.setattr(dynamic_module, "SORT_UPDATE_FRACTION", math.inf)
+    monkeypatch.setattr(_pair_search, "SORT_UPDATE_FRACTION", math.inf)
     results = []
     update_sort = dynamic_sort.update_sort
 
@@ -728,11 +737,11 @@ def test_kept_sort_falls_back_when_the_lowest_level_changes(monkeypatch):
             assert len(results) == calls  # not tried
         assert found == oracle.query_pairs(model)
         codes, starts, coarse, coarse_starts = fresh_sort(hash_)
-        scratch = hash_._pair_scratch
-        assert np.array_equal(scratch["codes"][: len(codes)], codes)
-        assert np.array_equal(scratch["bucket_start"], starts)
-        assert np.array_equal(scratch["coarse_codes"][: scratch["n_coarse"]], coarse)
-        assert np.array_equal(scratch["coarse_start"], coarse_starts)
+        search = hash_._engine._pair_search
+        assert np.array_equal(search.sort.codes[: len(codes)], codes)
+        assert np.array_equal(search.sort.bucket_start, starts)
+        assert np.array_equal(search.sort.coarse_codes[: search.n_coarse], coarse)
+        assert np.array_equal(search.sort.coarse_start, coarse_starts)
 
 
 def test_bulk_moves_drop_the_lists_nobody_read_and_queries_stay_exact():
@@ -749,7 +758,7 @@ def test_bulk_moves_drop_the_lists_nobody_read_and_queries_stay_exact():
         ids = rng.choice(n, 15, replace=False)  # 5%: below the bulk threshold
         lower[ids] += rng.uniform(-1.5, 1.5, (15, 2))
         grid.move_many(ids, lower[ids], lower[ids] + sizes[ids])
-        linked.append(int(grid._status[0]))
+        linked.append(int(grid._engine._status[0]))
         if step % 3 == 2:
             continue  # no query: the next move drops the lists
         box_lower = rng.uniform(0.0, 18.0, 2)

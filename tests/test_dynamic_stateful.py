@@ -264,8 +264,9 @@ class DynamicHashMachine(RuleBasedStateMachine):
     def query_cell(self, data):
         position = [data.draw(COORD) for _ in range(self.n_dims)]
         found = self.hash.query_cell(position)
-        inv_sizes = self.hash._inv_size
-        levels = {id: int(self.hash._meta[self.hash._slot_of[id], 0]) for id in self.model}
+        engine = self.hash._engine
+        inv_sizes = engine._inv_size
+        levels = {id: int(engine._meta[engine._slot_of[id], 0]) for id in self.model}
         ids_by_shape = {id: shape for id, shape in self.model.items()}
         expected = set()
         for id, shape in ids_by_shape.items():

@@ -20,8 +20,11 @@ from .._validation import (
     as_float_array,
     check_finite,
     check_magnitude,
+    check_rows_order,
     scalar,
 )
+from ._kernels.state import NO_SPHERES
+from ._kernels.storage import box_rows
 
 #: Every category bit: the default category of an object and mask of a query.
 ALL_BITS = 0xFFFFFFFF
@@ -37,6 +40,11 @@ class UnknownIdError(KeyError):
 
     def __str__(self) -> str:
         return self.message
+
+
+def unhashable(id) -> TypeError:
+    """The error for an id that cannot be hashed."""
+    return TypeError(f"`id` must be hashable; got {id!r:.80}.")
 
 
 def _show(values: list, limit: int = 10) -> str:
@@ -211,3 +219,80 @@ def bits_rows(value, name: str, m: int) -> np.ndarray:
         raise ValueError(f"`{name}` must be in [0, 2**32); got {array[bad[0]]} at "
                          f"{name}[{bad[0]}].")
     return array.astype(np.int64)
+
+
+def shape(lower, upper, radius, n_dims: int) -> tuple:
+    """``(x0, y0, z0, x1, y1, z1, cx, cy, cz, r)`` of one point, box or sphere, ten floats
+    (``r = -1.0`` for a box or point)."""
+    low = coordinates(lower, "lower", n_dims)
+    if radius is not None:
+        if upper is not None:
+            raise TypeError("give `upper` (a box) or `radius` (a sphere), not both.")
+        r = radius_value(radius)
+        x, y, z = low
+        # Finite: a centre within +-1e150 moves the largest radius by less than half its
+        # last unit, so no corner rounds to infinity.
+        corners = (x - r, y - r, z - r, x + r, y + r, z + r)
+        return (*corners[:n_dims], *low[n_dims:], *corners[3:3 + n_dims], *low[n_dims:],
+                x, y, z, r)
+    high = low if upper is None else coordinates(upper, "upper", n_dims)
+    check_order(low, high)
+    return (*low, *high, 0.0, 0.0, 0.0, -1.0)
+
+
+def shape_rows(m: int, n_dims: int, lower, upper, radius, buffer: np.ndarray) -> tuple:
+    """Bulk shapes: ``(bounds (m, 6), spheres (m, 4) or NO_SPHERES for boxes, buffer)``.
+
+    The common input (float64 C-contiguous arrays of boxes or points) is checked and
+    packed in one compiled pass (`storage.box_rows`) into ``buffer``, grown when too
+    small and returned for the next call (the bounds are then a view of it); any error
+    is reported by the full checks.
+    """
+    high = lower if upper is None else upper
+    if (radius is None and type(lower) is np.ndarray and type(high) is np.ndarray
+            and lower.dtype == np.float64 and high.dtype == np.float64
+            and lower.shape == (m, n_dims) and high.shape == (m, n_dims)
+            and lower.flags.c_contiguous and high.flags.c_contiguous):
+        if buffer.shape[0] < m:
+            buffer = np.empty((m, 6))
+        rows = buffer[:m]
+        if box_rows(lower, high, rows):
+            return rows, NO_SPHERES, buffer
+    low = coordinate_rows(lower, "lower", m, n_dims)
+    rows = np.empty((m, 6))
+    if radius is not None:
+        if upper is not None:
+            raise TypeError("give `upper` (boxes) or `radius` (spheres), not both.")
+        r = radius_rows(radius, m)
+        spheres = np.empty((m, 4))
+        spheres[:, :3] = low
+        spheres[:, 3] = r
+        pad = np.zeros(3)
+        pad[:n_dims] = 1.0
+        # Finite corners: see `shape`.
+        rows[:, :3] = low - r[:, None] * pad
+        rows[:, 3:] = low + r[:, None] * pad
+        return rows, spheres, buffer
+    rows[:, :3] = low
+    if upper is None:
+        rows[:, 3:] = low
+    else:
+        high = coordinate_rows(upper, "upper", m, n_dims)
+        check_rows_order(low, high)
+        rows[:, 3:] = high
+    return rows, NO_SPHERES, buffer
+
+
+def unit_direction(direction, n_dims: int) -> np.ndarray:
+    """A ray's non-zero ``direction`` as a unit vector, float64 of shape (3,)."""
+    x, y, z = coordinates(direction, "direction", n_dims, bounded=False)
+    length = math.sqrt(x * x + y * y + z * z)  # Python floats: overflow gives inf
+    if not 1e-150 < length < 1e150:
+        # Squares that overflow or underflow: divided by the largest component first, any
+        # non-zero direction gives its unit vector.
+        scale = max(abs(x), abs(y), abs(z))
+        if scale == 0.0:
+            raise ValueError(f"`direction` must be non-zero; got {[x, y, z][:n_dims]}.")
+        x, y, z = x / scale, y / scale, z / scale
+        length = math.sqrt(x * x + y * y + z * z)
+    return np.array([x / length, y / length, z / length])

@@ -1,7 +1,7 @@
 """Bulk moves of the dynamic hash on all threads, while its bucket lists are dropped, and
 the rebuild of those lists on all threads.
 
-`dynamic.place_many` moves objects one after the other and keeps the bucket lists, the
+`storage.place_many` moves objects one after the other and keeps the bucket lists, the
 per-level counts and the per-level boxes of cells up to date. A bulk move of many objects
 drops the bucket lists (``status[0] == 0``; see `DynamicHash.move_many`), and then each
 object's work touches only its own rows (distinct slots: the caller checked the ids) but
@@ -9,6 +9,11 @@ for the counts and the boxes of cells. Here the objects are cut into chunks; eac
 writes its objects' rows and keeps its own count changes and boxes, which are added up in
 chunk order afterwards: sums and min/max, so the storage ends byte for byte as
 `place_many` leaves it, for any number of chunks.
+
+`move_chunk` repeats `place_many`'s loop rather than the chunks calling `place_many` with
+their own counts and boxes (through `storage.set_cells`): that made a bulk move of
+`benchmarks/bench_dynamic.py`'s 100,000 boxes about 13% slower (ad hoc, the two versions
+alternately in one process).
 """
 
 from __future__ import annotations
@@ -17,19 +22,24 @@ import numpy as np
 from numba import prange
 
 from ..._config import jit, jit_parallel
-from .storage import HI, LEVEL, LO, fit_level_cells, link_range, object_cells
+from .state import BOUNDS, HEAD, INV_SIZE, LEVEL_COUNT, LINKS, META, SPHERES
+from .storage import HI, LEVEL, LO, fit_level_cells, link_range, object_cells, reset_level_cells
 
 
 @jit
-def move_chunk(bounds, spheres, meta, inv_size, changed, slots, new_bounds, new_spheres, begin,
-               end, level_change, cells):
-    """Move the objects ``begin .. end - 1`` (rows of ``new_bounds``); count changes per
+def move_chunk(objects, inv_size, changed, slots, new_bounds, new_spheres, level_change,
+               cells):
+    """Move the objects of a chunk: ``slots``, rows of ``new_bounds`` and ``new_spheres``
+    (empty for boxes and points only), as `storage.place_many` does; count changes per
     level go to ``level_change``, the cell ranges of changed objects widen ``cells``
     (``(n_levels, 6)``, like ``level_cells``) and their ``changed`` flags are set (as
-    `dynamic.set_cells` does). Returns how many changed cells."""
+    `storage.set_cells` does). Returns how many changed cells."""
+    bounds = objects[BOUNDS]
+    spheres = objects[SPHERES]
+    meta = objects[META]
     boxes_only = new_spheres.shape[0] == 0
     n_changed = 0
-    for i in range(begin, end):
+    for i in range(slots.shape[0]):
         slot = slots[i]
         was_sphere = spheres[slot, 3] >= 0.0
         for axis in range(6):
@@ -78,34 +88,42 @@ def merge_chunks(level_count, level_cells, level_change, cells):
 
 
 @jit_parallel
-def move_many_unlinked(storage, changed_slots, slots, new_bounds, new_spheres, n_chunks):
-    """`dynamic.place_many` for objects already placed (distinct ``slots``) while the
+def move_many_unlinked(objects, cells, level_cells, changed, slots, new_bounds, new_spheres,
+                       n_chunks):
+    """`storage.place_many` for objects already placed (distinct ``slots``) while the
     bucket lists are dropped, on all threads; the same storage afterwards. Returns how
     many objects changed cells."""
-    bounds, spheres, meta, links, head, inv_size, level_count, status, level_cells = storage
+    inv_size = cells[INV_SIZE]
+    level_count = cells[LEVEL_COUNT]
     m = slots.shape[0]
     n_levels = level_count.shape[0]
     level_change = np.zeros((n_chunks, n_levels), np.int64)
-    cells = np.empty((n_chunks, n_levels, 6), np.int64)
-    changed = np.zeros(n_chunks, np.int64)
+    chunk_cells = np.empty((n_chunks, n_levels, 6), np.int64)
+    n_changed = np.zeros(n_chunks, np.int64)
     for k in prange(n_chunks):
-        # Empty boxes, as `dynamic.reset_level_cells` makes them.
-        cells[k, :, :3] = np.iinfo(np.int64).max
-        cells[k, :, 3:] = np.iinfo(np.int64).min
-        changed[k] = move_chunk(bounds, spheres, meta, inv_size, changed_slots, slots,
-                                new_bounds, new_spheres, k * m // n_chunks,
-                                (k + 1) * m // n_chunks, level_change[k], cells[k])
-    merge_chunks(level_count, level_cells, level_change, cells)
-    return changed.sum()
+        # `prange` indices are unsigned: int64 for the slices below.
+        chunk = np.int64(k)
+        begin = chunk * m // n_chunks
+        end = (chunk + 1) * m // n_chunks
+        reset_level_cells(chunk_cells[chunk])
+        # An empty ``new_spheres`` (boxes only) stays empty when cut.
+        n_changed[chunk] = move_chunk(
+            objects, inv_size, changed, slots[begin:end], new_bounds[begin:end],
+            new_spheres[begin:end], level_change[chunk], chunk_cells[chunk])
+    merge_chunks(level_count, level_cells, level_change, chunk_cells)
+    return n_changed.sum()
 
 
 @jit_parallel
-def relink_all_parallel(meta, links, head, level_cells, n_parts):
-    """`dynamic.relink_all` on all threads: the buckets cut into ``n_parts`` ranges, each
+def relink_all_parallel(objects, cells, level_cells, n_parts):
+    """`storage.relink_all` on all threads: the buckets cut into ``n_parts`` ranges, each
     linked by one thread (every thread reads every object and links the entries of its
     buckets). A list is built by one thread, objects in slot order, so the lists are
     those of `relink_all`, for any number of parts. 100,000 boxes: 3.7 ms on two threads
     against 5.4 ms on one (ad hoc)."""
+    meta = objects[META]
+    links = cells[LINKS]
+    head = cells[HEAD]
     head[:] = -1
     n_buckets = head.shape[0]
     for k in prange(n_parts):

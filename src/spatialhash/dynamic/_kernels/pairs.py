@@ -7,19 +7,21 @@ that a bucket is one contiguous run. An entry is a code, ``slot <<
 not the object's lowest on that axis. Buckets keep space local: a bucket is a hash of the
 tile of 8 x 8 cells of one plane plus the cell's place in the tile (`tile_bucket`), so
 neighbouring cells sit in neighbouring buckets, and the objects met one after the other in
-the sweep look up the same coarse cells. Tiles of 8 x 8 x 1 cells replaced 4 x 4 x 4 in
-session 14 (`benchmarks/bench_ab.py`, the two versions taking turns, 30 rounds of 10 steps,
-the same pairs): a step of `bench_dynamic`'s 100,000 2-D boxes took 0.91 / 0.92 / 0.91
-times as long with 1% / 10% / 100% moved, and its 3-D version (``dynamic3d10``) 0.80
-times. Against 8 x 8 x 4, the 3-D step took 0.79 times as long with 8 x 8 x 1, 0.81 with
-8 x 8 x 2, 0.92 with 8 x 8 x 8, 0.80 with 16 x 16 x 4 (2-D steps do not see the z extent;
-16 x 16 tiles made them 1.04 times as long). Why deep tiles cost so much in 3-D was not
-found out. Each run's bounding boxes are copied next to the codes
-(`records`, chunk by chunk in the sweep), so the sweep reads memory in order. A candidate
-whose box overlaps is checked to be in the same cell (a bucket may hold several) with its
-lowest cell recomputed from its record, exactly as `object_cells` computed it; ``meta``
-(scattered rows, a cache miss each) is read only for the category filters, and only when
-the sort saw an object with other bits than all.
+the sweep look up the same coarse cells. The tile's shape is measured by
+`benchmarks/bench_ab.py` (the two versions taking turns; workloads ``dynamic1``,
+``dynamic10``, ``dynamic100`` and, in 3-D, ``dynamic3d10``): against 4 x 4 x 4 tiles, a
+step of 8 x 8 x 1 took 0.91 times as long in 2-D and 0.80 times in 3-D; in 3-D, 8 x 8 x 2,
+8 x 8 x 4, 8 x 8 x 8 and 16 x 16 x 4 tiles were all slower than 8 x 8 x 1 (why deep tiles
+cost so much in 3-D is not known), and 16 x 16 tiles slowed the 2-D steps. Each run's
+bounding boxes are copied next to the codes (`records`, chunk by chunk in the sweep), so
+the sweep reads memory in order. A candidate whose box overlaps is checked to be in the
+same cell (a bucket may hold several) with its lowest cell recomputed from its record,
+exactly as `object_cells` computed it; ``meta`` (scattered rows, a cache miss each) is read
+only for the category filters, and only when the sort saw an object with other bits than
+all. These tests are written out in each loop: moved into shared helpers (`numba.njit`
+functions taking the records and a box), they made `query_pairs` on the benchmark's boxes
+about 30% slower (the sweep 3-4 ms a call, one core, the two versions alternately in one
+process).
 
 Same level: two objects sharing cell ``c`` are compared there, and the pair is reported
 only in the lowest cell the two share, ``max(lo_a, lo_b)`` per axis, exactly when their
@@ -40,36 +42,30 @@ non-empty levels (fine, coarse), one of two directions (`choose_inverted`):
 The coarse side runs when its probes (fine cells covered, a scan counted as
 ``n_entries / scan_ratio``) are at most ``invert_weight`` times the fine level's objects:
 the fine side probes at least one cell per object, but its coarse cells hold more objects
-each. On the benchmark's 100,000 2-D boxes (8,900 coarse objects) the coarse side probes
-157,000 cells and meets 211,000 candidates, the fine side 190,000 and 428,000: 12-13 ms
-against 23-35 ms (one core). In 3-D a coarse object covers more fine cells (level 2 over 0:
-up to 17^3), yet the coarse side still won (100,000 3-D boxes: 170-180 ms against 340-390 ms
-with the weight at 2, which had kept two pairs of levels on the fine side; 8 inverts
-them); 2,000 fine objects under 50,000 coarse ones are faster from the fine side (49 ms
-against 66 ms for the whole query), which the weight 8 keeps.
+each. On `benchmarks/bench_dynamic.py`'s 100,000 2-D boxes (8,900 coarse objects) the
+coarse side probes 157,000 cells and meets 211,000 candidates, the fine side 190,000 and
+428,000: 12-13 ms against 23-35 ms (one core). In 3-D a coarse object covers more fine
+cells (level 2 over 0: up to 17^3), yet the coarse side still wins (100,000 3-D boxes:
+170-180 ms against 340-390 ms with a weight of 2, which keeps two pairs of levels on the
+fine side; 8 inverts them); 2,000 fine objects under 50,000 coarse ones are faster from
+the fine side (49 ms against 66 ms for the whole query), which the weight 8 keeps. The
+coarse side's time is mostly cache misses on ``codes`` and ``records``: hashing the
+157,000 cells and reading their starts, 1.6-1.9 ms; their codes, 4 ms more; the box tests
+on the records, 6.5 ms more; the cell test, 1 ms (one core, medians of 11).
 
 Threads. The buckets are cut into `N_CHUNKS` fixed chunks; a chunk copies its records,
 sweeps its buckets and does the fine-side lookups of its entries, writing into its own
 region of the output (`sweep_chunk`). Once every chunk has copied its records, chunk ``c``
 does the coarse-side lookups of the ``c``-th `N_CHUNKS` part of the small sort and appends
 to its region (`down_chunk`). The chunks are the same for any thread count, so the output
-is too (`pairs_chunks` runs them on all threads; `DynamicHash.query_pairs` runs it on one
-thread below `dynamic.PARALLEL_MIN_ENTRIES` entries, where a sequential copy of the driver,
-dropped in session 15, was no faster and cost 0.8-1.0 s of cold compile of its own).
+is too (`pairs_chunks` runs them on all threads; the engine runs it on one thread below
+``PARALLEL_MIN_ENTRIES`` entries, `dynamic/_pair_search.py`: a sequential copy of the
+driver would be no faster and cost about a second of cold compile of its own).
 
-Measured on the benchmark's 100,000 boxes (2-D, three size classes; one core of the loaded
-2-core development machine, `time.thread_time`, best of 9; the sort's figures are those of
-the count and fill it had here before `sort.py`): count and fill 9.3 ms, copying
-the records 3.2 ms, the coarse sort 2.5 ms, same-level sweep 7.0 ms, cross-level lookups
-from the fine side 17-24 ms (425,000 candidates for 38,000 pairs), from the coarse side
-since 12-13 ms (kernel alone, medians of 11: hashing the 157,000 cells and reading their
-starts 1.6-1.9 ms, their codes 4 ms more, the box tests on the records 6.5 ms more, the
-cell test 1 ms: the cost is in cache misses on ``codes`` and ``records``). Before
-(hashed buckets, boxes read by slot, every object's lookups in slot order):
-count and fill 12 ms, sweep 9 ms, cross level 30 ms. Cells from the records instead of
-``meta`` and no filter test without filters: same-level sweep 8.5-10 -> 4.5-5.9 ms,
-cross-level 39-42 -> 33 ms (medians of 9, one core, machine loaded by other jobs, both
-versions run alternately).
+The kernels take the bundles of `state.py` as plain tuples: the objects, the entry sort
+(`state.EntrySort`), the output (`state.ChunkPairs`) and the plan of the search
+(`state.PairPlan`, made by `pairs_chunks`); a chunk writes to its region of the output,
+a view whose length bounds what it writes.
 
 Shapes: boxes are closed (touching counts as overlapping); a sphere is tested with its
 bounding box first and then exactly (centre distances, or the squared distance from the
@@ -85,18 +81,30 @@ from ..._config import jit, jit_parallel
 from ..._kernels.cells import floor_to_int, hash_cell
 from ..._kernels.indirect import kernel_caller
 from ..._kernels.shapes import shapes_overlap
+from .state import (
+    BOUNDS,
+    BUCKET_START,
+    COARSE_CODES,
+    COARSE_RECORDS,
+    COARSE_START,
+    CODES,
+    COUNTS,
+    FILTERED,
+    INV_SIZE,
+    INVERTED,
+    LEVEL_COUNT,
+    META,
+    PAIRS,
+    PLAN_INV_SIZE,
+    RECORDS,
+    SCAN_RATIO,
+    SPHERES,
+    USED_LEVELS,
+)
 from .storage import CATEGORY, LEVEL_SALT, MASK
 
 #: Every category bit (the default category and mask; see `dynamic/_validation.py`).
 ALL_BITS = 0xFFFFFFFF
-
-
-
-
-
-
-
-
 #: Entry codes (see the module docstring): ``slot << SLOT_SHIFT | level << LEVEL_SHIFT |
 #: sphere | offset``.
 LOWEST_BITS = 7
@@ -135,11 +143,15 @@ def copy_records(codes, bounds, records, begin, end):
 
 
 @jit
-def same_level_pairs(bounds, spheres, meta, inv_size, filtered, bucket_start, codes, records,
-                     b_begin, b_end, pairs, n_pairs, capacity):
+def same_level_pairs(objects, plan, sort, b_begin, b_end, region, n_pairs):
     """Pairs within the buckets ``b_begin .. b_end - 1`` (see the module docstring),
-    written to ``pairs[n_pairs:capacity]``; returns the new ``n_pairs``, counting on past
-    ``capacity`` without writing."""
+    written to ``region`` from row ``n_pairs`` on; returns the new ``n_pairs``, counting
+    on past the region's end without writing."""
+    inv_size = plan[PLAN_INV_SIZE]
+    filtered = plan[FILTERED]
+    bucket_start = sort[BUCKET_START]
+    codes = sort[CODES]
+    records = sort[RECORDS]
     for bucket in range(b_begin, b_end):
         start = bucket_start[bucket]
         end = bucket_start[bucket + 1]
@@ -171,36 +183,45 @@ def same_level_pairs(bounds, spheres, meta, inv_size, filtered, bucket_start, co
                         or floor_to_int(az0 * inv) + ((code_a >> 2) & 1)
                         != floor_to_int(records[j, 2] * inv) + ((code_b >> 2) & 1)):
                     continue
-                n_pairs = kept_pair(bounds, spheres, meta, filtered, code_a >> SLOT_SHIFT,
+                n_pairs = kept_pair(objects, filtered, code_a >> SLOT_SHIFT,
                                     code_b >> SLOT_SHIFT, (code_a | code_b) & SPHERE_BIT,
-                                    pairs, n_pairs, capacity)
+                                    region, n_pairs)
     return n_pairs
 
 
 @jit
-def kept_pair(bounds, spheres, meta, filtered, a, b, any_sphere, pairs, n_pairs, capacity):
+def kept_pair(objects, filtered, a, b, any_sphere, region, n_pairs):
     """The last tests of a candidate pair whose boxes overlap in the cell that reports it:
     each one's category meets the other's mask (only tested when ``filtered``: some object
     has other bits than all), and with a sphere among them the shapes overlap. A kept pair
-    is written while there is room; returns the new ``n_pairs``."""
+    is written to row ``n_pairs`` of ``region`` while there is room; returns the new
+    ``n_pairs``."""
+    meta = objects[META]
     if filtered and ((meta[a, CATEGORY] & meta[b, MASK]) == 0
                      or (meta[b, CATEGORY] & meta[a, MASK]) == 0):
         return n_pairs
-    if any_sphere and not shapes_overlap(bounds, spheres, a, b):
+    if any_sphere and not shapes_overlap(objects[BOUNDS], objects[SPHERES], a, b):
         return n_pairs
-    if n_pairs < capacity:
-        pairs[n_pairs, 0] = a
-        pairs[n_pairs, 1] = b
+    if n_pairs < region.shape[0]:
+        region[n_pairs, 0] = a
+        region[n_pairs, 1] = b
     return n_pairs + 1
 
 
 @jit
-def cross_level_pairs(bounds, spheres, meta, inv_size, filtered, used_levels, inverted, codes,
-                      records, e_begin, e_end, coarse_start, coarse_codes, coarse_records,
-                      pairs, n_pairs, capacity):
+def cross_level_pairs(objects, plan, sort, e_begin, e_end, region, n_pairs):
     """Pairs of the objects whose lowest entry is in ``e_begin .. e_end - 1`` with the
     objects of coarser levels, for the pairs of levels that do not run ``inverted`` (see
     the module docstring); output as `same_level_pairs`."""
+    inv_size = plan[PLAN_INV_SIZE]
+    used_levels = plan[USED_LEVELS]
+    inverted = plan[INVERTED]
+    filtered = plan[FILTERED]
+    codes = sort[CODES]
+    records = sort[RECORDS]
+    coarse_start = sort[COARSE_START]
+    coarse_codes = sort[COARSE_CODES]
+    coarse_records = sort[COARSE_RECORDS]
     coarse_mask = coarse_start.shape[0] - 2
     top = used_levels[used_levels.shape[0] - 1]
     for e in range(e_begin, e_end):
@@ -241,17 +262,17 @@ def cross_level_pairs(bounds, spheres, meta, inv_size, filtered, used_levels, in
                                     or floor_to_int(box[j, 2] * inv) + ((code_b >> 2) & 1)
                                     != cz):
                                 continue
-                            n_pairs = kept_pair(bounds, spheres, meta, filtered, a,
-                                                code_b >> SLOT_SHIFT,
-                                                (bits_a | code_b) & SPHERE_BIT, pairs, n_pairs,
-                                                capacity)
+                            n_pairs = kept_pair(objects, filtered, a, code_b >> SLOT_SHIFT,
+                                                (bits_a | code_b) & SPHERE_BIT, region, n_pairs)
     return n_pairs
 
 
 @jit
-def covered_cells(x0, y0, z0, x1, y1, z1, inv):
-    """Cell range of the box ``x0 .. z1`` on the level of cell size ``1 / inv``, and its
-    number of cells as a float (a huge box's count would overflow int64)."""
+def covered_cells(box, inv):
+    """Cell range of the box ``box = (x0, y0, z0, x1, y1, z1)`` on the level of cell size
+    ``1 / inv``, and its number of cells as a float (a huge box's count would overflow
+    int64): ``(lx, ly, lz, hx, hy, hz, n_cells)``."""
+    x0, y0, z0, x1, y1, z1 = box
     lx, ly, lz = floor_to_int(x0 * inv), floor_to_int(y0 * inv), floor_to_int(z0 * inv)
     hx, hy, hz = floor_to_int(x1 * inv), floor_to_int(y1 * inv), floor_to_int(z1 * inv)
     n_cells = ((float(hx) - float(lx) + 1.0) * (float(hy) - float(ly) + 1.0)
@@ -276,14 +297,13 @@ def choose_inverted(used_levels, level_count, inv_size, n_entries, coarse_codes,
         if code_b & LOWEST_BITS:
             continue
         level_b = (code_b >> LEVEL_SHIFT) & LEVEL_FIELD
+        box_b = (coarse_records[k, 0], coarse_records[k, 1], coarse_records[k, 2],
+                 coarse_records[k, 3], coarse_records[k, 4], coarse_records[k, 5])
         for t in range(used_levels.shape[0]):
             level = used_levels[t]
             if level >= level_b:
                 break
-            n_cells = covered_cells(coarse_records[k, 0], coarse_records[k, 1],
-                                    coarse_records[k, 2], coarse_records[k, 3],
-                                    coarse_records[k, 4], coarse_records[k, 5],
-                                    inv_size[level])[6]
+            n_cells = covered_cells(box_b, inv_size[level])[6]
             probes[level, level_b] += min(n_cells, scan_cost)
     inverted = np.zeros((n_levels, n_levels), np.uint8)
     for fine in range(n_levels):
@@ -294,16 +314,23 @@ def choose_inverted(used_levels, level_count, inv_size, n_entries, coarse_codes,
 
 
 @jit
-def coarse_down_pairs(bounds, spheres, meta, inv_size, filtered, used_levels, inverted,
-                      scan_ratio, bucket_start, codes, records, c_begin, c_end, coarse_codes,
-                      coarse_records, pairs, n_pairs, capacity):
+def coarse_down_pairs(objects, plan, sort, c_begin, c_end, region, n_pairs):
     """Pairs of the objects whose lowest entry is in ``coarse_codes[c_begin:c_end]`` with
     the objects of finer levels, for the pairs of levels that run ``inverted``: the coarse
     object enumerates the finer cells it covers and reads their runs of ``codes`` (every
     record copied); output as `same_level_pairs`."""
+    inv_size = plan[PLAN_INV_SIZE]
+    used_levels = plan[USED_LEVELS]
+    inverted = plan[INVERTED]
+    filtered = plan[FILTERED]
+    bucket_start = sort[BUCKET_START]
+    codes = sort[CODES]
+    records = sort[RECORDS]
+    coarse_codes = sort[COARSE_CODES]
+    coarse_records = sort[COARSE_RECORDS]
     mask = bucket_start.shape[0] - 2
     n_entries = bucket_start[mask + 1]
-    scan_above = n_entries / scan_ratio
+    scan_above = n_entries / plan[SCAN_RATIO]
     for k in range(c_begin, c_end):
         code_b = coarse_codes[k]
         if code_b & LOWEST_BITS:
@@ -320,7 +347,7 @@ def coarse_down_pairs(bounds, spheres, meta, inv_size, filtered, used_levels, in
             if inverted[level, level_b] == 0:
                 continue
             inv = inv_size[level]
-            lx, ly, lz, hx, hy, hz, n_cells = covered_cells(bx0, by0, bz0, bx1, by1, bz1, inv)
+            lx, ly, lz, hx, hy, hz, n_cells = covered_cells((bx0, by0, bz0, bx1, by1, bz1), inv)
             if n_cells > scan_above:
                 # Huge: every lowest entry of the level instead (one each per object).
                 for j in range(np.uint64(0), np.uint64(n_entries)):
@@ -331,9 +358,8 @@ def coarse_down_pairs(bounds, spheres, meta, inv_size, filtered, used_levels, in
                             or max(by0, records[j, 1]) > min(by1, records[j, 4])
                             or max(bz0, records[j, 2]) > min(bz1, records[j, 5])):
                         continue
-                    n_pairs = kept_pair(bounds, spheres, meta, filtered, code_a >> SLOT_SHIFT,
-                                        b, (sphere_b | code_a) & SPHERE_BIT, pairs, n_pairs,
-                                        capacity)
+                    n_pairs = kept_pair(objects, filtered, code_a >> SLOT_SHIFT, b,
+                                        (sphere_b | code_a) & SPHERE_BIT, region, n_pairs)
                 continue
             for cz in range(lz, hz + 1):
                 for cy in range(ly, hy + 1):
@@ -356,52 +382,44 @@ def coarse_down_pairs(bounds, spheres, meta, inv_size, filtered, used_levels, in
                                     or floor_to_int(records[j, 2] * inv) + ((code_a >> 2) & 1)
                                     != cz):
                                 continue
-                            n_pairs = kept_pair(bounds, spheres, meta, filtered,
-                                                code_a >> SLOT_SHIFT, b,
-                                                (bits_b | code_a) & SPHERE_BIT, pairs, n_pairs,
-                                                capacity)
+                            n_pairs = kept_pair(objects, filtered, code_a >> SLOT_SHIFT, b,
+                                                (bits_b | code_a) & SPHERE_BIT, region, n_pairs)
     return n_pairs
 
 
 @jit
-def sweep_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels, inverted,
-                bucket_start, codes, records, coarse_start, coarse_codes, coarse_records,
-                pairs, counts):
+def sweep_chunk(chunk, objects, plan, sort, out):
     """First pass of chunk ``chunk``: its buckets' records, same-level pairs and the
-    cross-level pairs found from the finer side, written to its region of ``pairs``
-    (``counts[chunk]`` found)."""
+    cross-level pairs found from the finer side, written to its region of the
+    `state.ChunkPairs` ``out`` (``counts[chunk]`` found)."""
+    bucket_start = sort[BUCKET_START]
+    pairs = out[PAIRS]
+    counts = out[COUNTS]
     n_buckets = bucket_start.shape[0] - 1
     per_chunk = pairs.shape[0] // N_CHUNKS
     b_begin = chunk * n_buckets // N_CHUNKS
     b_end = (chunk + 1) * n_buckets // N_CHUNKS
     e_begin = bucket_start[b_begin]
     e_end = bucket_start[b_end]
-    copy_records(codes, bounds, records, e_begin, e_end)
-    out_begin = chunk * per_chunk
-    out_end = out_begin + per_chunk
-    n = same_level_pairs(bounds, spheres, meta, inv_size, filtered, bucket_start, codes,
-                         records, b_begin, b_end, pairs, out_begin, out_end)
-    if coarse_codes.shape[0] > 0 and used_levels.shape[0] > 1:
-        n = cross_level_pairs(bounds, spheres, meta, inv_size, filtered, used_levels,
-                              inverted, codes, records, e_begin, e_end, coarse_start,
-                              coarse_codes, coarse_records, pairs, n, out_end)
-    counts[chunk] = n - out_begin
+    copy_records(sort[CODES], objects[BOUNDS], sort[RECORDS], e_begin, e_end)
+    region = pairs[chunk * per_chunk : (chunk + 1) * per_chunk]
+    n = same_level_pairs(objects, plan, sort, b_begin, b_end, region, 0)
+    if sort[COARSE_CODES].shape[0] > 0 and plan[USED_LEVELS].shape[0] > 1:
+        n = cross_level_pairs(objects, plan, sort, e_begin, e_end, region, n)
+    counts[chunk] = n
 
 
 @jit
-def down_chunk(chunk, bounds, spheres, meta, inv_size, filtered, used_levels, inverted,
-               scan_ratio, bucket_start, codes, records, coarse_codes, coarse_records, pairs,
-               counts):
+def down_chunk(chunk, objects, plan, sort, out):
     """Second pass of chunk ``chunk`` (after every chunk's first): the inverted lookups of
     its share of the coarse entries, appended to its region."""
+    pairs = out[PAIRS]
+    counts = out[COUNTS]
     per_chunk = pairs.shape[0] // N_CHUNKS
-    n_coarse = coarse_codes.shape[0]
-    out_begin = chunk * per_chunk
-    n = coarse_down_pairs(bounds, spheres, meta, inv_size, filtered, used_levels, inverted,
-                          scan_ratio, bucket_start, codes, records, chunk * n_coarse // N_CHUNKS,
-                          (chunk + 1) * n_coarse // N_CHUNKS, coarse_codes, coarse_records,
-                          pairs, out_begin + counts[chunk], out_begin + per_chunk)
-    counts[chunk] = n - out_begin
+    n_coarse = sort[COARSE_CODES].shape[0]
+    region = pairs[chunk * per_chunk : (chunk + 1) * per_chunk]
+    counts[chunk] = coarse_down_pairs(objects, plan, sort, chunk * n_coarse // N_CHUNKS,
+                                      (chunk + 1) * n_coarse // N_CHUNKS, region, counts[chunk])
 
 
 _check_sweep, _call_sweep = kernel_caller(sweep_chunk)
@@ -409,38 +427,36 @@ _check_down, _call_down = kernel_caller(down_chunk)
 
 
 @jit_parallel
-def pairs_chunks(bounds, spheres, meta, inv_size, filtered, used_levels, level_count,
-                 bucket_start, codes, records, coarse_start, coarse_codes, coarse_records,
-                 pairs, counts, invert_weight, scan_ratio, sweep_target, down_target):
+def pairs_chunks(objects, cells, sort, out, filtered, used_levels, settings, targets):
     """Every chunk's first pass (`sweep_chunk`), then every chunk's second (`down_chunk`),
-    the chunks on all threads; the output is the same for any thread count. ``pairs``
-    holds `N_CHUNKS` regions of equal length; chunk ``c`` found ``counts[c]`` pairs (its
-    region holds the first of them when it is too short: the caller grows it and calls
-    again).
+    the chunks on all threads; the output is the same for any thread count. ``sort`` is
+    the `state.EntrySort` (its coarse codes cut to those in use); the `state.ChunkPairs`
+    ``out`` holds `N_CHUNKS` regions of equal length; chunk ``c`` found ``counts[c]``
+    pairs (its region holds the first of them when it is too short: the caller grows it
+    and calls again). ``used_levels`` are the non-empty levels; ``settings`` is
+    ``(invert_weight, scan_ratio)`` (see `choose_inverted`).
 
-    `sweep_chunk` and `down_chunk` are called at ``sweep_target`` and ``down_target`` (see
-    `indirect`): called directly, their code was compiled again into this driver (4.4 s of
-    a cold compile)."""
-    inverted = choose_inverted(used_levels, level_count, inv_size,
-                               bucket_start[bucket_start.shape[0] - 1], coarse_codes,
-                               coarse_records, invert_weight, scan_ratio)
+    `sweep_chunk` and `down_chunk` are called at ``targets = (sweep_target, down_target)``
+    (see `indirect`): called directly, their code was compiled again into this driver (4.4
+    s of a cold compile)."""
+    inv_size = cells[INV_SIZE]
+    invert_weight, scan_ratio = settings
+    sweep_target = targets[0]
+    down_target = targets[1]
+    bucket_start = sort[BUCKET_START]
+    inverted = choose_inverted(used_levels, cells[LEVEL_COUNT], inv_size,
+                               bucket_start[bucket_start.shape[0] - 1], sort[COARSE_CODES],
+                               sort[COARSE_RECORDS], invert_weight, scan_ratio)
+    plan = (inv_size, used_levels, inverted, filtered, scan_ratio)  # a `state.PairPlan`
     first = np.int64(0)
-    _check_sweep(sweep_target, (first, bounds, spheres, meta, inv_size, filtered, used_levels,
-                                inverted, bucket_start, codes, records, coarse_start,
-                                coarse_codes, coarse_records, pairs, counts))
-    _check_down(down_target, (first, bounds, spheres, meta, inv_size, filtered, used_levels,
-                              inverted, scan_ratio, bucket_start, codes, records, coarse_codes,
-                              coarse_records, pairs, counts))
+    _check_sweep(sweep_target, (first, objects, plan, sort, out))
+    _check_down(down_target, (first, objects, plan, sort, out))
     # `prange` indices are unsigned: the chunk is passed as int64, the type of the
-    # targets (`dynamic._chunk_targets`).
+    # targets (`_pair_search.chunk_targets`).
     for chunk in numba.prange(N_CHUNKS):
-        _call_sweep(sweep_target, (np.int64(chunk), bounds, spheres, meta, inv_size, filtered,
-                                   used_levels, inverted, bucket_start, codes, records,
-                                   coarse_start, coarse_codes, coarse_records, pairs, counts))
+        _call_sweep(sweep_target, (np.int64(chunk), objects, plan, sort, out))
     for chunk in numba.prange(N_CHUNKS):
-        _call_down(down_target, (np.int64(chunk), bounds, spheres, meta, inv_size, filtered,
-                                 used_levels, inverted, scan_ratio, bucket_start, codes,
-                                 records, coarse_codes, coarse_records, pairs, counts))
+        _call_down(down_target, (np.int64(chunk), objects, plan, sort, out))
 
 
 @jit

@@ -23,7 +23,8 @@ from ..._config import jit
 from ..._kernels.cells import cell_tolerance, floor_to_int
 from ..._kernels.heap import heap_offer, heap_sort_ascending
 from ..._kernels.shapes import box_distance2, center_distance2
-from .storage import CATEGORY, ENTRIES, HI, LEVEL, LO, bucket_of
+from .state import BOUNDS, HEAD, INV_SIZE, LEVEL_COUNT, LINKS, META, SPHERES
+from .storage import CATEGORY, ENTRIES, HI, LEVEL, LO, bucket_of, entry_in_cell
 
 #: Query kinds.
 KIND_CELL, KIND_BOX, KIND_BALL = 0, 1, 2
@@ -70,16 +71,22 @@ def _accept(bounds, spheres, kind, query, slot):
 
 
 @jit
-def query_slots(bounds, spheres, meta, links, head, inv_size, level_count, kind, query,
-                query_mask, out):
+def query_slots(objects, cells, kind, query, query_mask, out):
     """Slots of the objects matching one query (see `_accept`), written to ``out``.
 
     ``out`` must hold every object; returns how many were written. The cells of a cell
     query are those holding ``query[0:3]``; a box query covers ``query[0:3]..query[3:6]``;
     a ball query covers its bounding box widened by a rounding tolerance.
     """
-    n_out = 0
+    bounds = objects[BOUNDS]
+    spheres = objects[SPHERES]
+    meta = objects[META]
+    inv_size = cells[INV_SIZE]
+    level_count = cells[LEVEL_COUNT]
+    links = cells[LINKS]
+    head = cells[HEAD]
     mask = head.shape[0] - 1
+    n_out = 0
     first = np.empty(3, np.int64)
     last = np.empty(3, np.int64)
     for level in range(level_count.shape[0]):
@@ -120,17 +127,12 @@ def query_slots(bounds, spheres, meta, links, head, inv_size, level_count, kind,
                     entry = head[bucket_of(level, cx, cy, cz, mask)]
                     while entry >= 0:
                         slot = entry // ENTRIES
-                        k = entry % ENTRIES
+                        in_cell = entry_in_cell(meta, entry, level, cx, cy, cz)
                         entry = links[entry, 0]
-                        lx = meta[slot, LO]
-                        ly = meta[slot, LO + 1]
-                        lz = meta[slot, LO + 2]
-                        if (meta[slot, LEVEL] != level or lx + (k & 1) != cx
-                                or ly + ((k >> 1) & 1) != cy or lz + (k >> 2) != cz):
-                            continue
                         # Reported from the lowest cell shared with the query's range only.
-                        if (cx != max(first[0], lx) or cy != max(first[1], ly)
-                                or cz != max(first[2], lz)):
+                        if (not in_cell or cx != max(first[0], meta[slot, LO])
+                                or cy != max(first[1], meta[slot, LO + 1])
+                                or cz != max(first[2], meta[slot, LO + 2])):
                             continue
                         if (meta[slot, CATEGORY] & query_mask) == 0:
                             continue
@@ -163,8 +165,7 @@ def _ring_cell_closest(meta, slot, c0x, c0y, c0z):
 
 
 @jit
-def knn_query(bounds, spheres, meta, links, head, inv_size, level_count, keys, point, k,
-              query_mask, n_dims, heap_distance, heap_key):
+def knn_query(objects, cells, keys, point, query_mask, n_dims, heap_distance, heap_key):
     """The ``k`` objects nearest to ``point``, ring by ring on each level, exact.
 
     Candidates rank by ``(distance, keys[slot])``. On each level the rings of cells around
@@ -179,6 +180,14 @@ def knn_query(bounds, spheres, meta, links, head, inv_size, level_count, keys, p
     Returns how many were found; ``heap_distance`` and ``heap_key`` (length ``k``) hold
     them nearest first.
     """
+    bounds = objects[BOUNDS]
+    spheres = objects[SPHERES]
+    meta = objects[META]
+    inv_size = cells[INV_SIZE]
+    level_count = cells[LEVEL_COUNT]
+    links = cells[LINKS]
+    head = cells[HEAD]
+    k = heap_distance.shape[0]
     size = 0
     mask = head.shape[0] - 1
     px, py, pz = point[0], point[1], point[2]
@@ -227,13 +236,10 @@ def knn_query(bounds, spheres, meta, links, head, inv_size, level_count, keys, p
                         entry = head[bucket_of(level, cx, cy, cz, mask)]
                         while entry >= 0:
                             slot = entry // ENTRIES
-                            e = entry % ENTRIES
+                            in_cell = entry_in_cell(meta, entry, level, cx, cy, cz)
                             entry = links[entry, 0]
-                            if (meta[slot, LEVEL] != level or meta[slot, LO] + (e & 1) != cx
-                                    or meta[slot, LO + 1] + ((e >> 1) & 1) != cy
-                                    or meta[slot, LO + 2] + (e >> 2) != cz):
-                                continue
-                            if (min(max(c0x, meta[slot, LO]), meta[slot, HI]) != cx
+                            # Considered from its cell nearest to the point's only.
+                            if (not in_cell or min(max(c0x, meta[slot, LO]), meta[slot, HI]) != cx
                                     or min(max(c0y, meta[slot, LO + 1]), meta[slot, HI + 1]) != cy
                                     or min(max(c0z, meta[slot, LO + 2]), meta[slot, HI + 2])
                                     != cz):

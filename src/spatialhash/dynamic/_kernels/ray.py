@@ -33,7 +33,25 @@ from ..._config import jit
 from ..._kernels.cells import cell_tolerance, floor_to_int
 from ..._kernels.dda import clip_to_cells, dda_exit, dda_start, dda_step, ray_to_cells
 from .query import SCAN_FACTOR
-from .storage import CATEGORY, ENTRIES, LEVEL, LO, bucket_of
+from .state import (
+    BOUNDS,
+    CAST_MASK,
+    CAST_STAMP,
+    DIRECTION,
+    FIRST_ONLY,
+    FOUND_DISTANCES,
+    FOUND_SLOTS,
+    HEAD,
+    INV_SIZE,
+    LEVEL_COUNT,
+    LINKS,
+    MAX_DISTANCE,
+    META,
+    ORIGIN,
+    SPHERES,
+    STAMP,
+)
+from .storage import CATEGORY, ENTRIES, LEVEL, bucket_of, entry_in_cell
 
 #: Rays starting, or levels reaching, this many cells or more from the origin are cast by
 #: testing the level's objects one by one (see the module docstring).
@@ -91,16 +109,32 @@ def ray_object(bounds, spheres, slot, origin, direction, max_distance):
 
 
 @jit
-def ray_hits(bounds, spheres, meta, links, head, inv_size, level_count, level_cells, keys,
-             stamp, stamp_value, origin, direction, max_distance, query_mask, first_only,
-             out_slots, out_t):
-    """Objects hit by the ray ``origin + t * direction``, ``0 <= t <= max_distance``.
+def ray_hits(objects, cells, level_cells, keys, cast, buffers):
+    """Objects hit by the ray ``origin + t * direction``, ``0 <= t <= max_distance``, of
+    `RayCast` ``cast``.
 
-    Writes each hit's slot and entry parameter to ``out_slots``/``out_t`` (room for every
-    object) and returns how many; with ``first_only``, only the first hit (smallest ``t``,
-    ties by the smaller ``keys[slot]``), so 0 or 1. ``stamp`` holds per slot the last ray
-    that tested it; ``stamp_value`` is new for this ray.
+    ``level_cells`` are the boxes of cells of the levels (see `state.Cells`). Writes each
+    hit's slot and entry parameter to the `QueryBuffers` ``buffers`` (room for every object)
+    and returns how many; with ``first_only``, only the first hit (smallest
+    ``t``, ties by the smaller ``keys[slot]``), so 0 or 1. ``buffers.stamp`` holds per slot
+    the last ray that tested it; ``cast.stamp`` is new for this ray.
     """
+    bounds = objects[BOUNDS]
+    spheres = objects[SPHERES]
+    meta = objects[META]
+    inv_size = cells[INV_SIZE]
+    level_count = cells[LEVEL_COUNT]
+    links = cells[LINKS]
+    head = cells[HEAD]
+    origin = cast[ORIGIN]
+    direction = cast[DIRECTION]
+    max_distance = cast[MAX_DISTANCE]
+    query_mask = cast[CAST_MASK]
+    first_only = cast[FIRST_ONLY]
+    stamp_value = cast[CAST_STAMP]
+    out_slots = buffers[FOUND_SLOTS]
+    out_t = buffers[FOUND_DISTANCES]
+    stamp = buffers[STAMP]
     mask = head.shape[0] - 1
     n_out = 0
     best_t = np.inf
@@ -146,9 +180,7 @@ def ray_hits(bounds, spheres, meta, links, head, inv_size, level_count, level_ce
                 for slot in range(meta.shape[0]):
                     if meta[slot, LEVEL] == level:
                         n_out, best_t, best_key = _test_object(
-                            bounds, spheres, meta, keys, stamp, stamp_value, slot, origin,
-                            direction, max_distance, query_mask, first_only, out_slots,
-                            out_t, n_out, best_t, best_key)
+                            objects, keys, cast, buffers, slot, (n_out, best_t, best_key))
                 continue
         dda_start(u_start, u_rate, t_lo, cell, step, t_next)
         t_enter = t_lo
@@ -172,15 +204,12 @@ def ray_hits(bounds, spheres, meta, links, head, inv_size, level_count, level_ce
                         entry = head[bucket_of(level, cx, cy, cz, mask)]
                         while entry >= 0:
                             slot = entry // ENTRIES
-                            k = entry % ENTRIES
+                            in_cell = entry_in_cell(meta, entry, level, cx, cy, cz)
                             entry = links[entry, 0]
                             # The body of `_test_object`, written out: called here, the
                             # 2-D casts of 100,000 boxes took 1.3-1.4 times as long (ad hoc,
                             # processes alternated), even inlined by numba.
-                            if (meta[slot, LEVEL] != level or meta[slot, LO] + (k & 1) != cx
-                                    or meta[slot, LO + 1] + ((k >> 1) & 1) != cy
-                                    or meta[slot, LO + 2] + (k >> 2) != cz
-                                    or stamp[slot] == stamp_value):
+                            if not in_cell or stamp[slot] == stamp_value:
                                 continue
                             stamp[slot] = stamp_value
                             if (meta[slot, CATEGORY] & query_mask) == 0:
@@ -207,21 +236,26 @@ def ray_hits(bounds, spheres, meta, links, head, inv_size, level_count, level_ce
 
 
 @jit
-def _test_object(bounds, spheres, meta, keys, stamp, stamp_value, slot, origin, direction,
-                 max_distance, query_mask, first_only, out_slots, out_t, n_out, best_t,
-                 best_key):
+def _test_object(objects, keys, cast, buffers, slot, found):
     """Test object ``slot`` against the ray once (see `ray_hits`) and record a hit: all of
-    them, or the first one. Returns the updated ``(n_out, best_t, best_key)``. For the
-    scan of a level's objects; the cell-by-cell loop has the same body written out."""
+    them, or the first one. ``found`` is ``(n_out, best_t, best_key)`` so far; returns it
+    updated. For the scan of a level's objects; the cell-by-cell loop has the same body
+    written out."""
+    stamp = buffers[STAMP]
+    stamp_value = cast[CAST_STAMP]
+    out_slots = buffers[FOUND_SLOTS]
+    out_t = buffers[FOUND_DISTANCES]
+    n_out, best_t, best_key = found
     if stamp[slot] == stamp_value:
         return n_out, best_t, best_key
     stamp[slot] = stamp_value
-    if (meta[slot, CATEGORY] & query_mask) == 0:
+    if (objects[META][slot, CATEGORY] & cast[CAST_MASK]) == 0:
         return n_out, best_t, best_key
-    t = ray_object(bounds, spheres, slot, origin, direction, max_distance)
+    t = ray_object(objects[BOUNDS], objects[SPHERES], slot, cast[ORIGIN], cast[DIRECTION],
+                   cast[MAX_DISTANCE])
     if t < 0.0:
         return n_out, best_t, best_key
-    if first_only:
+    if cast[FIRST_ONLY]:
         if t < best_t or (t == best_t and keys[slot] < best_key):
             out_slots[0] = slot
             out_t[0] = t

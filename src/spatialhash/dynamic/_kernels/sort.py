@@ -15,18 +15,17 @@ Passes:
    (parallel).
 
 Entries come in slot order, which is not spatial order, so a counting sort over the whole
-table (2**18 starts, 2 MB, for the benchmark's 192,000 entries) increments and writes at
-random in it; the partition first (16 parts, 16 output streams) keeps each part's sort in
-L2. On one core of the development machine (`time.thread_time`, medians of 21, in one
-process with the old code, machine loaded by another job) the count and scatter went from
-4.6-5.4 ms to 3.6-3.8 ms (3.5-3.6 ms with unsigned indices), the whole sort from
-11.3-11.8 ms to 10.1-11.0 ms. The old sort cut the buckets into one range per thread,
-each scanning all entries for its own. A least-significant-digit radix sort (two passes
-of 9 bits, histograms fused in one read, starts from the sorted buckets) was measured and
-dropped: 10-11 ms against 5.4-5.8 ms for the count and scatter it replaces (each
+table (2**18 starts, 2 MB, for the 192,000 entries of `benchmarks/bench_dynamic.py`'s
+100,000 boxes) increments and writes at random in it; the partition first (16 parts, 16
+output streams) keeps each part's sort in L2. On one core of the development machine
+(`time.thread_time`, medians of 21, the two in one process alternately) the count and
+scatter take 3.5-3.6 ms with the partition (unsigned indices), 4.6-5.4 ms without; the
+whole sort 10.1-11.0 ms against 11.3-11.8 ms. A least-significant-digit radix sort (two
+passes of 9 bits, histograms fused in one read, starts from the sorted buckets) is
+slower: 10-11 ms against 5.4-5.8 ms for the count and scatter it would replace (each
 512-stream pass 3.5-4 ms, the starts 2 ms; this machine's scattered writes cost 12-18 ns
 an entry even to 64 streams). Collecting the coarse entries while hashing (the coarse
-sort then reads 18,000 entries, not 192,000) did not pay either (same medians within 0.1
+sort then reads 18,000 entries, not 192,000) does not pay either (same medians within 0.1
 ms).
 
 The entries above the lowest non-empty level are then sorted apart, sequentially (they
@@ -34,7 +33,7 @@ are few), into a smaller table: their bucket is the stored one masked again, whi
 what `tile_bucket` gives for the smaller mask, since masks are powers of two less one.
 
 Kept sort (`update_sort`). `query_pairs` keeps both sorts between calls; the storage
-kernels flag every slot whose entries may have changed (see `dynamic.set_cells`). Within a
+kernels flag every slot whose entries may have changed (see `storage.set_cells`). Within a
 bucket the codes of a sort from scratch ascend: slots ascend, and the offset bits of one
 object's cells ascend in the order of the cell loop. So the flagged slots' new entries,
 made in slot order and sorted stably by bucket (`radix_sort_pairs`: numba's stable
@@ -45,8 +44,8 @@ result is the fresh sort, byte for byte. The merge reads and writes every code a
 changed). The whole update inside a step of the benchmark (one core, CPU time, medians of
 15, machine in a fast phase where the sort from scratch took 7.0 ms): 1.5 ms with 400
 objects changed, 2.5 ms with 4,000, 6.3 ms with 20,000 (20%: 6.6 ms from scratch), 9.9 ms
-with 40,000; hence ``SORT_UPDATE_FRACTION = 0.2`` in `dynamic/_hash.py`. The update runs on one
-thread (the sort from scratch on all).
+with 40,000; hence ``SORT_UPDATE_FRACTION = 0.2`` in `dynamic/_pair_search.py`. The update runs
+on one thread (the sort from scratch on all).
 """
 
 from __future__ import annotations
@@ -63,6 +62,21 @@ from .pairs import (
     SPHERE_BIT,
     copy_records,
     tile_bucket,
+)
+from .state import (
+    BOUNDS,
+    BUCKET_START,
+    COARSE_CODES,
+    COARSE_RECORDS,
+    COARSE_SPARE,
+    COARSE_START,
+    CODES,
+    ENTRY_BUCKET,
+    ENTRY_CODE,
+    META,
+    PART_BUCKET,
+    PART_CODE,
+    SPHERES,
 )
 from .storage import CATEGORY, HI, LEVEL, LO, MASK
 
@@ -227,13 +241,14 @@ def lowest_used_level(level_count):
 
 
 @jit
-def finish_sort(bounds, level_count, entry_bucket, entry_code, n_entries, coarse_start,
-                coarse_codes, coarse_records):
-    """The coarse sort and its records (`sort_coarse`); returns ``n_coarse``."""
-    n_coarse = sort_coarse(entry_bucket, entry_code, n_entries, lowest_used_level(level_count),
-                           coarse_start, coarse_codes)
+def finish_sort(bounds, level_count, sort, work, n_entries):
+    """The coarse sort and its records (`sort_coarse`) of the `state.EntrySort` ``sort``
+    from the entries in the `state.SortWork` ``work``; returns ``n_coarse``."""
+    coarse_codes = sort[COARSE_CODES]
+    n_coarse = sort_coarse(work[ENTRY_BUCKET], work[ENTRY_CODE], n_entries,
+                           lowest_used_level(level_count), sort[COARSE_START], coarse_codes)
     if n_coarse <= coarse_codes.shape[0]:
-        copy_records(coarse_codes, bounds, coarse_records, 0, n_coarse)
+        copy_records(coarse_codes, bounds, sort[COARSE_RECORDS], 0, n_coarse)
     return n_coarse
 
 
@@ -254,15 +269,23 @@ def entry_counts(meta, n_chunks):
 
 
 @jit_parallel
-def sort_entries(bounds, spheres, meta, level_count, bucket_start, codes, entry_bucket,
-                 entry_code, part_bucket, part_code, n_chunks, coarse_start, coarse_codes,
-                 coarse_records):
-    """Sort all entries by bucket into ``codes`` (runs ``bucket_start``) and, apart, those
-    above the lowest non-empty level, with their records, in ``n_chunks`` chunks of slots
-    on all threads (the result depends on neither). Returns ``(n_entries, n_coarse,
-    filtered)``; when a buffer is too small nothing is sorted (the caller grows the buffers
-    and calls again). Small hashes run it on one thread, with one chunk (a sequential copy
-    of this driver, dropped in session 15, cost 0.9-1.0 s of cold compile of its own)."""
+def sort_entries(objects, level_count, sort, work, n_chunks):
+    """Sort all entries by bucket into the `state.EntrySort` ``sort`` (``codes`` in runs
+    ``bucket_start``) and, apart, those above the lowest non-empty level, with their
+    records, in ``n_chunks`` chunks of slots on all threads (the result depends on
+    neither), with the `state.SortWork` ``work`` as scratch. Returns ``(n_entries,
+    n_coarse, filtered)``; when a buffer is too small nothing is sorted (the caller grows
+    the buffers and calls again). Small hashes run it on one thread, with one chunk (a
+    sequential copy of this driver would cost about a second of cold compile of its
+    own)."""
+    spheres = objects[SPHERES]
+    meta = objects[META]
+    bucket_start = sort[BUCKET_START]
+    codes = sort[CODES]
+    entry_bucket = work[ENTRY_BUCKET]
+    entry_code = work[ENTRY_CODE]
+    part_bucket = work[PART_BUCKET]
+    part_code = work[PART_CODE]
     n_slots = meta.shape[0]
     n_buckets = bucket_start.shape[0] - 1
     firsts, filtered = entry_counts(meta, n_chunks)
@@ -288,8 +311,7 @@ def sort_entries(bounds, spheres, meta, level_count, bucket_start, codes, entry_
         sort_part(part_bucket, part_code, part_start[part], part_start[part + 1],
                   part << shift, (part + 1) << shift, bucket_start, codes)
     bucket_start[n_buckets] = n_entries
-    n_coarse = finish_sort(bounds, level_count, entry_bucket, entry_code, n_entries,
-                           coarse_start, coarse_codes, coarse_records)
+    n_coarse = finish_sort(objects[BOUNDS], level_count, sort, work, n_entries)
     return n_entries, n_coarse, filtered
 
 
@@ -403,19 +425,31 @@ def radix_sort_pairs(keys, values, n_keys):
 
 
 @jit
-def update_sort(bounds, spheres, meta, level_count, changed, changed_slots, kept_lowest,
-                bucket_start, codes, codes_out, n_coarse, coarse_start, coarse_codes,
-                coarse_out, coarse_records, new_bucket, new_code):
-    """The sort of `sort_entries` from the one kept from the last call, when the slots
-    ``changed_slots`` (ascending, their ``changed`` flags set) are the only ones whose
-    entries may differ: their entries are taken out of the kept runs and their new
-    entries merged in (`merge_runs`), for the main sort into ``codes_out`` and for the
-    coarse one into ``coarse_out``; the coarse records are copied again (boxes moved).
-    The result is the fresh sort's, byte for byte. Returns ``(n_entries, n_coarse,
-    filtered)``, where ``filtered`` covers the changed slots only (the caller ORs it with
-    the kept one), and clears the flags of ``changed_slots``; or ``n_entries = -1`` when
-    the sort must be redone from scratch (the lowest level changed, or a buffer is too
-    small), with the kept sort partly overwritten and the flags left set."""
+def update_sort(objects, level_count, changed, changed_slots, kept_lowest, n_coarse, sort,
+                work):
+    """The sort of `sort_entries` from the one kept from the last call in ``sort``, when
+    the slots ``changed_slots`` (ascending, their ``changed`` flags set) are the only ones
+    whose entries may differ: their entries are taken out of the kept runs and their new
+    entries merged in (`merge_runs`), for the main sort into ``work.part_code`` and for
+    the coarse one (``n_coarse`` kept codes) into ``work.coarse_spare``; the coarse
+    records are copied again (boxes moved). The result is the fresh sort's, byte for byte.
+    Returns ``(n_entries, n_coarse, filtered)``, where ``filtered`` covers the changed
+    slots only (the caller ORs it with the kept one), and clears the flags of
+    ``changed_slots``; or ``n_entries = -1`` when the sort must be redone from scratch
+    (the lowest level changed, or a buffer is too small), with the kept sort partly
+    overwritten and the flags left set."""
+    bounds = objects[BOUNDS]
+    spheres = objects[SPHERES]
+    meta = objects[META]
+    bucket_start = sort[BUCKET_START]
+    codes = sort[CODES]
+    coarse_start = sort[COARSE_START]
+    coarse_codes = sort[COARSE_CODES]
+    coarse_records = sort[COARSE_RECORDS]
+    new_bucket = work[ENTRY_BUCKET]
+    new_code = work[ENTRY_CODE]
+    codes_out = work[PART_CODE]
+    coarse_out = work[COARSE_SPARE]
     if lowest_used_level(level_count) != kept_lowest:
         return -1, 0, False
     n_buckets = bucket_start.shape[0] - 1
