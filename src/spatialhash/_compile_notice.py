@@ -29,7 +29,11 @@ FAMILIES = {
     "pairs": "the pair search", "radius": "radius queries", "knn": "k-nearest queries",
     "box": "box queries", "ray": "ray casts", "dda": "ray casts",
     "_cloth_kernels": "the cloth demo", "_particle_kernels": "the particle demo",
+    "pair_functions": "functions run over pairs",
 }
+#: Families compiled for each new user function (`Grid.for_each_pair`'s ``fn``) and never
+#: cached on disk: their notice says so instead of pointing to the cache.
+PER_FUNCTION_FAMILIES = {"functions run over pairs"}
 
 #: Seconds a family's first call spent compiling, from an empty cache, in a fresh process,
 #: on 1,000 and on 60,000 points (the multi-threaded drivers too), on the 2-core development
@@ -40,6 +44,9 @@ FAMILY_SECONDS = {
     "the grid build": (2, 5), "the pair search": (8, 11), "radius queries": (8, 12),
     "k-nearest queries": (8, 9), "box queries": (6, 8), "ray casts": (7, 8),
     "the dynamic hash": (11, 12),
+    # Not from that script: `Grid.for_each_pair` with a new ``fn``, first call less the
+    # second, in a fresh process on an empty cache (its cell helpers compile too).
+    "functions run over pairs": (3, 4),
 }
 
 
@@ -58,6 +65,10 @@ def notice(family: str) -> str:
     seconds = FAMILY_SECONDS.get(family)
     about = (f" (about {seconds[0]}-{seconds[1]} s on an idle 2-core machine)" if seconds
              else "")
+    if family in PER_FUNCTION_FAMILIES:
+        return (f"spatialhash: compiling {family} for a new `fn`{about}; numba compiles "
+                "them again for each new function, in each process (they cannot be cached "
+                "on disk). SPATIALHASH_COMPILE_NOTICE=0 hides this line.")
     return (f"spatialhash: compiling {family} on first use{about}; later runs load it from "
             f"numba's disk cache. `spatialhash compile` compiles everything ahead of time; "
             f"SPATIALHASH_COMPILE_NOTICE=0 hides this line.")

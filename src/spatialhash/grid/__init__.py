@@ -9,7 +9,9 @@ engine (the radius, k-nearest, box and ray queries). ``_pair_search.py``: the pa
 searches. ``_build.py``: the host side of the build. ``_kernels/``: the numba kernels,
 one module per query family. A query's whole path, public method to distance loop, is
 ``_grid.py`` -> ``_cpu_engine.py`` -> ``_kernels/<family>.py``; for pairs, ``_grid.py`` ->
-``_pair_search.py`` (the engine's `query_pairs` and `iter_pairs`) -> ``_kernels/pairs.py``.
+``_pair_search.py`` (the engine's `query_pairs` and `iter_pairs`) -> ``_kernels/pairs.py``;
+for a user's function over pairs, ``_grid.py`` -> ``_pair_functions.py`` ->
+``_kernels/pair_functions.py``.
 
 Design
 ------

@@ -2,10 +2,11 @@
 answers every query with the numba kernels of ``_kernels/`` on the threads of this
 process; `BruteEngine` (``algorithm="brute"``) is the same with every point in one cell.
 
-The pair searches are in ``_pair_search.py``; the radius, k-nearest, box and ray queries
-are here, each a count pass and a fill pass (or one pass) that run on the calling thread
-for few queries and through a parallel driver for many. The interface is
-`_engine.GridEngine`.
+The pair searches are in ``_pair_search.py``, the functions run over pairs and
+neighbours (`for_each_pair`, `for_each_neighbor`) in ``_pair_functions.py``; the radius,
+k-nearest, box and ray queries are here, each a count pass and a fill pass (or one pass)
+that run on the calling thread for few queries and through a parallel driver for many.
+The interface is `_engine.GridEngine`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from .. import _config
 from .._kernels import indirect
 from .._results import KNearest, Neighbors, RayHits
-from . import _build, _pair_search
+from . import _build, _pair_functions, _pair_search
 from ._kernels import box as box_kernels
 from ._kernels import build, build_parallel, knn, pairs, radius
 from ._kernels import ray as ray_kernels
@@ -67,6 +68,8 @@ class CpuEngine:
     # ------------------------------------------------------------------ pairs
     query_pairs = _pair_search.query_pairs
     iter_pairs = _pair_search.iter_pairs
+    for_each_pair = _pair_functions.for_each_pair
+    for_each_neighbor = _pair_functions.for_each_neighbor
 
     # ------------------------------------------------------------------ radius
     def query_radius(self, query_points, radii, return_distances, sort) -> Neighbors:

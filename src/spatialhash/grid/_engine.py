@@ -111,6 +111,40 @@ class GridEngine(Protocol):
         owns its arrays.
         """
 
+    def for_each_pair(self, r2: float, radii: np.ndarray, reach: float, fn,
+                      args: tuple) -> None:
+        """Call ``fn(i, j, d2, dx, dy, dz, *args)`` for every ordered pair ``(i, j)``,
+        ``i != j``, of the pairs of `query_pairs` (each unordered pair twice).
+
+        Parameters
+        ----------
+        r2, radii, reach
+            As in `query_pairs`.
+        fn : numba dispatcher
+            The caller's compiled function (checked to be one; its signature is not).
+        args : tuple
+            Passed to ``fn`` after the pair's values.
+
+        Notes
+        -----
+        ``i`` and ``j`` are the caller's indices (int64); ``d2`` the squared distance, with
+        the arithmetic of `query_pairs` (the same pairs, the same ``d2``); ``dx, dy, dz``
+        ``points[i] - points[j]`` with the minimum image on periodic axes (0 on padded
+        axes), those of ``(j, i)`` being their negation. Each ``i`` is visited by one thread,
+        which meets its ``j`` in an order that does not depend on the thread count.
+        Typing ``fn`` with those arguments fails with a `TypeError`; an exception raised
+        by ``fn`` is raised again here, with its type and message.
+        """
+
+    def for_each_neighbor(self, query_points: np.ndarray, radii: np.ndarray, fn,
+                          args: tuple) -> None:
+        """Call ``fn(q, j, d2, dx, dy, dz, *args)`` for every point ``j`` within
+        ``radii[q]`` of each query ``q``: the rows of `query_radius`, ``(dx, dy, dz)`` being
+        ``query_points[q] - points[j]``. Arguments as in `query_radius` and
+        `for_each_pair`, with the same promises (one thread per query, a fixed order of
+        ``j``, errors).
+        """
+
     def query_radius(self, query_points: np.ndarray, radii: np.ndarray,
                      return_distances: bool, sort: bool) -> Neighbors:
         """Every point within ``radii[q]`` of each query.

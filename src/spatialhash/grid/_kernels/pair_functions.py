@@ -1,0 +1,214 @@
+"""A user's compiled function called for every pair or every neighbour, storing nothing.
+
+`Grid.for_each_pair` and `Grid.for_each_neighbor` call ``fn(i, j, d2, dx, dy, dz,
+*args)``, ``fn`` being the caller's numba function (a dispatcher argument). One source,
+`_scan_kernel`, makes both sequential scans: over cells (``over_cells``; each point of a
+cell against the runs of the cell's full stencil, every neighbour cell, so each unordered
+pair is met twice, once from each side) and over queries (each query against the runs of
+its block of cells). Runs come from `cells.gather_runs`, periodic images as run shifts, and
+whole periodic axes as per-pair minimum images (`cells.min_image`), with the arithmetic of
+the pair and radius kernels: a pair is met here exactly when ``query_pairs`` (or
+``query_radius``) reports it, with the same ``d2``, and ``(dx, dy, dz)`` of the pair
+``(j, i)`` is that of ``(i, j)`` negated, bit for bit.
+
+Determinism. A point (or query) is visited by the one thread that scans its cell (or
+chunk of queries), which calls ``fn`` for its ``j`` in the order of the runs, the grid's
+cell order: the same calls in the same order for any thread count, so accumulations into
+row ``i`` come out the same, bit for bit.
+
+Errors. Numba does not carry an exception raised inside a ``prange`` loop out cleanly (the
+caller gets ``SystemError: ... returned a result with an exception set``, numba 0.68). The
+parallel driver therefore calls each chunk through a guard (`_guarded_kernel`) that catches
+any exception and marks the chunk failed; the host then runs the first failed chunk again
+on the calling thread, so that ``fn``'s own exception, type and message, reaches the
+caller (``_pair_functions.py``). The driver calls the guard through its address
+(`indirect.kernel_caller`), so that the scan is not compiled into the driver once more.
+
+Compiling and caching. Each ``fn`` (and each set of ``args`` types) is a new type for numba,
+so these kernels compile anew for each function, with ``fn`` inlined. They are not cached
+on disk: numba's cache keys them by the dispatcher of ``fn``, a new object in every
+process, so a later process never finds the entry. Checked on a kernel of this form with
+``cache=True``: three processes in turn, each with 0 hits and 1 miss, each adding a data
+file to the cache (which would grow with every run). The cell helpers they call
+(`cells.gather_runs` and the like) are cached as usual.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import prange
+
+from ..._config import _JIT_OPTIONS, _kernel
+from ..._kernels.cells import (
+    axis_range,
+    gather_runs,
+    min_image,
+    query_cell_range,
+    run_buffers,
+    runs_capacity,
+    wrap_whole_axes,
+)
+from ..._kernels.indirect import kernel_caller
+
+#: Occupied cells handed to a thread at a time.
+CELLS_PER_CHUNK = 16
+#: Queries handed to a thread at a time.
+QUERIES_PER_CHUNK = 64
+#: The shared options of `_config.jit`, without the disk cache (see the module docstring).
+_UNCACHED = {**_JIT_OPTIONS, "cache": False}
+
+
+def _jit_uncached(func, name: str, *, parallel: bool = False):
+    """Compile ``func`` (made by a factory) as the uncached kernel ``name``."""
+    func.__name__ = func.__qualname__ = name
+    return _kernel(numba.njit(parallel=parallel, **_UNCACHED)(func))
+
+
+def _scan_kernel(over_cells):
+    """The sequential scan over items ``lo .. hi - 1``: occupied cells (``over_cells``,
+    ``params = (r2, radii, reach_cells)``, ``radii`` in the grid's point order or empty) or
+    queries (``params = (queries, radii)``, one radius per query). ``over_cells`` is a
+    constant of each compiled kernel: numba prunes the branches on it.
+
+    For each point ``i`` of the item (or the query), the distances to a run's points are
+    computed first, in a loop LLVM vectorizes, then ``fn`` is called for the hits, with the
+    differences computed again, by the same arithmetic.
+    """
+
+    def scan(state, params, lo, hi, fn, args):
+        points, order, cell_start = state.points, state.order, state.cell_start
+        cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
+        dense_start, hash_keys, hash_ids = state.dense_start, state.hash_keys, state.hash_ids
+        box_x, box_y, box_z = box_axis[0], box_axis[1], box_axis[2]
+        if over_cells:
+            pair_r2, radii, reach_cells = params
+            with_radii = radii.shape[0] > 0
+        else:
+            queries, radii = params
+            with_radii = False
+        first = np.empty(3, np.int64)
+        last = np.empty(3, np.int64)
+        half = np.empty(3, np.float64)
+        run_bounds, run_shifts = run_buffers(32)
+        run_d2 = np.empty(256, np.float64)
+        n_occupied = cell_coords.shape[0]
+        for item in range(lo, hi):
+            if over_cells:
+                for axis in range(3):
+                    first[axis], last[axis] = axis_range(
+                        n_cells[axis], box_axis[axis],
+                        float(cell_coords[item, axis] - reach_cells[axis]),
+                        float(cell_coords[item, axis] + reach_cells[axis]))
+                source_lo, source_hi = cell_start[item], cell_start[item + 1]
+                r2 = pair_r2
+            else:
+                query_cell_range(state.origin, state.inv_cell_size, n_cells, box_axis,
+                                 (queries[item, 0], queries[item, 1], queries[item, 2]),
+                                 radii[item], first, last)
+                source_lo, source_hi = item, item + 1
+                r2 = radii[item] * radii[item]
+            use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last,
+                                            half)
+            half_x, half_y, half_z = half[0], half[1], half[2]
+            needed = runs_capacity(first, last, n_occupied)
+            if needed > run_bounds.shape[0]:
+                run_bounds, run_shifts = run_buffers(needed)
+            n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start,
+                                 hash_keys, hash_ids, first, last, False, (0, 0, 0), run_bounds,
+                                 run_shifts)
+            for source in range(source_lo, source_hi):
+                if over_cells:
+                    x, y, z = points[0, source], points[1, source], points[2, source]
+                    own = np.int64(order[source])
+                    radius = radii[source] if with_radii else 0.0
+                else:
+                    x, y, z = queries[source, 0], queries[source, 1], queries[source, 2]
+                    own = np.int64(source)
+                    radius = 0.0
+                for r in range(n_runs):
+                    run_lo = run_bounds[r, 0]
+                    n_run = run_bounds[r, 1] - run_lo
+                    shift_x, shift_y, shift_z = run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2]
+                    if n_run > run_d2.shape[0]:
+                        run_d2 = np.empty(n_run, np.float64)
+                    # Unsigned bounds: see the `cells` docstring.
+                    first_j = np.uint64(run_lo)
+                    for k in range(np.uint64(0), np.uint64(n_run)):
+                        j = first_j + k
+                        dx = (x - points[0, j]) - shift_x
+                        dy = (y - points[1, j]) - shift_y
+                        dz = (z - points[2, j]) - shift_z
+                        if use_min_image:
+                            dx = min_image(dx, box_x, half_x)
+                            dy = min_image(dy, box_y, half_y)
+                            dz = min_image(dz, box_z, half_z)
+                        run_d2[k] = dx * dx + dy * dy + dz * dz
+                    for k in range(n_run):
+                        j = run_lo + k
+                        d2 = run_d2[k]
+                        if with_radii:
+                            limit = radius + radii[j]
+                            hit = d2 <= limit * limit
+                        else:
+                            hit = d2 <= r2
+                        if over_cells:
+                            hit = hit and j != source
+                        if hit:
+                            dx = (x - points[0, j]) - shift_x
+                            dy = (y - points[1, j]) - shift_y
+                            dz = (z - points[2, j]) - shift_z
+                            if use_min_image:
+                                dx = min_image(dx, box_x, half_x)
+                                dy = min_image(dy, box_y, half_y)
+                                dz = min_image(dz, box_z, half_z)
+                            fn(own, np.int64(order[j]), d2, dx, dy, dz, *args)
+
+    return scan
+
+
+def _guarded_kernel(kernel):
+    """``kernel`` run inside ``try``: returns False when it raised (whatever the
+    exception), True otherwise. The parallel drivers call this, so that no exception has
+    to cross a ``prange`` loop."""
+
+    def guarded(state, params, lo, hi, fn, args):
+        try:
+            kernel(state, params, lo, hi, fn, args)
+        except Exception:  # noqa: BLE001 (any exception: the host raises it again)
+            return False
+        return True
+
+    return guarded
+
+
+def _parallel_kernel(guarded, per_chunk):
+    """The parallel driver over ``n_items`` items in chunks of ``per_chunk``, one chunk
+    per ``failed`` entry: ``failed[c]`` is set when chunk ``c`` raised (it is left as it
+    was otherwise). It calls ``guarded`` at ``target`` (`indirect.kernel_target`), so that
+    the scan's code is not compiled into the driver once more."""
+    check, call = kernel_caller(guarded)
+
+    def scan_parallel(state, params, n_items, failed, fn, args, target):
+        check(target, (state, params, n_items, n_items, fn, args))
+        for chunk in prange(failed.shape[0]):
+            lo = np.int64(chunk) * per_chunk
+            if not call(target, (state, params, lo, min(lo + per_chunk, n_items), fn, args)):
+                failed[chunk] = True
+
+    return scan_parallel
+
+
+pair_function_cells = _jit_uncached(_scan_kernel(over_cells=True), "pair_function_cells")
+neighbor_function_queries = _jit_uncached(_scan_kernel(over_cells=False),
+                                          "neighbor_function_queries")
+pair_function_cells_guarded = _jit_uncached(_guarded_kernel(pair_function_cells),
+                                            "pair_function_cells_guarded")
+neighbor_function_queries_guarded = _jit_uncached(_guarded_kernel(neighbor_function_queries),
+                                                  "neighbor_function_queries_guarded")
+pair_function_parallel = _jit_uncached(
+    _parallel_kernel(pair_function_cells_guarded, CELLS_PER_CHUNK), "pair_function_parallel",
+    parallel=True)
+neighbor_function_parallel = _jit_uncached(
+    _parallel_kernel(neighbor_function_queries_guarded, QUERIES_PER_CHUNK),
+    "neighbor_function_parallel", parallel=True)
