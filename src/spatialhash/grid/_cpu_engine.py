@@ -19,7 +19,7 @@ from .._kernels import indirect
 from .._results import KNearest, Neighbors, RayHits
 from . import _build, _pair_functions, _pair_search
 from ._kernels import box as box_kernels
-from ._kernels import build, build_parallel, knn, pairs, radius
+from ._kernels import build, build_parallel, knn, radius, regions
 from ._kernels import ray as ray_kernels
 
 #: Below these sizes queries (and the build) run on the calling thread: waking the other
@@ -63,7 +63,7 @@ class CpuEngine:
 
     def sorted_radii(self, radii):
         """``radii`` in the grid's point order, the largest, and whether all are valid."""
-        return pairs.sorted_radii(radii, self.state.order)
+        return regions.sorted_radii(radii, self.state.order)
 
     # ------------------------------------------------------------------ pairs
     query_pairs = _pair_search.query_pairs

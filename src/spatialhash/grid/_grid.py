@@ -9,39 +9,29 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import numba
 import numpy as np
 
 from .. import _config
-from .._numba_internals import is_dispatcher
 from .._results import KNearest, Neighbors, Pairs, RayHits
-from .._validation import (
-    as_array,
-    as_bounds,
-    as_box,
-    as_count,
-    as_points,
-    as_positive_scalar,
-    as_radii,
-    as_rays,
-    check_magnitude,
-    grid_points,
-    pad_to_3d,
-    wrap_into_box,
-)
+from .._validation import as_box, as_count, as_points, as_positive_scalar, grid_points
 from ._build import default_cell_size
 from ._engine import ENGINES
+from ._inputs import (
+    box_inputs,
+    canonical_queries,
+    check_knn_size,
+    pair_function,
+    pair_search_inputs,
+    radius_inputs,
+    ray_inputs,
+)
 
 if TYPE_CHECKING:
-    from ._engine import GridEngine
     from ._kernels.state import GridState
 
 #: ``algorithm="auto"`` uses brute force up to this many points.
 BRUTE_FORCE_MAX_POINTS = 32
 ALGORITHMS = ("auto", *ENGINES)
-#: `Grid.query_knn` refuses a ``k`` beyond the point count whose padding columns (-1
-#: and ``inf``, 16 bytes a slot with int64 indices) would take more than this many bytes.
-KNN_MAX_PADDING_BYTES = 2**30
 
 
 class Grid:
@@ -191,7 +181,7 @@ class Grid:
                 raise TypeError("`radii` applies to pairs among the points, not with `queries`.")
             return self.query_radius(queries, r, return_distances=return_distances,
                                      sort=False).to_pairs()
-        r2, radii_sorted, reach = _pair_search(self, r, radii)
+        r2, radii_sorted, reach = pair_search_inputs(self, r, radii)
         return self._engine.query_pairs(r2, radii_sorted, reach, return_distances)
 
     def iter_pairs(self, r: float | None = None, *, radii=None, chunk_size: int = 1 << 22,
@@ -217,7 +207,7 @@ class Grid:
         """
         # Arguments are checked now, not at the first next(): this is not a generator.
         chunk_size = as_count(chunk_size, "chunk_size")
-        r2, radii_sorted, reach = _pair_search(self, r, radii)
+        r2, radii_sorted, reach = pair_search_inputs(self, r, radii)
         return self._engine.iter_pairs(r2, radii_sorted, reach, chunk_size, return_distances)
 
     def for_each_pair(self, r: float | None = None, fn=None, *args, radii=None) -> None:
@@ -266,8 +256,8 @@ class Grid:
         >>> bool(counts.sum() == 2 * len(grid.query_pairs(0.1)))
         True
         """
-        fn = _pair_function(fn)
-        r2, radii_sorted, reach = _pair_search(self, r, radii)
+        fn = pair_function(fn)
+        r2, radii_sorted, reach = pair_search_inputs(self, r, radii)
         self._engine.for_each_pair(r2, radii_sorted, reach, fn, args)
 
     def for_each_neighbor(self, queries, r, fn=None, *args) -> None:
@@ -276,8 +266,8 @@ class Grid:
         ``queries[q] - points[j]``. As `for_each_pair`: one thread per query (``fn`` may
         write to row ``q``), its ``j`` in a fixed order, ``fn``'s exceptions raised here,
         a compile for each new ``fn`` (about 1 s; 2 s multi-threaded, from 2,000 queries)."""
-        fn = _pair_function(fn)
-        query_points, radii = _radius_inputs(queries, r, self._n_dims, self._box,
+        fn = pair_function(fn)
+        query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
                                               self._periodic)
         self._engine.for_each_neighbor(query_points, radii, fn, args)
 
@@ -302,7 +292,7 @@ class Grid:
         Neighbors
             CSR rows: ``indptr`` (int64, shape (m + 1,)), ``indices``, ``distances``.
         """
-        query_points, radii = _radius_inputs(queries, r, self._n_dims, self._box,
+        query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
                                               self._periodic)
         return self._engine.query_radius(query_points, radii, return_distances, sort)
 
@@ -311,7 +301,7 @@ class Grid:
 
         Parameters are as in `query_radius`; nothing but the counts is stored.
         """
-        query_points, radii = _radius_inputs(queries, r, self._n_dims, self._box,
+        query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
                                               self._periodic)
         return self._engine.count_radius(query_points, radii)
 
@@ -335,11 +325,11 @@ class Grid:
             ``r_max`` excludes them, in which case the remaining slots hold -1 and
             ``inf``.
         """
-        query_points = _query_points(queries, self._n_dims, self._box)
+        query_points = canonical_queries(queries, self._n_dims, self._box)
         k = as_count(k, "k")
         limit = np.inf if r_max is None else as_positive_scalar(
             r_max, "r_max", allow_zero=True, allow_inf=True)
-        _check_knn_size(query_points.shape[0], k, self._n_points)
+        check_knn_size(query_points.shape[0], k, self._n_points)
         return self._engine.query_knn(query_points, k, limit)
 
     def query_box(self, lower, upper, *, sort: bool = True) -> Neighbors:
@@ -359,7 +349,7 @@ class Grid:
         Neighbors
             CSR rows of point indices, one row per box; ``distances`` is None.
         """
-        return self._engine.query_box(*_box_inputs(lower, upper, self._n_dims, self._box),
+        return self._engine.query_box(*box_inputs(lower, upper, self._n_dims, self._box),
                                       sort)
 
     def query_ray(self, origins, directions, radii, *, max_distance=None,
@@ -399,115 +389,4 @@ class Grid:
         radius or larger. Rays need an open grid (no periodic axes).
         """
         return self._engine.query_ray(
-            *_ray_inputs(self, origins, directions, radii, max_distance), all_hits)
-
-
-def _pair_search(grid: Grid, r, radii) -> tuple[float, np.ndarray, float]:
-    """Validated (squared radius, radii in the engine's order, reach) of a pair search."""
-    if (r is None) == (radii is None):
-        raise TypeError("give exactly one of `r` (a distance) and `radii` (one per point).")
-    if radii is not None:
-        radii_sorted, largest = _pair_radii(grid._engine, radii, grid._n_points)
-        _check_periodic_reach(grid._box, grid._periodic, 2.0 * largest, "radii",
-                              f"2 * max(radii) = {2 * largest}")
-        return 0.0, radii_sorted, 2.0 * largest
-    r = as_positive_scalar(r, "r", allow_zero=True)
-    _check_periodic_reach(grid._box, grid._periodic, r, "r", r)
-    return r * r, np.empty(0), r
-
-
-def _box_inputs(lower, upper, n_dims: int, box: np.ndarray):
-    """Validated ``(lower3, upper3, width)`` of `Grid.query_box`."""
-    lower, upper = as_bounds(lower, upper, n_dims)
-    with np.errstate(over="ignore"):
-        # A width that overflows to inf covers any periodic axis, as it should.
-        width = pad_to_3d(upper - lower)
-    return wrap_into_box(pad_to_3d(lower), box), pad_to_3d(upper), width
-
-
-def _ray_inputs(grid: Grid, origins, directions, radii, max_distance):
-    """Validated ``(origins3, units3, radii, limit)`` of `Grid.query_ray`."""
-    if grid._periodic.any():
-        raise ValueError(
-            "`box` must be None for ray casts (rays run through open grids only); got a "
-            f"grid periodic on axes {np.flatnonzero(grid._periodic).tolist()}."
-        )
-    origins3, units3 = as_rays(origins, directions, grid._n_dims)
-    m = origins3.shape[0]
-    radii = as_radii(radii, "radii", grid._n_points)
-    limit = np.full(m, np.inf) if max_distance is None else as_radii(
-        max_distance, "max_distance", m, allow_inf=True)
-    return origins3, units3, radii, limit
-
-
-def _pair_function(fn):
-    """``fn`` if it is a compiled numba function (any callable under NUMBA_DISABLE_JIT)."""
-    if is_dispatcher(fn) or (numba.config.DISABLE_JIT and callable(fn)):
-        return fn
-    raise TypeError(
-        "`fn` must be a function compiled with numba's `njit` (it is called from compiled "
-        f"code, on every thread); got {fn!r}. Decorate it with `@njit` (`from numba "
-        "import njit`)."
-    )
-
-
-def _check_knn_size(m: int, k: int, n_points: int) -> None:
-    """Refuse, naming ``k``, a `Grid.query_knn` result whose padding columns would take
-    more than `KNN_MAX_PADDING_BYTES`."""
-    padding = m * max(k - n_points, 0) * 16
-    if padding > KNN_MAX_PADDING_BYTES:
-        # Python ints of any size: beyond float64's range, the size is said as a power of 10.
-        size = (f"{padding / 2**30:.3g} GiB" if padding.bit_length() < 1000
-                else f"about 10**{len(str(padding // 2**30)) - 1} GiB")
-        raise ValueError(
-            f"`k` must not exceed the number of points ({n_points}) by so much: the "
-            f"result's padding columns alone would take {size} "
-            f"({m} x {k - n_points} slots); got k = {k} (k = {max(n_points, 1)} finds every "
-            "point)."
-        )
-
-
-def _query_points(queries, n_dims: int, box: np.ndarray, name: str = "queries") -> np.ndarray:
-    """``queries`` as a C-contiguous (m, 3) float64 array wrapped into ``box``."""
-    coords = wrap_into_box(pad_to_3d(as_points(queries, name, n_dims=n_dims)), box)
-    check_magnitude(coords, name)
-    return coords
-
-
-def _radius_inputs(queries, r, n_dims: int, box: np.ndarray, periodic: np.ndarray):
-    """Validated query points and one radius per query of a radius search."""
-    query_points = _query_points(queries, n_dims, box)
-    radii = as_radii(r, "r", query_points.shape[0])
-    largest = float(radii.max()) if radii.size else 0.0
-    _check_periodic_reach(box, periodic, largest, "r", largest)
-    return query_points, radii
-
-
-def _check_periodic_reach(box: np.ndarray, periodic: np.ndarray, reach: float, name: str,
-                          seen) -> None:
-    """Refuse a search reaching beyond half the periodic box (the minimum image)."""
-    if not periodic.any():
-        return
-    half = box / 2.0
-    too_far = np.flatnonzero(reach > half)
-    if too_far.size:
-        axis = too_far[0]
-        raise ValueError(
-            f"`{name}` must be at most half the periodic box ({half[axis]} on axis "
-            f"{axis}); got {seen}. Use a larger box or a smaller radius."
-        )
-
-
-def _pair_radii(engine: GridEngine, radii, n_points: int) -> tuple[np.ndarray, float]:
-    """Validated per-point ``radii`` of a pair search in the engine's point order, and
-    the largest."""
-    array = as_array(radii, "radii", "a scalar or a 1-D array of real numbers")
-    if array.dtype == np.float64 and array.shape == (n_points,):
-        # One compiled pass: sorted copy, largest, validity (the message comes from
-        # `as_radii` when something is wrong).
-        radii_sorted, largest, valid = engine.sorted_radii(np.ascontiguousarray(array))
-        if not valid:
-            as_radii(array, "radii", n_points)
-        return radii_sorted, largest
-    array = as_radii(radii, "radii", n_points)
-    return engine.sorted_radii(array)[0], float(array.max()) if array.size else 0.0
+            *ray_inputs(self, origins, directions, radii, max_distance), all_hits)

@@ -29,7 +29,7 @@ import numpy as np
 from .. import _config
 from .._kernels import indirect
 from .._results import Pairs
-from ._kernels import pairs
+from ._kernels import pairs, regions
 
 if TYPE_CHECKING:
     from ._cpu_engine import CpuEngine
@@ -117,7 +117,7 @@ def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances)
     n = engine.n_points
     state = engine.state
     reach_cells = pairs.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
-    region_cells = pairs.split_regions(state.cell_start,
+    region_cells = regions.split_regions(state.cell_start,
                                        PAIR_REGIONS_PER_THREAD * numba.get_num_threads())
     if n < PAIR_ESTIMATE_MIN_POINTS:
         # Small: reserve generously rather than pay a second parallel region.
@@ -130,7 +130,7 @@ def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances)
             reach_cells, counts = count_pairs(engine, r2, radii, reach)
             return fill_pairs(engine, r2, radii, reach_cells, counts, 0, counts.shape[0],
                               return_distances)
-    region_rows = pairs.region_rows(region_cells, state.cell_start, estimates,
+    region_rows = regions.region_rows(region_cells, state.cell_start, estimates,
                                     PAIRS_PER_POINT_RESERVED, PAIR_ROWS_MARGIN,
                                     PAIR_ROWS_SLACK)
     capacity = int(region_rows[-1])
