@@ -6,8 +6,9 @@ Where the code is
 returns its result. ``_engine.py``: the engine interface (`GridEngine`) and the registry
 of engines by ``algorithm``. ``_cpu_engine.py``: the CPU engine and the brute-force
 engine (the radius, k-nearest, box and ray queries). ``_pair_search.py``: the pair
-searches. ``_build.py``: the host side of the build. ``_kernels/``: the numba kernels,
-one module per query family. A query's whole path, public method to distance loop, is
+searches. ``_build.py``: the host side of the build. ``_inputs.py``: the input checks of
+the queries. ``_pair_functions.py``: a user's function over pairs. ``_kernels/``: the
+numba kernels, one module per query family. A query's whole path, public method to distance loop, is
 ``_grid.py`` -> ``_cpu_engine.py`` -> ``_kernels/<family>.py``; for pairs, ``_grid.py`` ->
 ``_pair_search.py`` (the engine's `query_pairs` and `iter_pairs`) -> ``_kernels/pairs.py``;
 for a user's function over pairs, ``_grid.py`` -> ``_pair_functions.py`` ->
