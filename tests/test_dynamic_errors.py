@@ -170,8 +170,8 @@ def test_numpy_integer_dimension_is_accepted():
 
 
 def test_ray_directions_of_any_non_zero_length_give_the_same_hits():
-    # Session 16: directions whose squared length overflowed or underflowed (1e200, 1e-170)
-    # were refused as "non-zero with a finite length", though valid.
+    # Directions whose squared length overflows or underflows (1e200, 1e-170) are valid:
+    # they must not be refused as not "non-zero with a finite length".
     world = DynamicHash(1.0, n_dims=2)
     world.insert_many(np.arange(3), np.array([[5.0, 5.0], [2.0, 2.5], [9.0, 9.0]]),
                       radius=0.75)
