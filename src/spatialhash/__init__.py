@@ -7,12 +7,13 @@ near a point, the k nearest, or what lies in a box. Results are exact and match
 
 from ._one_call import query_pairs
 from ._results import Hits, KNearest, Neighbors, Pairs, RayHits
-from .grid import Grid
+from .grid import Grid, NeighborList
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "DynamicHash", "Grid", "Hits", "KNearest", "Neighbors", "Pairs", "RayHits", "UnknownIdError",
+    "DynamicHash", "Grid", "Hits", "KNearest", "NeighborList", "Neighbors", "Pairs", "RayHits",
+    "UnknownIdError",
     "query_pairs", "__version__",
 ]
 

@@ -27,6 +27,7 @@ FAMILIES = {
     "state": "the grid build", "indirect": "the grid build", "points": "the grid build",
     "heap": "k-nearest queries", "shapes": "the dynamic hash",
     "pairs": "the pair search", "regions": "the pair search", "radius": "radius queries",
+    "neighbor_list": "the neighbour list",
     "knn": "k-nearest queries",
     "box": "box queries", "ray": "ray casts", "dda": "ray casts",
     "_cloth_kernels": "the cloth demo", "_particle_kernels": "the particle demo",

@@ -47,7 +47,7 @@ def _radius(n: int) -> float:
 def small_calls(seed: int = 0) -> list[Call]:
     """Every query of the batch grid once on `N_POINTS` points, as (name, call) in order;
     the calls after the first read the grid it builds (run them in order)."""
-    from .grid import Grid
+    from .grid import Grid, NeighborList
 
     points = _uniform_points(N_POINTS, 3, seed)
     queries = _uniform_points(N_QUERIES, 3, seed + 1)
@@ -78,6 +78,7 @@ def small_calls(seed: int = 0) -> list[Call]:
         ("periodic build + query_pairs", lambda: Grid(points, cell_size=r, box=1.0)
          .query_pairs(r)),
         ("hash-table build + query_pairs", lambda: Grid(spread, cell_size=r).query_pairs(r)),
+        ("NeighborList build + update", lambda: NeighborList(points, r, r / 4).update(points)),
         # Under `pairs.GATHER_MIN_POINTS_PER_CELL` points a cell: the other pair kernel.
         ("few points a cell: build + query_pairs",
          lambda: Grid(points, cell_size=r / 2).query_pairs(r)),

@@ -83,5 +83,6 @@ for checking.
 """
 
 from ._grid import Grid
+from ._neighbor_list import NeighborList
 
-__all__ = ["Grid"]
+__all__ = ["Grid", "NeighborList"]
