@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from ..grid import Grid
-from . import readers, writers
+from . import dask_queries, readers, writers
 from .common import CommandError, allocation, out_of_memory, progress, size_text
 
 #: Most pairs held in memory at once while writing (one cell's pairs may be more).
@@ -123,6 +123,7 @@ def _options(parser: argparse.ArgumentParser, queries: bool) -> None:
                         help="threads (default: all cores; -1: all)")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress bar and no summary line")
+    dask_queries.add_options(parser)
 
 
 def add_parsers(subparsers) -> None:
@@ -224,6 +225,8 @@ def _too_many_pairs(args: argparse.Namespace, error: MemoryError) -> CommandErro
 @_memory_bounded
 def run_pairs(args: argparse.Namespace) -> int:
     """``spatialhash pairs``."""
+    if args.dask is not None:
+        return dask_queries.run(args, "pairs")
     writers.check_output(args.output)
     writers.check_not_an_input(args.output, {"INPUT": args.input, "--radii": args.radii})
     points, radii = readers.read_points(args.input, columns=args.columns,
@@ -297,6 +300,8 @@ def _blocks(args: argparse.Namespace, n_queries: int,
 @_memory_bounded
 def run_neighbors(args: argparse.Namespace) -> int:
     """``spatialhash neighbors``."""
+    if args.dask is not None:
+        return dask_queries.run(args, "neighbors")
     grid, queries = _grid_and_queries(args, args.r if args.r > 0 else None)
     # Checked once here, so the blocks below cannot fail half-way on a bad value.
     _library(grid.count_radius, queries[:1], args.r)
@@ -318,6 +323,8 @@ def run_neighbors(args: argparse.Namespace) -> int:
 @_memory_bounded
 def run_knn(args: argparse.Namespace) -> int:
     """``spatialhash knn``."""
+    if args.dask is not None:
+        return dask_queries.run(args, "knn")
     grid, queries = _grid_and_queries(args, None)
     # A query has at most as many rows as INPUT has points (the help says so): a larger K
     # finds no more, so the search asks for no more than that, not for K slots a query

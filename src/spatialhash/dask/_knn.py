@@ -1,0 +1,175 @@
+"""k-nearest queries on tiles, exact, in two rounds.
+
+Round one: each tile holds its points and, as ghosts, the points within a halo of its
+rectangle (the halo is 1.5 times the distance of the k-th neighbour expected from the
+sample's mean density, at most ``r_max``), and answers its queries. A query is *settled*
+when the ball of its k-th distance (of ``r_max`` when fewer than k points lie within it)
+lies inside the tile's rectangle grown by the halo: every point that could be nearer is
+in the tile. Its rows are final.
+
+Round two, for the others (a sparse region, a query near an empty tile): the query's
+bound is its k-th distance found in round one, widened by a relative 2**-40 (a distance
+squared again can round below the square it came from, and the point at exactly the
+k-th distance would be missed), or ``r_max``, or unbounded when round one found fewer
+than k. The query goes to every tile whose rectangle the ball of its bound meets; each
+tile answers it from its home points only, and the candidates of all tiles are merged by
+(distance, index), which gives the global answer: every point within the bound is at
+home in exactly one of those tiles, and a tile's k nearest include every point of the
+tile that belongs to the global k nearest. Ties go to the smaller index, as in `Grid`,
+because a tile's local order is its global order.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ._plan import TilePlan, padded
+from ._tiles import POINT, QUERY, Geometry, TileRows, coordinate_names, tile_grid
+
+#: Round one's halo, in k-th-neighbour distances expected from the mean density.
+HALO_FACTOR = 1.5
+#: The relative widening of a round-one k-th distance passed to round two.
+BOUND_WIDENING = 2.0 ** -40
+
+
+def expected_kth_distance(survey, n_dims: int, box3: np.ndarray, k: int) -> float:
+    """The k-th neighbour distance of a uniform density over the sample's bounding box
+    (the periods on periodic axes)."""
+    sample = survey.sample
+    if sample.shape[0] == 0 or survey.n_rows == 0:
+        return 0.0
+    extent = np.ptp(sample, axis=0)
+    extent = np.where(np.isfinite(box3[:n_dims]), box3[:n_dims], extent)
+    volume = float(np.prod(np.maximum(extent, 1e-300)))
+    unit_ball = math.pi ** (n_dims / 2) / math.gamma(n_dims / 2 + 1)
+    return (k * volume / (survey.n_rows * unit_ball)) ** (1.0 / n_dims)
+
+
+def knn_meta(n_dims: int, ids: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Empty frames of answer rows and of unsettled queries."""
+    rows = pd.DataFrame({"q": np.zeros(0, np.int64), "rank": np.zeros(0, np.int64),
+                         "i": np.zeros(0, np.int64), "d": np.zeros(0, np.float64)})
+    columns = {"row": np.int64, "bound": np.float64,
+               **{n: np.float64 for n in coordinate_names(n_dims)}}
+    if ids:
+        columns["id"] = np.int64
+    return rows, pd.DataFrame({n: np.zeros(0, t) for n, t in columns.items()})
+
+
+def _answer_rows(queries: TileRows, points: TileRows, which: np.ndarray, found,
+                 ) -> pd.DataFrame:
+    slots = np.arange(found.indices.shape[1]) < found.counts[which][:, None]
+    query, rank = np.nonzero(slots)  # row-major: by query, then rank
+    return pd.DataFrame({"q": queries.labels(which[query]), "rank": rank.astype(np.int64),
+                         "i": points.labels(found.indices[which][slots]),
+                         "d": found.distances[which][slots]})
+
+
+def round_one(frame: pd.DataFrame, tile: int, plan: TilePlan, geometry: Geometry, k: int,
+              r_max: float, halo: float, n_threads: int | None):
+    """Answers of the settled queries of one tile, and its unsettled queries with their
+    bounds."""
+    n_dims = geometry.n_dims
+    points = TileRows.of(frame, POINT, n_dims)
+    queries = TileRows.of(frame, QUERY, n_dims)
+    rows_meta, open_meta = knn_meta(n_dims, queries.ids is not None)
+    if queries.rows.size == 0:
+        return rows_meta, open_meta
+    if points.rows.size:
+        grid = tile_grid(points, geometry, 0.0, n_threads)
+        found = grid.query_knn(queries.coords, min(k, points.rows.size),
+                               r_max=None if math.isinf(r_max) else r_max)
+        kth = found.distances[np.arange(queries.rows.size), found.counts - 1]
+        full = found.counts == k
+        bound = np.where(full, kth, r_max)
+    else:
+        found, full = None, np.zeros(queries.rows.size, dtype=bool)
+        bound = np.full(queries.rows.size, r_max)
+    settled = _inside(plan, tile, padded(queries.coords, plan.box), bound, plan.margin(halo))
+    answers = (_answer_rows(queries, points, np.flatnonzero(settled), found)
+               if found is not None else rows_meta)
+    unsettled = np.flatnonzero(~settled)
+    widened = np.where(full[unsettled], bound[unsettled] * (1.0 + BOUND_WIDENING),
+                       bound[unsettled])
+    columns = {"row": queries.rows[unsettled], "bound": widened}
+    for axis, name in enumerate(coordinate_names(n_dims)):
+        columns[name] = queries.coords[unsettled, axis]
+    if queries.ids is not None:
+        columns["id"] = queries.ids[unsettled]
+    return answers, pd.DataFrame(columns)
+
+
+def _inside(plan: TilePlan, tile: int, points3: np.ndarray, bound: np.ndarray,
+            margin: float) -> np.ndarray:
+    """Whether the ball of ``bound`` around each point lies inside the tile's rectangle
+    grown by ``margin`` (with a slack for rounding: unsure means no)."""
+    slack = plan.margin(0.0)
+    reach = bound * (1.0 + 2.0 ** -19) + slack
+    inside = np.isfinite(bound)
+    for axis in range(points3.shape[1]):
+        low, high = plan.lower[tile, axis], plan.upper[tile, axis]
+        if np.isfinite(plan.box[axis]) and low == 0.0 and high == plan.box[axis]:
+            continue  # the tile spans this periodic axis: every image is in it
+        x = points3[:, axis]
+        inside &= (x - reach >= low - margin) & (x + reach <= high + margin)
+    return inside
+
+
+def tag_unsettled(frame: pd.DataFrame, plan: TilePlan, n_dims: int) -> pd.DataFrame:
+    """Unsettled queries sent to every tile their bound's ball meets (``kind`` QUERY)."""
+    coords = frame[coordinate_names(n_dims)].to_numpy(dtype=np.float64)
+    points3 = padded(coords, plan.box)
+    bound = frame["bound"].to_numpy()
+    margin = np.where(np.isfinite(bound), bound * (1.0 + 2.0 ** -19) + plan.margin(0.0),
+                      np.inf)
+    rows, tiles = plan.memberships(points3, margin)
+    columns = {"tile": tiles, "row": frame["row"].to_numpy()[rows],
+               "home": np.ones(rows.size, dtype=bool),
+               "kind": np.full(rows.size, QUERY, dtype=np.int8)}
+    for axis, name in enumerate(coordinate_names(n_dims)):
+        columns[name] = coords[rows, axis]
+    columns["bound"] = bound[rows]
+    if "id" in frame:
+        columns["id"] = frame["id"].to_numpy()[rows]
+    return pd.DataFrame(columns)
+
+
+def round_two(frame: pd.DataFrame, geometry: Geometry, k: int,
+              n_threads: int | None) -> pd.DataFrame:
+    """Candidates ``q, i, d`` of one tile for the unsettled queries sent to it, from its
+    home points."""
+    n_dims = geometry.n_dims
+    points = TileRows.of(frame[frame["home"].to_numpy()], POINT, n_dims)
+    part = frame[frame["kind"].to_numpy() == QUERY]
+    queries = TileRows.of(part, QUERY, n_dims)
+    empty = pd.DataFrame({"q": np.zeros(0, np.int64), "i": np.zeros(0, np.int64),
+                          "d": np.zeros(0, np.float64)})
+    if queries.rows.size == 0 or points.rows.size == 0:
+        return empty
+    bound = part["bound"].to_numpy()[np.argsort(part["row"].to_numpy(), kind="stable")]
+    limit = float(bound.max())
+    grid = tile_grid(points, geometry, 0.0, n_threads)
+    found = grid.query_knn(queries.coords, min(k, points.rows.size),
+                           r_max=None if math.isinf(limit) else limit)
+    slots = np.arange(found.indices.shape[1]) < found.counts[:, None]
+    return pd.DataFrame({"q": np.repeat(queries.labels(np.arange(queries.rows.size)),
+                                        found.counts),
+                         "i": points.labels(found.indices[slots]),
+                         "d": found.distances[slots]})
+
+
+def merge_candidates(frame: pd.DataFrame, k: int) -> pd.DataFrame:
+    """The k best candidates of each query by (distance, index), ranked."""
+    q, i, d = (frame[c].to_numpy() for c in ("q", "i", "d"))
+    order = np.lexsort((i, d, q))
+    q, i, d = q[order], i[order], d[order]
+    first = np.ones(q.size, dtype=bool)
+    first[1:] = q[1:] != q[:-1]
+    starts = np.flatnonzero(first)
+    rank = np.arange(q.size) - np.repeat(starts, np.diff(np.append(starts, q.size)))
+    keep = rank < k
+    return pd.DataFrame({"q": q[keep], "rank": rank[keep].astype(np.int64), "i": i[keep],
+                         "d": d[keep]})
