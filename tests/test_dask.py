@@ -121,10 +121,22 @@ def test_periodic_pairs_equal_the_grid(name, periodic):
     assert_pairs_equal(frame, grid.query_pairs(r, return_distances=True))
 
 
-def test_tiles_thinner_than_r_still_give_every_pair():
-    points, r = uniform(2000, 2, seed=3), 0.2  # 100 rows a tile: tiles far thinner than r
+def test_tiles_thinner_than_r_still_give_every_pair(monkeypatch):
+    from spatialhash.dask import _plan, _queries
+
+    plans = []
+
+    def plan_ignoring_reach(sample, weights, box, rows_per_tile, reach=0.0):
+        plans.append(_plan.plan_tiles(sample, weights, box, rows_per_tile, 0.0))
+        return plans[-1]
+
+    # The planner leaves tiles at least a reach wide; cut them far thinner here.
+    monkeypatch.setattr(_queries, "plan_tiles", plan_ignoring_reach)
+    points, r = uniform(2000, 2, seed=3), 0.2
     frame = sd.query_pairs(as_array(points), r, rows_per_tile=100).compute()
     assert_pairs_equal(frame, Grid(points, cell_size=r).query_pairs(r))
+    inner = np.clip(plans[0].upper, 0, 1) - np.clip(plans[0].lower, 0, 1)
+    assert (inner[:, :2].min(axis=1) < r).sum() >= 10
 
 
 def test_pairs_with_radii_equal_the_grid():
@@ -201,6 +213,32 @@ def test_knn_with_more_k_than_points_returns_every_point():
                          rows_per_tile=10).compute()
     assert_knn_equal(frame, Grid(points).query_knn(points[:5], 50), 50)
     assert len(frame) == 5 * 30
+
+
+def test_sorted_pairs_concatenate_to_the_grids_sorted_pairs(tmp_path):
+    points, r = DATASETS["clustered"]
+    frame = sd.query_pairs(as_array(points), r, rows_per_tile=800, sort=True,
+                           return_distances=True).compute()
+    expected = Grid(points, cell_size=r).query_pairs(r, return_distances=True).sorted()
+    np.testing.assert_array_equal(frame[["i", "j"]].to_numpy(), expected.indices)
+    np.testing.assert_array_equal(frame["d"].to_numpy(), expected.distances)
+    written = sd.query_pairs(as_array(points), r, rows_per_tile=800, sort=True,
+                             output=tmp_path / "sorted")
+    files = sorted(written.files)
+    assert files == written.files and len(files) > 1
+    whole = pd.concat([pd.read_parquet(tmp_path / "sorted" / f) for f in files])
+    np.testing.assert_array_equal(whole[["i", "j"]].to_numpy(), expected.indices)
+
+
+def test_a_dense_cluster_is_cut_into_more_tiles_not_one_large_one(tmp_path):
+    # Four fifths of the points in a ball of radius ~0.03: tiles follow the points, and
+    # hold at most about their target, ghosts included (a reach-wide cube at the centre
+    # holds about 100 points).
+    points, r = clustered(20_000, seed=15), 0.002
+    written = sd.query_pairs(as_array(points, 5000), r, rows_per_tile=2000,
+                             output=tmp_path / "pairs")
+    assert written.n_tiles >= 10
+    assert max(written.tile_rows) <= 2 * 2000
 
 
 # ------------------------------------------------------------------------- inputs

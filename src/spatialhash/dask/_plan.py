@@ -202,7 +202,7 @@ class TilePlan:
 
 
 def plan_tiles(sample: np.ndarray, weights: np.ndarray, box: np.ndarray,
-               rows_per_tile: float) -> TilePlan:
+               rows_per_tile: float, reach: float = 0.0) -> TilePlan:
     """Cut the sample's space into tiles of about ``rows_per_tile`` rows each.
 
     Parameters
@@ -215,6 +215,12 @@ def plan_tiles(sample: np.ndarray, weights: np.ndarray, box: np.ndarray,
         Periods, ``inf`` on open axes.
     rows_per_tile : float
         The most rows a tile should hold, ghosts included.
+    reach : float
+        The search's reach: a tile's ghosts are estimated as if the density inside it
+        continued a reach beyond it. A cut that would not make the halves' rows, ghosts
+        included, smaller than nine tenths of the whole is not made (a tile narrower than
+        the reach gains nothing by being cut), so where the points are so dense that a
+        reach-wide tile holds more than ``rows_per_tile``, tiles stay larger.
     """
     points3 = padded(sample, box)
     n_dims = sample.shape[1]
@@ -224,14 +230,28 @@ def plan_tiles(sample: np.ndarray, weights: np.ndarray, box: np.ndarray,
     start_lower = np.where(np.isfinite(box), 0.0, -np.inf)
     start_upper = np.where(np.isfinite(box), box, np.inf)
 
+    def with_ghosts(home: float, widths: np.ndarray) -> float:
+        if reach <= 0:
+            return home
+        # A node no wider than the reach on an axis counts as that wide (its points all
+        # at one position there would otherwise make the estimate infinite).
+        return home * float(np.prod(1.0 + 2.0 * reach / np.maximum(widths, reach)))
+
     def split(rows: np.ndarray, low: np.ndarray, high: np.ndarray) -> int:
         """Return the node made of ``rows`` (>= 0) or the tile (``-1 - tile``)."""
         cut_axis, cut = None, None
-        if weights[rows].sum() > rows_per_tile and rows.size > 1:
+        home = float(weights[rows].sum())
+        if rows.size > 1:
             spread = np.ptp(points3[rows, :n_dims], axis=0)
+            widths = np.minimum((high - low)[:n_dims], spread)
+            rows_held = with_ghosts(home, widths)
             for axis in np.argsort(-spread, kind="stable"):
-                if spread[axis] <= 0:
+                if spread[axis] <= 0 or rows_held <= rows_per_tile:
                     break
+                halves = widths.copy()
+                halves[axis] /= 2
+                if with_ghosts(home / 2, halves) > 0.9 * rows_held:
+                    break  # narrower than the reach: cutting adds ghosts, not room
                 values = points3[rows, axis]
                 median = _weighted_median(values, weights[rows])
                 if median <= values.min():  # nothing would go left: cut above the lowest

@@ -38,9 +38,10 @@ def _geometry(source: Source, box, periodic) -> tuple[Geometry, np.ndarray, np.n
     return geometry, np.where(periodic3, box3, np.inf), periodic3
 
 
-def _plan(sources: list[Source], box3: np.ndarray, memory, rows_per_tile,
-          client) -> tuple[TilePlan, list]:
-    """Survey the sources and cut the tiles from the sample of the first (the points)."""
+def _plan(sources: list[Source], box3: np.ndarray, memory, rows_per_tile, client,
+          reach) -> tuple[TilePlan, list]:
+    """Survey the sources and cut the tiles from the sample of the first (the points);
+    ``reach(survey)`` gives the search's reach from the points' survey."""
     surveys = [survey(source) for source in sources]
     if rows_per_tile is None:
         budget = (_cluster.memory_per_worker(client) if memory is None
@@ -53,7 +54,8 @@ def _plan(sources: list[Source], box3: np.ndarray, memory, rows_per_tile,
     else:
         rows_per_tile = as_count(rows_per_tile, "rows_per_tile")
     points = surveys[0]
-    return plan_tiles(points.sample, points.weights, box3, rows_per_tile), surveys
+    return plan_tiles(points.sample, points.weights, box3, rows_per_tile,
+                      reach(points)), surveys
 
 
 def _by_tile(parts: list[tuple[Source, object, float | None, int]], plan: TilePlan,
@@ -138,9 +140,10 @@ def _compute(tasks: list, progress: bool) -> list:
 
 def query_pairs(points, r: float | None = None, *, radii_column: str | None = None,
                 columns=None, id_column: str | None = None, box=None, periodic=None,
-                return_distances: bool = False, output=None, overwrite: bool = False,
-                memory_per_worker: int | None = None, rows_per_tile: int | None = None,
-                row_group_rows: int = ROW_GROUP_ROWS, progress: bool = False):
+                return_distances: bool = False, sort: bool = False, output=None,
+                overwrite: bool = False, memory_per_worker: int | None = None,
+                rows_per_tile: int | None = None, row_group_rows: int = ROW_GROUP_ROWS,
+                progress: bool = False):
     """Every pair of points within ``r``, on Dask: the pairs of `Grid.query_pairs`.
 
     Parameters
@@ -163,6 +166,10 @@ def query_pairs(points, r: float | None = None, *, radii_column: str | None = No
         As in `Grid`: periods of the axes and which are periodic.
     return_distances : bool, default False
         Add a column ``d``, the distance of each pair.
+    sort : bool, default False
+        Order the pairs by ``(i, j)`` over the whole output: the partitions (and the
+        files, in name order) then concatenate to ``Grid.query_pairs(r).sorted()``, row
+        for row. Costs a second shuffle, of the pairs; not with ``id_column``.
     output : str or path, optional
         Write the pairs as a Parquet dataset there (one file per tile) and return a
         `Written` summary. Without it, return a lazy ``dask.dataframe.DataFrame``.
@@ -200,6 +207,8 @@ def query_pairs(points, r: float | None = None, *, radii_column: str | None = No
         raise TypeError("give exactly one of `r` and `radii_column`.")
     if r is not None:
         r = as_positive_scalar(r, "r", allow_zero=True)
+    if sort and id_column is not None:
+        raise TypeError("`sort` orders pairs by global row numbers: not with `id_column`.")
     row_group_rows = as_count(row_group_rows, "row_group_rows")
     geometry, box3, periodic3 = _geometry(source, box, periodic)
     client = _cluster.current_client()
@@ -207,7 +216,8 @@ def query_pairs(points, r: float | None = None, *, radii_column: str | None = No
 
     seconds: dict[str, float] = {}
     started = time.perf_counter()
-    plan, (info,) = _plan([source], box3, memory_per_worker, rows_per_tile, client)
+    plan, (info,) = _plan([source], box3, memory_per_worker, rows_per_tile, client,
+                          lambda info: r if r is not None else 2.0 * info.max_radius)
     seconds["survey+plan"] = time.perf_counter() - started
     reach = r if r is not None else 2.0 * info.max_radius
     check_periodic_reach(box3, periodic3, reach, "r" if r is not None else "2 * max(radii)",
@@ -221,13 +231,41 @@ def query_pairs(points, r: float | None = None, *, radii_column: str | None = No
 
     names = ["i", "j", *(["d"] if return_distances else [])]
     dtypes = [INDEX, INDEX, *([DISTANCE] if return_distances else [])]
+    pairs = _frames(tiles, produce, names, dtypes)
+    if sort:
+        pairs = _sorted_by_rows(pairs, "i", "j", info.n_rows, plan.n_tiles)
+        tiles, produce = pairs, _whole_frame(names)
     if output is None:
-        return _frames(tiles, produce, names, dtypes)
-    parameters = {"query": "pairs", "r": r, "radii_column": radii_column,
+        return pairs
+    parameters = {"query": "pairs", "r": r, "radii_column": radii_column, "sort": sort,
                   "n_points": info.n_rows, "n_tiles": plan.n_tiles,
                   "box": None if box is None else np.broadcast_to(box, source.n_dims).tolist()}
     return _write(tiles, produce, names, dtypes, output, overwrite, row_group_rows,
                   parameters, plan.n_tiles, seconds, progress)
+
+
+def _sorted_by_rows(frame, first: str, second: str, n_rows: int, n_parts: int):
+    """``frame`` ordered by ``(first, second)`` over all partitions: a range shuffle on
+    ``first`` (global row numbers in ``[0, n_rows)``), then a sort within each part."""
+    bounds = np.unique(np.linspace(0, max(n_rows, 1), max(n_parts, 1) + 1).astype(np.int64))
+    columns = list(frame.columns)
+
+    def in_order(part: pd.DataFrame) -> pd.DataFrame:
+        part = part.reset_index(drop=True)[columns]
+        return part.sort_values([first, second], kind="stable").reset_index(drop=True)
+
+    ranged = frame.set_index(first, divisions=bounds.tolist(), sort=True, drop=False)
+    return ranged.map_partitions(in_order, meta=frame._meta, align_dataframes=False)
+
+
+def _whole_frame(names: list[str]):
+    """``produce`` for a partition that is already the rows: one chunk of its columns."""
+
+    def produce(frame: pd.DataFrame):
+        if len(frame):
+            yield [frame[name].to_numpy() for name in names]
+
+    return produce
 
 
 def query_radius(points, queries, r: float, *, columns=None, query_columns=None,
@@ -274,7 +312,7 @@ def query_radius(points, queries, r: float, *, columns=None, query_columns=None,
     seconds: dict[str, float] = {}
     started = time.perf_counter()
     plan, (info, query_info) = _plan([source, targets], box3, memory_per_worker,
-                                     rows_per_tile, client)
+                                     rows_per_tile, client, lambda info: r)
     seconds["survey+plan"] = time.perf_counter() - started
     tiles = _by_tile([(source, info, plan.margin(r), POINT),
                       (targets, query_info, None, QUERY)], plan, source.n_dims,
@@ -354,13 +392,15 @@ def query_knn(points, queries, k: int, *, r_max: float | None = None, columns=No
 
     seconds: dict[str, float] = {}
     started = time.perf_counter()
+    def halo_of(info) -> float:
+        halo = min(_knn.HALO_FACTOR * _knn.expected_kth_distance(info, source.n_dims, box3,
+                                                                 k), r_max)
+        return min(halo, float(box3[periodic3].min()) / 2) if periodic3.any() else halo
+
     plan, (info, query_info) = _plan([source, targets], box3, memory_per_worker,
-                                     rows_per_tile, client)
+                                     rows_per_tile, client, halo_of)
     seconds["survey+plan"] = time.perf_counter() - started
-    halo = min(_knn.HALO_FACTOR * _knn.expected_kth_distance(info, source.n_dims, box3, k),
-               r_max)
-    if periodic3.any():
-        halo = min(halo, float(box3[periodic3].min()) / 2)
+    halo = halo_of(info)
     tiles = _by_tile([(source, info, plan.margin(halo), POINT),
                       (targets, query_info, None, QUERY)], plan, source.n_dims, False, ids)
     rows_meta, open_meta = _knn.knn_meta(source.n_dims, ids)
