@@ -19,9 +19,10 @@ from collections.abc import Iterator
 
 #: Memory a worker holds besides its tile (the interpreter, numpy, numba, pandas, dask).
 WORKER_BASE_BYTES = 400 << 20
-#: Bytes a tile needs per row it holds, measured (`benchmarks/bench_dask.py`): the shuffled
-#: rows, their sorted copies, the grid and a chunk of pairs per row's share.
-BYTES_PER_TILE_ROW = 320
+#: Bytes a tile needs per row it holds (the shuffled rows, their sorted copies, the grid,
+#: a chunk of pairs): `benchmarks/bench_dask.py` at 1e8 points saw a worker peak at
+#: 1.65 GiB with tiles of up to 3.4 million rows, about 350 bytes a row above the base.
+BYTES_PER_TILE_ROW = 400
 #: The memory per worker assumed without a distributed cluster.
 DEFAULT_MEMORY = 2 << 30
 #: Tiles hold at least this many rows, however many threads there are: a smaller tile
