@@ -24,6 +24,12 @@ Workloads (2-D, since pymunk is a 2-D engine):
   batch grid has no box pairs, so only its build is timed.
 - ``single moves``: 100,000 calls of `DynamicHash.move`, one object each, from Python, then
   one query (which applies the moves `move` buffered: its time counts).
+- ``contacts``: the boxes of ``move f + pairs`` at ``n / 10`` and ``n`` boxes; each step moves
+  1% or 10% of them (untimed), then asks for the pairs that began and ended since the last
+  step: `DynamicHash.query_contacts` against `query_pairs` and the set differences of its
+  rows with the last step's, in Python (sets of tuples, the events left as sets), on a twin
+  hash. The table gives `query_pairs` alone too (the floor), and the share of the pairs
+  that began or ended per step. Medians of three times ``--steps`` steps.
 
 Every peer's pairs are compared with ours (as sets) on the first step of each workload
 before anything is timed. Times are medians of ``--steps`` steps (the peers' slowest
@@ -243,6 +249,54 @@ def bench_rebuild(n: int, n_steps: int, seed: int) -> list:
             ["batch Grid build over the centres", f"{common.median(builds) * 1e3:.1f}"]]
 
 
+def set_difference(pairs: np.ndarray, before: set) -> tuple[set, set, set]:
+    """The pairs that began and ended since ``before`` (a set of tuples), in Python: the
+    rows of ``pairs`` as a set of tuples, two set differences; and that set."""
+    now = set(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(), strict=True))
+    return now - before, before - now, now
+
+
+def bench_contacts(sizes, n_steps: int, seed: int) -> tuple[list, bool]:
+    rows = []
+    ok = True
+    for n in sizes:
+        lower, box_sizes = make_boxes(n, seed, WORLD * (n / 100_000) ** 0.5)
+        for fraction in FRACTIONS[:2]:
+            steps = make_steps(n, fraction, 1 + n_steps, lower, seed + 1)
+            ours, twin = Ours(lower, box_sizes), Ours(lower, box_sizes)
+            ours.hash.query_contacts()  # every pair begins: the reference for the steps
+            before = set_difference(twin.hash.query_pairs(), set())[2]
+            times = {"contacts": [], "pairs": [], "diff": []}
+            changed = []
+            for step, (ids, new_lower) in enumerate(steps):
+                new_upper = np.take(new_lower, ids, axis=0) + np.take(box_sizes, ids, axis=0)
+                for peer in (ours, twin):
+                    peer.hash.move_many(ids, np.take(new_lower, ids, axis=0), new_upper)
+                seconds, contacts = common.time_call(ours.hash.query_contacts)
+                pair_seconds, pairs = common.time_call(twin.hash.query_pairs)
+                diff_seconds, (began, ended, now) = common.time_call(
+                    lambda pairs=pairs, before=before: set_difference(pairs, before))
+                before = now
+                if step == 0:  # compile and first touches; the answer check
+                    same = (set(map(tuple, contacts.began.tolist())) == began
+                            and set(map(tuple, contacts.ended.tolist())) == ended)
+                    ok &= same
+                    print(f"  check contacts n={n:,} f={fraction:g} set difference: "
+                          f"{'identical' if same else 'MISMATCH'} ({len(began):,} began, "
+                          f"{len(ended):,} ended of {len(now):,} pairs)")
+                    continue
+                times["contacts"].append(seconds)
+                times["pairs"].append(pair_seconds)
+                times["diff"].append(pair_seconds + diff_seconds)
+                changed.append((len(began) + len(ended)) / max(len(now), 1))
+            ours_ms = common.median(times["contacts"]) * 1e3
+            theirs_ms = common.median(times["diff"]) * 1e3
+            rows.append([f"{n:,} boxes, move {fraction:.0%}", f"{common.median(changed):.1%}",
+                         f"{common.median(times['pairs']) * 1e3:.1f}", f"{ours_ms:.1f}",
+                         f"{theirs_ms:.1f}", f"{theirs_ms / ours_ms:.1f}x"])
+    return rows, ok
+
+
 def bench_single_moves(n: int, seed: int) -> list:
     lower, sizes = make_boxes(n, seed, WORLD * (n / 100_000) ** 0.5)
     hash_ = DynamicHash(CELL_SIZE, n_dims=2, capacity=n)
@@ -319,6 +373,15 @@ def main(argv=None) -> int:
     print()
     print(common.markdown_table(["one object per call", "us per call", "calls per second"],
                                 bench_single_moves(n, args.seed)))
+    print()
+    # Three times the steps: a step is short, and the medians of the small scene's few
+    # milliseconds are otherwise swayed by a loaded machine's time slices.
+    contact_rows, contacts_ok = bench_contacts((n // 10, n), 3 * args.steps, args.seed)
+    ok &= contacts_ok
+    print()
+    print(common.markdown_table(
+        ["contact events (per step)", "pairs changed", "query_pairs (ms)",
+         "query_contacts (ms)", "query_pairs + set diff (ms)", "ratio"], contact_rows))
     print()
     print(f"CPU stolen by the host (the share of the machine's CPU time given to other "
           f"guests): {common.format_share(stolen_moves)} during the move + pairs workloads, "

@@ -6,14 +6,14 @@ near a point, the k nearest, or what lies in a box. Results are exact and match
 """
 
 from ._one_call import query_pairs
-from ._results import Hits, KNearest, Neighbors, Pairs, RayHits
+from ._results import Contacts, Hits, KNearest, Neighbors, Pairs, RayHits
 from .grid import Grid, NeighborList
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "DynamicHash", "Grid", "Hits", "KNearest", "NeighborList", "Neighbors", "Pairs", "RayHits",
-    "UnknownIdError",
+    "Contacts", "DynamicHash", "Grid", "Hits", "KNearest", "NeighborList", "Neighbors", "Pairs",
+    "RayHits", "UnknownIdError",
     "query_pairs", "__version__",
 ]
 

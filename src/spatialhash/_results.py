@@ -225,3 +225,29 @@ class Hits:
 
     def __repr__(self) -> str:
         return f"Hits(n={len(self)}, ids={_shape(self.ids)}, distances={_shape(self.distances)})"
+
+
+@dataclass(frozen=True, repr=False)
+class Contacts:
+    """Contact events of a dynamic hash: the overlapping pairs that began and those that
+    ended between two calls of `DynamicHash.query_contacts`.
+
+    Attributes
+    ----------
+    began : ndarray, shape (n_began, 2)
+        Pairs of ids that overlap now and did not at the previous call.
+    ended : ndarray, shape (n_ended, 2)
+        Pairs of ids that overlapped at the previous call and do not now (an object
+        removed since ends its pairs).
+
+    Both are int64 when every id in the hash, now and at the previous call, is an integer:
+    each row holds the smaller id first and the rows are sorted; else object arrays, rows
+    in an unspecified order that depends only on the calls made.
+    """
+
+    began: np.ndarray
+    ended: np.ndarray
+
+    def __repr__(self) -> str:
+        return (f"Contacts(n_began={self.began.shape[0]}, n_ended={self.ended.shape[0]}, "
+                f"began={_shape(self.began)}, ended={_shape(self.ended)})")

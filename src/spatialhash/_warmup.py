@@ -190,6 +190,7 @@ def dynamic_calls(seed: int = 0) -> list[Call]:
         ("DynamicHash query_box, query_radius, query_knn, query_ray", lambda: (
             hash_["h"].query_box([0, 0, 0], [3, 1, 1]), hash_["h"].query_radius([1, 0, 0], 2.0),
             hash_["h"].query_knn([1, 0, 0], 3), hash_["h"].query_ray([-1, 0.5, 0.5], [1, 0, 0]))),
+        ("DynamicHash query_contacts", lambda: hash_["h"].query_contacts()),
     ]
     return calls
 

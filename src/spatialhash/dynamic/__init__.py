@@ -5,8 +5,9 @@ Layers
 `DynamicHash` (``_hash.py``) is the public class: it validates the input, calls its engine
 and wraps the results. The engine's interface is `_engine.DynamicEngine`; the CPU engine,
 `_engine.CpuDynamicEngine`, keeps the objects in NumPy arrays (``_storage.py``: slots,
-growth, ids, moves; ``_pair_search.py``: the sort of the entries and the sweep) and runs
-the numba kernels of ``_kernels/``, which take their arrays in a few bundles
+growth, ids, moves; ``_pair_search.py``: the sort of the entries and the sweep;
+``_contacts.py``: the contact events of `query_contacts`) and runs the numba kernels of
+``_kernels/``, which take their arrays in a few bundles
 (``_kernels/state.py``). The tuned constants named below live where they are used:
 ``LEVEL_RATIO``, ``RELINK_FRACTION``, ``PARALLEL_MIN_MOVES`` and ``MOVE_BUFFER`` in
 ``_storage.py``; ``PARALLEL_MIN_ENTRIES``, ``CROSS_INVERT_WEIGHT`` and

@@ -15,7 +15,7 @@ every call, so an engine needs no lock of its own; pickling goes through its
 
 `CpuDynamicEngine` keeps the objects in NumPy arrays and runs the numba kernels of
 `_kernels/`: its storage, ids and moves are `_storage.CpuStorage`, its pair search
-`_pair_search.PairSearch`.
+`_pair_search.PairSearch`, its contact events `_contacts.ContactState`.
 """
 
 from __future__ import annotations
@@ -24,14 +24,18 @@ from typing import Protocol
 
 import numpy as np
 
+from .._user_functions import DYNAMIC_RAY_CALL, typed_call
 from . import _validation as check
+from ._contacts import ContactState
+from ._kernels import contacts as contact_kernels
 from ._kernels import pairs as pairs_kernels
 from ._kernels import query as query_kernels
 from ._kernels import ray as ray_kernels
+from ._kernels import ray_functions as ray_function_kernels
 from ._kernels import storage as storage_kernels
 from ._kernels.state import NO_SPHERES
 from ._pair_search import PairSearch
-from ._storage import CpuStorage
+from ._storage import CpuStorage, int_id
 
 
 class DynamicEngine(Protocol):
@@ -146,9 +150,14 @@ class DynamicEngine(Protocol):
         """
 
     def query_ray(self, origin: np.ndarray, direction: np.ndarray, max_distance: float,
-                  mask: int, all_hits: bool) -> tuple:
+                  mask: int, all_hits: bool, fn=None, args: tuple = ()) -> tuple:
         """Objects hit by the ray from ``origin`` along the unit vector ``direction`` (each
         float64 of shape (3,)) up to ``max_distance``; see `DynamicHash.query_ray`.
+
+        ``fn`` (a numba dispatcher checked to return a bool for ``fn(0, id, distance,
+        *args)``, ``all_hits`` then False) is offered the hits in order, nearest first,
+        ties by the smaller id, up to the first it accepts, which is the one hit returned.
+        It needs integer ids: the engine raises `TypeError` when it holds any other.
 
         Returns
         -------
@@ -162,6 +171,18 @@ class DynamicEngine(Protocol):
         """Every pair of overlapping objects that pass each other's filters, once: ids of
         shape (n_pairs, 2), with integer ids the smaller first; rows in an order that does
         not depend on the thread count."""
+
+    def query_contacts(self) -> tuple:
+        """The pairs of `query_pairs` that began and those that ended since the last call
+        of this method (every pair began at the first); see `DynamicHash.query_contacts`.
+
+        Returns
+        -------
+        began, ended : ndarray, shape (k, 2)
+            int64 when every id stored now and at the last call is an integer, each row
+            the smaller id first, rows ascending; else objects, in an order that depends
+            only on the calls made.
+        """
 
     def __getstate__(self) -> dict:
         """The engine's whole state, buffered changes applied, for pickling."""
@@ -273,11 +294,23 @@ class CpuDynamicEngine(CpuStorage):
         return ids, heap_distance[:n].copy()
 
     def query_ray(self, origin: np.ndarray, direction: np.ndarray, max_distance: float,
-                  mask: int, all_hits: bool) -> tuple:
+                  mask: int, all_hits: bool, fn=None, args: tuple = ()) -> tuple:
+        if fn is not None and self._n_other_ids:
+            other = next(id for id in self._slot_of if int_id(id) is None)
+            raise TypeError(
+                "`fn` needs integer ids (it is called with the id as an int64); got a hash "
+                f"holding ids of other types, such as {other!r:.80}. Give the objects "
+                "integer ids, or map yours to integers."
+            )
         self._ensure_linked()
         self._ray_count += 1
         keys = self._tie_keys()
         cast = (origin, direction, max_distance, mask, not all_hits, self._ray_count)
+        if fn is not None:
+            n = typed_call(fn, args, DYNAMIC_RAY_CALL, ray_function_kernels.ray_function_hit,
+                           self._objects, self._cells, self._level_cells, keys, cast,
+                           self._buffers, fn, args)
+            return self._slot_key[self._out[:n]], self._out_distances[:n].copy()
         n = ray_kernels.ray_hits(self._objects, self._cells, self._level_cells, keys, cast,
                                  self._buffers)
         slots = self._out[:n].copy()
@@ -292,13 +325,17 @@ class CpuDynamicEngine(CpuStorage):
                 ids[i] = self._id_of[slot]
         return ids, distances[order]
 
-    def query_pairs(self) -> np.ndarray:
+    def _slot_pairs(self) -> tuple:
+        """Every pair of overlapping objects once, as slots in the chunks' regions
+        (`_pair_search.PairSearch.find`)."""
         self._apply_moves()
         search = self._pair_search
         if search is None:
             search = self._pair_search = PairSearch(len(self._slot_of))
-        pairs, counts = search.find(self._objects, self._cells, self._changed,
-                                    len(self._slot_of))
+        return search.find(self._objects, self._cells, self._changed, len(self._slot_of))
+
+    def query_pairs(self) -> np.ndarray:
+        pairs, counts = self._slot_pairs()
         if self._n_other_ids == 0:
             return pairs_kernels.chunk_pairs_as_ids(pairs, counts, self._slot_key)
         per_chunk = pairs.shape[0] // pairs_kernels.N_CHUNKS
@@ -310,3 +347,12 @@ class CpuDynamicEngine(CpuStorage):
             out[i, 0] = id_of[a]
             out[i, 1] = id_of[b]
         return out
+
+    def query_contacts(self) -> tuple:
+        pairs, counts = self._slot_pairs()
+        keys = contact_kernels.sorted_pair_keys(pairs, counts, self._meta.shape[0])
+        state = self._contacts
+        if state is None:
+            state = self._contacts = ContactState()
+        return state.update(keys, self._slot_of, self._id_of, self._slot_key,
+                            self._n_other_ids == 0)

@@ -74,6 +74,9 @@ class CpuStorage:
         inv_size[-1] = 0.0  # one infinite cell for anything larger than every level
         self._inv_size = inv_size
         self._pair_search = None
+        # The state of `query_contacts` (`_contacts.ContactState`), from its first call on:
+        # told of every slot freed, so that it can follow ids to their slots.
+        self._contacts = None
         self._allocate(max(capacity, MIN_CAPACITY))
         self.clear()
 
@@ -149,6 +152,8 @@ class CpuStorage:
     def clear(self) -> None:
         """Remove every object (capacity is kept)."""
         capacity = self._meta.shape[0]
+        if self._contacts is not None:
+            self._contacts.release_all(self._slot_of)
         self._pending: list = []  # single moves not applied yet (see `move_box`)
         self._meta[:, LEVEL] = -1
         self._level_count[:] = 0
@@ -173,6 +178,7 @@ class CpuStorage:
         return self.__dict__.copy()
 
     def __setstate__(self, state: dict) -> None:
+        self._contacts = None  # absent from the states of versions without contact events
         self.__dict__.update(state)
 
     # ------------------------------------------------------------------ changes
@@ -351,8 +357,11 @@ class CpuStorage:
         """Forget the ids of ``slots`` and free the slots."""
         self._last_lookup = None
         ints = []
+        released = None if self._contacts is None else self._contacts.released
         for slot in slots.tolist():
             stored = self._id_of[slot]
+            if released is not None:
+                released.setdefault(slot, stored)
             del self._slot_of[stored]
             self._id_of[slot] = _MISSING
             self._free.append(slot)

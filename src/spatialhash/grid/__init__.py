@@ -12,7 +12,8 @@ numba kernels, one module per query family. A query's whole path, public method 
 ``_grid.py`` -> ``_cpu_engine.py`` -> ``_kernels/<family>.py``; for pairs, ``_grid.py`` ->
 ``_pair_search.py`` (the engine's `query_pairs` and `iter_pairs`) -> ``_kernels/pairs.py``;
 for a user's function over pairs, ``_grid.py`` -> ``_pair_functions.py`` ->
-``_kernels/pair_functions.py``.
+``_kernels/pair_functions.py``; for ``query_ray``'s function over each ray's hits,
+``_grid.py`` -> ``_cpu_engine.py`` -> ``_pair_functions.py`` -> ``_kernels/ray_functions.py``.
 
 Design
 ------

@@ -3,7 +3,8 @@ answers every query with the numba kernels of ``_kernels/`` on the threads of th
 process; `BruteEngine` (``algorithm="brute"``) is the same with every point in one cell.
 
 The pair searches are in ``_pair_search.py``, the functions run over pairs and
-neighbours (`for_each_pair`, `for_each_neighbor`) in ``_pair_functions.py``; the radius,
+neighbours (`for_each_pair`, `for_each_neighbor`) and over ray hits (`query_ray` with
+``fn``) in ``_pair_functions.py``; the radius,
 k-nearest, box and ray queries are here, each a count pass and a fill pass (or one pass)
 that run on the calling thread for few queries and through a parallel driver for many.
 The interface is `_engine.GridEngine`.
@@ -197,13 +198,17 @@ class CpuEngine:
         return Neighbors(indptr, indices, None, self.n_points)
 
     # ------------------------------------------------------------------ rays
-    def query_ray(self, origins3, units3, radii, limit, all_hits) -> RayHits | Neighbors:
+    def query_ray(self, origins3, units3, radii, limit, all_hits, fn=None,
+                  args=()) -> RayHits | Neighbors:
         m = origins3.shape[0]
         rays = (np.ascontiguousarray(radii[self.state.order]),
                 float(radii.max()) if radii.size else 0.0,
                 ray_kernels.WALK_COST_PER_POINT * self.n_points, origins3, units3, limit)
         with _config.threads(self.n_threads):
             visit_order = self._query_order(origins3)
+            if fn is not None:
+                return RayHits(*_pair_functions.ray_function_hits(self, rays, visit_order, fn,
+                                                                  args))
             if not all_hits:
                 indices = np.empty(m, dtype=self.index_dtype)
                 distances = np.empty(m)

@@ -191,7 +191,8 @@ class GridEngine(Protocol):
         """
 
     def query_ray(self, origins3: np.ndarray, units3: np.ndarray, radii: np.ndarray,
-                  limit: np.ndarray, all_hits: bool) -> RayHits | Neighbors:
+                  limit: np.ndarray, all_hits: bool, fn=None,
+                  args: tuple = ()) -> RayHits | Neighbors:
         """Rays against the points taken as spheres (open grids only).
 
         Parameters
@@ -204,7 +205,16 @@ class GridEngine(Protocol):
             Largest hit distance per ray (``inf``: none); may be the caller's read-only
             array.
         all_hits : bool
-            Every hit (`Neighbors`) rather than the first (`RayHits`).
+            Every hit (`Neighbors`) rather than the first (`RayHits`); False with ``fn``.
+        fn : numba dispatcher, optional
+            The caller's compiled function, checked to be one that returns a bool for
+            ``fn(ray, index, distance, *args)``, ``ray`` and ``index`` int64 (the caller's
+            ray and point), ``distance`` float64. Offered each ray's hits in the order of
+            its `all_hits` row, up to the first it accepts (returns True), which is the
+            ray's `RayHits` entry; one thread calls ``fn`` for a ray's hits, in that order,
+            for any thread count. An exception raised by ``fn`` is raised again here.
+        args : tuple
+            Passed to ``fn`` after the hit's values.
         """
 
 

@@ -1,0 +1,104 @@
+"""A user's compiled function called from the kernels: the checks and the messages shared by
+`Grid.for_each_pair`, `Grid.for_each_neighbor` and the ray casts with ``fn``
+(`Grid.query_ray`, `DynamicHash.query_ray`).
+
+Numba's failure to type ``fn`` with the arguments a kernel passes becomes a `TypeError`
+that says how ``fn`` is called (`call_error`, numba's error as its cause). A ray function
+must return a bool: `ray_function` types the call before any kernel compiles, so that a
+function returning a number (which numba would take for its truth value) is refused with a
+message rather than compiled.
+"""
+
+from __future__ import annotations
+
+import numba
+from numba.core import types
+from numba.core.errors import TypingError
+
+from ._kernels.ray_functions import return_type_of
+from ._numba_internals import is_dispatcher
+
+#: How each kernel calls ``fn``, for the messages.
+PAIR_CALL = ("fn(i, j, d2, dx, dy, dz, *args), i and j int64, d2, dx, dy and dz float64, "
+             "args the arguments after `fn`")
+GRID_RAY_CALL = ("fn(ray, index, distance, *args), ray and index int64, distance float64, "
+                 "args the tuple `args`")
+DYNAMIC_RAY_CALL = ("fn(ray, id, distance, *args), ray (0) and id int64, distance float64, "
+                    "args the tuple `args`")
+
+
+#: The return type of each ``fn`` for the types of its ``args``, found once: asking numba
+#: again took 29 us a call (`return_type_of`), three times a `DynamicHash.query_ray`. The
+#: kernels compiled for ``fn`` keep it alive anyway.
+_RETURN_TYPES: dict = {}
+
+
+def ray_function(fn, args, all_hits: bool, call: str):
+    """``fn`` checked for a ray cast: None without one (and without ``args``), else a
+    numba function (any callable under NUMBA_DISABLE_JIT) that numba can call as ``call``
+    says with the tuple ``args`` and that returns a bool; ``all_hits`` must be False."""
+    if fn is None:
+        if not (isinstance(args, tuple) and len(args) == 0):
+            raise TypeError(f"`args` are passed to `fn`, which is None; got args={args!r:.80}. "
+                            "Give `fn` too, or leave `args` out.")
+        return None
+    if not (is_dispatcher(fn) or (numba.config.DISABLE_JIT and callable(fn))):
+        raise TypeError(
+            "`fn` must be a function compiled with numba's `njit` (it is called from compiled "
+            f"code); got {fn!r}. Decorate it with `@njit` (`from numba import njit`)."
+        )
+    if not isinstance(args, tuple):
+        raise TypeError(f"`args` must be a tuple (the arguments passed to `fn` after the "
+                        f"hit's); got {type(args).__name__} {args!r:.80}. Pass one argument "
+                        "as `args=(value,)`.")
+    if all_hits:
+        raise TypeError("`all_hits` must be False with `fn`: `fn` picks one hit a ray, the "
+                        "first it accepts; got all_hits=True.")
+    if numba.config.DISABLE_JIT:
+        return fn
+    key = (fn, arg_types(fn, args, call))
+    return_type = _RETURN_TYPES.get(key)
+    if return_type is None:
+        try:
+            return_type = types.unliteral(return_type_of(fn, args))
+        except TypingError as error:
+            raise call_error(fn, args, call) from error
+        _RETURN_TYPES[key] = return_type
+    if return_type != types.boolean:
+        raise TypeError(
+            "`fn` must return a bool (True accepts the hit, False passes over it); got "
+            f"{fn!r}, which returns {return_type} when called as {call[: call.index(')') + 1]}."
+        )
+    return fn
+
+
+def typed_call(fn, args, call: str, function, *function_args):
+    """``function(*function_args)``, where numba's failure to type ``fn`` with ``args``
+    raises `call_error` instead (numba's error as its cause)."""
+    try:
+        return function(*function_args)
+    except TypingError as error:
+        raise call_error(fn, args, call) from error
+
+
+def arg_types(fn, args, call: str) -> tuple:
+    """The numba types of ``args``; a `call_error` when numba cannot type one."""
+    try:
+        return tuple(numba.typeof(arg) for arg in args)
+    except ValueError as error:
+        raise call_error(fn, args, call) from error
+
+
+def call_error(fn, args, call: str) -> TypeError:
+    """The error for an ``fn`` numba cannot compile with the arguments it is given, called
+    as ``call`` describes."""
+    described = []
+    for arg in args:
+        try:
+            described.append(str(numba.typeof(arg)))
+        except ValueError:
+            described.append(f"{type(arg).__name__}, which numba cannot type")
+    return TypeError(
+        f"`fn` must take {call} (here: {', '.join(described) or 'none'}); got {fn!r}, which "
+        "numba could not compile for that call (numba's error is the cause above)."
+    )
