@@ -6,6 +6,7 @@ Run from the repository root (needs the dask extra)::
     python benchmarks/bench_dask.py                         # 10,000,000 points
     python benchmarks/bench_dask.py --n 1000000 --repeat 3
     python benchmarks/bench_dask.py --n 100000000 --no-grid --keep-output
+    python benchmarks/bench_dask.py --cold-start           # workers' compile, empty cache
 
 Points are uniform in the unit cube, 3-D, with ``r`` giving 30 expected neighbours; they
 are written once to ``--data`` as Parquet files of 1,000,000 rows (row groups of
@@ -22,6 +23,12 @@ ratio, where the Dask engine's time goes (its stages, and the tiles' search and 
 seconds summed over the tiles), the tiles and the ghosts' share of the rows shuffled, and
 the peak resident memory of the client and of every worker (Linux ``VmHWM``). The pairs
 of the two datasets are then compared exactly, as sorted keys ``i * n + j``.
+
+``--cold-start`` measures instead what a new cluster pays for the kernels: a first query
+(pairs of 100,000 points) on a fresh `LocalCluster`, with an empty numba cache, then again
+on another fresh cluster with the cache that run filled, and the CPU seconds each worker
+process spent (the worker plugin lets one worker of a machine compile while the others
+wait, then load).
 """
 
 from __future__ import annotations
@@ -120,6 +127,56 @@ def dask_child(data: Path, r: float, output: Path, workers: int, memory: int) ->
             "client_peak_bytes": common.peak_resident_bytes(), "worker_peak_bytes": worker_peaks}
 
 
+def cold_start_child(workers: int) -> dict:
+    import logging
+
+    import dask.array as da
+    import distributed
+
+    import spatialhash.dask as sd
+
+    def first_query() -> tuple[float, list[float]]:
+        cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
+                                           processes=True, dashboard_address=None,
+                                           silence_logs=logging.ERROR)
+        client = distributed.Client(cluster)
+        points = da.from_array(common.uniform_points(100_000, 3, 0), chunks=(25_000, 3))
+        started = time.perf_counter()
+        sd.query_pairs(points, common.radius_for_neighbors_3d(100_000)).compute()
+        seconds = time.perf_counter() - started
+
+        def cpu_seconds() -> float:
+            return time.process_time()
+
+        cpu = sorted(client.run(cpu_seconds).values())
+        client.close()
+        cluster.close()
+        return seconds, cpu
+
+    empty, warm = first_query(), first_query()
+    return {"empty_cache": empty, "warm_cache": warm}
+
+
+def cold_start(args: argparse.Namespace) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cache:
+        command = [sys.executable, __file__, "--child", "cold", "--workers",
+                   str(args.workers)]
+        finished = subprocess.run(command, capture_output=True, text=True, check=False,
+                                  env={**os.environ, "NUMBA_CACHE_DIR": cache,
+                                       "SPATIALHASH_COMPILE_NOTICE": "0"})
+    if finished.returncode:
+        sys.exit(f"the cold-start run failed:\n{finished.stderr[-3000:]}")
+    result = json.loads(finished.stdout.strip().splitlines()[-1])
+    print(f"# first query on a fresh LocalCluster of {args.workers} workers; "
+          f"{common.cpu_model()}, load {os.getloadavg()[0]:.2f}")
+    rows = [[label, f"{seconds:.1f}", ", ".join(f"{c:.1f}" for c in cpu)]
+            for label, (seconds, cpu) in (("empty numba cache", result["empty_cache"]),
+                                          ("cache filled by that run", result["warm_cache"]))]
+    print(common.markdown_table(["cache", "first query (s)", "CPU s per worker"], rows))
+
+
 def run_child(args: argparse.Namespace, path: str, output: Path) -> dict:
     command = [sys.executable, __file__, "--child", path, "--n", str(args.n),
                "--data", str(args.data), "--child-output", str(output),
@@ -159,7 +216,9 @@ def main() -> None:
     parser.add_argument("--keep-output", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output-json", type=Path, default=None)
-    parser.add_argument("--child", choices=["grid", "dask"], help=argparse.SUPPRESS)
+    parser.add_argument("--cold-start", action="store_true",
+                        help="measure the workers' kernel compile on a fresh cluster instead")
+    parser.add_argument("--child", choices=["grid", "dask", "cold"], help=argparse.SUPPRESS)
     parser.add_argument("--child-output", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     root = Path("/tmp/spatialhash-bench-dask")
@@ -167,6 +226,12 @@ def main() -> None:
     r = common.radius_for_neighbors_3d(args.n)
     if args.child == "grid":
         print(json.dumps(grid_child(args.data, r, args.child_output)))
+        return
+    if args.child == "cold":
+        print(json.dumps(cold_start_child(args.workers)))
+        return
+    if args.cold_start:
+        cold_start(args)
         return
     if args.child == "dask":
         print(json.dumps(dask_child(args.data, r, args.child_output, args.workers,
