@@ -505,6 +505,9 @@ def test_a_worker_killed_mid_run_leaves_a_complete_output_or_none(cluster, tmp_p
             assert not output.exists()
         else:
             assert_pairs_equal(read_dataset(output), Grid(points, cell_size=r).query_pairs(r))
+            manifest = pd.read_json(output / "_manifest.json", typ="series")
+            assert sorted(os.listdir(output)) == sorted(
+                ["_manifest.json", *(f["path"] for f in manifest["files"])])
         finally:
             timer.cancel()
     assert killed.is_set(), "the run ended before the worker was killed: make it longer"

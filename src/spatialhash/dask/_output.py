@@ -3,8 +3,9 @@
 Every tile writes its file into a hidden directory beside the output
 (``.<name>.incomplete-<token>``), first under a temporary name that it renames when the
 file is whole, so a task run again after a worker died replaces a file rather than
-leaving half of one. When every tile has finished, ``_manifest.json`` (files, rows,
-parameters) is written and the directory is renamed to the output in one step. A run that
+leaving half of one. When every tile has finished, the partial files of tasks whose
+workers died are removed, ``_manifest.json`` (files, rows, parameters) is written, and
+the directory is renamed to the output in one step. A run that
 fails removes the hidden directory: the output path then holds nothing, never a dataset
 that looks complete but is not. (A run whose client is killed leaves the hidden directory
 behind, under a name no reader takes for the output; delete it.)
@@ -78,7 +79,9 @@ def write_tile_file(directory: str, tile: int, names: Sequence[str],
 
     name = f"part-{tile:05d}.parquet"
     final = os.path.join(directory, name)
-    partial = f"{final}.{uuid.uuid4().hex}.partial"
+    # Hidden (readers of datasets skip names starting with "."), and unique: a task run
+    # again after its worker died writes beside what the dead one left.
+    partial = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.partial")
     schema = arrow_schema(names, dtypes)
     rows, computing, writing = 0, 0.0, 0.0
     try:
@@ -129,7 +132,10 @@ class DatasetCommit:
             shutil.rmtree(self.directory, ignore_errors=True)
 
     def commit(self, files: list[str], rows: list[int], parameters: dict) -> None:
-        """Write the manifest and put the dataset in place of ``output``."""
+        """Write the manifest, remove what tasks of dead workers left (partial files),
+        and put the dataset in place of ``output``."""
+        for entry in set(os.listdir(self.directory)) - set(files):
+            os.remove(os.path.join(self.directory, entry))
         manifest = {"files": [{"path": f, "rows": r} for f, r in zip(files, rows, strict=True)],
                     "rows": int(sum(rows)), "parameters": parameters}
         with open(os.path.join(self.directory, MANIFEST), "w") as stream:
