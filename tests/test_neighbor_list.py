@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba import njit
 
 from spatialhash import Grid, NeighborList
 
@@ -97,3 +98,146 @@ def test_the_same_rows_for_every_thread_count():
     for other in outputs[1:]:
         assert outputs[0].indices.tobytes() == other.indices.tobytes()
         assert outputs[0].distances.tobytes() == other.distances.tobytes()
+
+
+# ------------------------------------------------------------------ for_each_pair
+@njit
+def _record(i, j, d2, dx, dy, dz, counts, records):
+    k = counts[i]
+    records[i, k, 0] = j
+    records[i, k, 1] = d2
+    records[i, k, 2] = dx
+    records[i, k, 3] = dy
+    records[i, k, 4] = dz
+    counts[i] = k + 1
+
+
+@njit
+def _weigh(i, j, d2, dx, dy, dz, sums):
+    sums[i, 0] += d2 * (1.0 + dx)
+    sums[i, 1] += dy * dz + 1.0 / (1.0 + d2)
+
+
+@njit
+def _raise_at(i, j, d2, dx, dy, dz, where):
+    if i == where:
+        raise ValueError("fn refused this point")
+
+
+def _records(owner, points, *call):
+    """Each ordered pair's (i, j, d2, dx, dy, dz) met by ``owner.for_each_pair``, sorted
+    by (i, j), and the rows as met (j in the order of the calls)."""
+    n = points.shape[0]
+    counts = np.zeros(n, np.int64)
+    records = np.full((n, 64, 5), np.nan)
+    owner.for_each_pair(*call, _record, counts, records)
+    rows = np.repeat(np.arange(n), counts)
+    flat = np.concatenate([records[i, : counts[i]] for i in range(n)]) if n else \
+        np.empty((0, 5))
+    table = np.column_stack([rows.astype(np.float64), flat])
+    return table[np.lexsort((table[:, 1], table[:, 0]))], counts
+
+
+@pytest.mark.parametrize("n_dims, box", [(3, {}), (2, {"box": 1.0}),
+                                         (3, {"box": [1.0, 1.0, 1.0],
+                                              "periodic": [True, False, True]})])
+def test_for_each_pair_meets_the_calls_of_grid_for_each_pair(n_dims, box):
+    rng = np.random.default_rng(10 + n_dims)
+    points = rng.random((1500, n_dims))
+    r, skin = (0.1, 0.02) if n_dims == 3 else (0.04, 0.02)
+    neighbors = NeighborList(points, r, skin, **box)
+    rebuilt = []
+    for step in range(6):
+        got, counts = _records(neighbors, points)
+        expected, _ = _records(Grid(points, cell_size=r, **box), points, r)
+        assert counts.max() < 64 and got.shape[0] > 1000
+        # The same calls, with the same d2 and differences, bit for bit.
+        np.testing.assert_array_equal(got, expected)
+        pairs = neighbors.pairs
+        assert got.shape[0] == 2 * len(pairs)
+        np.testing.assert_array_equal(
+            counts, np.bincount(pairs.indices.ravel(), minlength=len(points)))
+        points = points + rng.normal(0.0, 0.02 if step == 2 else 0.001, points.shape)
+        rebuilt.append(neighbors.update(points))
+    assert any(rebuilt) and not all(rebuilt)
+
+
+def test_for_each_pair_sums_equal_numpy_from_the_pairs():
+    rng = np.random.default_rng(12)
+    points = rng.random((800, 3))
+    neighbors = NeighborList(points, 0.12, 0.03, box=1.0)
+    moved = points + rng.normal(0.0, 0.003, points.shape)
+    assert neighbors.update(moved) is False
+    sums = np.zeros((800, 2))
+    neighbors.for_each_pair(_weigh, sums)
+    pairs = Grid(moved, cell_size=0.12, box=1.0).query_pairs(0.12)
+    i, j = pairs.indices[:, 0], pairs.indices[:, 1]
+    wrapped = np.mod(moved, 1.0)
+    delta = wrapped[i] - wrapped[j]
+    delta -= np.round(delta)  # the minimum image in the unit box
+    d2 = np.einsum("ij,ij->i", delta, delta)
+    expected = np.zeros((800, 2))
+    for rows, sign in ((i, 1.0), (j, -1.0)):
+        np.add.at(expected[:, 0], rows, d2 * (1.0 + sign * delta[:, 0]))
+        np.add.at(expected[:, 1], rows, delta[:, 1] * delta[:, 2] + 1.0 / (1.0 + d2))
+    np.testing.assert_allclose(sums, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_for_each_pair_is_the_same_for_every_thread_count():
+    rng = np.random.default_rng(13)
+    points = rng.random((24_000, 3))  # the multi-threaded scan (from 20,000 points)
+    moved = points + rng.normal(0.0, 0.0005, points.shape)
+    outputs = []
+    for n_threads in (1, None, 2):
+        neighbors = NeighborList(points, 0.035, 0.01, box=1.0, n_threads=n_threads)
+        assert neighbors.update(moved) is False
+        sums = np.zeros((24_000, 2))
+        neighbors.for_each_pair(_weigh, sums)
+        outputs.append(sums)
+    assert outputs[0].any()
+    for other in outputs[1:]:
+        assert outputs[0].tobytes() == other.tobytes()
+
+
+def test_for_each_pair_with_no_points_or_no_pairs_calls_nothing():
+    counts = np.zeros(0, np.int64)
+    NeighborList(np.empty((0, 3)), 0.1, 0.05).for_each_pair(_record, counts,
+                                                           np.empty((0, 1, 5)))
+    apart = NeighborList(np.array([[0.0, 0.0], [5.0, 0.0]]), 1.0, 0.5)
+    counts = np.zeros(2, np.int64)
+    apart.for_each_pair(_record, counts, np.empty((2, 1, 5)))
+    assert counts.tolist() == [0, 0]
+
+
+def test_for_each_pair_refuses_a_python_function_and_wrong_arguments():
+    neighbors = NeighborList(np.random.default_rng(14).random((50, 3)), 0.2, 0.05)
+
+    def plain(i, j, d2, dx, dy, dz):
+        pass
+
+    with pytest.raises(TypeError, match="`fn` must be a function compiled with numba"):
+        neighbors.for_each_pair(plain)
+    with pytest.raises(TypeError, match=r"`fn` must take fn\(i, j, d2, dx, dy, dz, \*args\)"):
+        neighbors.for_each_pair(_weigh)  # `sums` missing
+
+
+@pytest.mark.parametrize("n", [300, 21_000])  # the calling thread's scan, then every thread's
+def test_an_exception_in_fn_is_raised_here(n):
+    points = np.random.default_rng(15).random((n, 3))
+    neighbors = NeighborList(points, 0.2 if n < 1000 else 0.04, 0.01)
+    assert 7 in neighbors.pairs.indices
+    with pytest.raises(ValueError, match="fn refused this point"):
+        neighbors.for_each_pair(_raise_at, 7)
+    neighbors.for_each_pair(_raise_at, -1)  # never raises
+
+
+def test_pairs_follow_the_positions_after_for_each_pair_and_updates():
+    rng = np.random.default_rng(16)
+    points = rng.random((600, 3))
+    neighbors = NeighborList(points, 0.1, 0.04)
+    first = neighbors.pairs
+    assert neighbors.pairs is first  # kept until the positions change
+    moved = points + rng.normal(0.0, 0.004, points.shape)
+    assert neighbors.update(moved) is False
+    _assert_current(neighbors, moved)
+    assert neighbors.pairs is not first

@@ -32,6 +32,7 @@ FAMILIES = {
     "box": "box queries", "ray": "ray casts", "dda": "ray casts",
     "_cloth_kernels": "the cloth demo", "_particle_kernels": "the particle demo",
     "pair_functions": "functions run over pairs",
+    "neighbor_list_functions": "functions run over pairs",
     "ray_functions": "functions run over ray hits",
 }
 #: Families compiled for each new user function (`Grid.for_each_pair`'s ``fn``, the ``fn``

@@ -14,6 +14,10 @@ numba kernels, one module per query family. A query's whole path, public method 
 for a user's function over pairs, ``_grid.py`` -> ``_pair_functions.py`` ->
 ``_kernels/pair_functions.py``; for ``query_ray``'s function over each ray's hits,
 ``_grid.py`` -> ``_cpu_engine.py`` -> ``_pair_functions.py`` -> ``_kernels/ray_functions.py``.
+The Verlet list, `NeighborList`: ``_neighbor_list.py`` -> ``_kernels/neighbor_list.py``
+(its candidates as rows, the check of the moves, its pairs), and for its function over
+pairs ``_neighbor_list.py`` -> ``_pair_functions.py`` ->
+``_kernels/neighbor_list_functions.py``.
 
 Design
 ------

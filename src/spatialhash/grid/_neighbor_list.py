@@ -8,13 +8,19 @@ displacement on periodic axes), no two points have come closer by more than ``sk
 every pair now within ``r`` is a candidate: an update recomputes the candidates'
 distances and keeps those within ``r``. A larger move rebuilds.
 
-The distances are computed as the pair kernels compute them
-(`_kernels/neighbor_list.candidates_within`): positions through the same wrapping into
-the periodic box as `Grid` (`_validation.grid_points`), the difference per axis, brought
-to the nearest image on periodic axes (`cells.min_image`), squared and summed in the order
-x, y, z, and compared with ``r * r``.
-So the pairs are those of ``Grid(points, ...).query_pairs(r)`` on the current positions,
-exactly, at every step.
+The candidates are kept as rows over the build's cell order, both ways round, with the
+positions copied into that order at each update (``_kernels/neighbor_list.py``): a row's
+candidates lie in nearby cells, so their positions are read from nearby memory, and 4-byte
+indices (under 2**31 points) keep the rows half the size of a list of (i, j) int64 pairs.
+An update checks the moves (one pass, each part of the points stopping at its first point
+beyond ``skin / 2``) and copies the positions; `NeighborList.pairs` keeps the candidates
+within ``r`` when asked for, and `NeighborList.for_each_pair` calls a user's function for
+them without storing them. The distances are computed as the pair kernels compute them:
+positions through the same wrapping into the periodic box as `Grid`
+(`_validation.grid_points`), the difference per axis, brought to the nearest image on
+periodic axes (`cells.min_image`), squared and summed in the order x, y, z, and compared
+with ``r * r``. So the pairs are those of ``Grid(points, ...).query_pairs(r)`` on the
+current positions, exactly, at every step.
 """
 
 from __future__ import annotations
@@ -24,8 +30,17 @@ import numpy as np
 from .. import _config
 from .._results import Pairs
 from .._validation import as_box, as_points, as_positive_scalar, grid_points
+from . import _pair_functions
+from ._cpu_engine import PARALLEL_MIN_POINTS
 from ._grid import Grid
-from ._kernels.neighbor_list import candidates_within
+from ._inputs import pair_function
+from ._kernels.neighbor_list import (
+    candidate_rows,
+    candidates_within,
+    moved_beyond,
+    positions_in_order,
+)
+from ._kernels.neighbor_list_functions import ListState
 
 #: Candidates are found a relative 2**-30 beyond ``r + skin`` (within half a periodic
 #: box), so that rounding in the build's distances or in a displacement can never drop a
@@ -49,23 +64,24 @@ class NeighborList:
     box, periodic
         Periodic boxes, as in `Grid`; ``r + skin`` must be at most half of every period.
     n_threads : int, optional
-        Threads of the builds, as in `Grid`.
+        Threads of the builds, of `pairs` and of `for_each_pair`, as in `Grid`.
 
     Attributes
     ----------
-    pairs : Pairs
-        The pairs on the current positions, each once with ``i < j``, with their
-        distances: the pairs of ``Grid(points, ...).query_pairs(r, return_distances=True)``
-        (in another, deterministic order).
     n_builds : int
         Builds so far, the first included.
 
     Notes
     -----
-    An update reads every candidate, about ``(1 + skin / r) ** 3`` times as many as the
-    pairs (in 3-D), while a new `Grid` and its `Grid.query_pairs` read only the points:
-    both cost about the same on the development machine (ad hoc, 5,000 to 100,000 uniform
-    points, ``skin = 0.3 r``), so measure both on your data before choosing the list.
+    An update only checks the moves and copies the positions; the candidates' distances
+    are computed when `pairs` is read or `for_each_pair` runs. Both read every candidate,
+    about ``(1 + skin / r) ** 3`` times as many as the pairs (in 3-D), while a new `Grid`
+    and its search read the points of the cells around each point: a gain where the cells
+    hold many points that are not pairs (a Lennard-Jones fluid with ``r = 2.5``: the
+    forces by `for_each_pair` take about half the time of a new grid's
+    `Grid.for_each_pair`, ``benchmarks/bench_neighbor_list.py``), little where they hold few
+    more than the pairs (``cell_size = r`` and 30 neighbours a point: `pairs` costs about a
+    new grid's `Grid.query_pairs`). Measure both on your data before choosing the list.
 
     Examples
     --------
@@ -108,6 +124,22 @@ class NeighborList:
         """The extra reach of the candidates."""
         return self._skin
 
+    @property
+    def pairs(self) -> Pairs:
+        """The pairs on the current positions, each once with ``i < j``, with their
+        distances: the pairs of ``Grid(points, ...).query_pairs(r, return_distances=True)``
+        (in another, deterministic order). Found on first use after each `update` (an
+        update by itself only checks the moves); `for_each_pair` needs none."""
+        if self._pairs is None:
+            state = self._state
+            with _config.threads(self._n_threads):
+                indices, distances = candidates_within(
+                    state.positions, state.order, state.indptr, state.neighbours, self._split,
+                    state.box, state.half_box, self._r * self._r)
+            n = self._shape[0]
+            self._pairs = Pairs(indices, distances, (n, n))
+        return self._pairs
+
     def update(self, points) -> bool:
         """Take new positions; returns whether the candidates were rebuilt.
 
@@ -120,25 +152,67 @@ class NeighborList:
         -------
         bool
             True when some point had moved more than ``skin / 2`` since the last build
-            (the candidates were found again), False when only the distances of the
-            candidates were recomputed.
+            (the candidates were found again), False when the candidates were kept.
         """
         coords = as_points(points)
         if coords.shape != self._shape:
             raise ValueError(f"`points` must keep the shape {self._shape} of the first "
                              f"positions; got {coords.shape}.")
-        displacement = coords - self._built_at
-        for axis in np.flatnonzero(np.isfinite(self._box[: coords.shape[1]])):
-            period = self._box[axis]
-            column = displacement[:, axis]
-            displacement[:, axis] = column - period * np.round(column / period)
-        moved = np.einsum("ij,ij->i", displacement, displacement)
+        wrapped, _, _ = grid_points(coords, self._box)
         half_skin = 0.5 * self._skin
-        if moved.size and moved.max() > half_skin * half_skin:
+        with _config.threads(self._n_threads):
+            beyond = moved_beyond(coords, self._built_at, self._box, half_skin * half_skin)
+        if beyond:
             self._build(coords)
             return True
-        self._keep_within_r(coords)
+        self._take_positions(wrapped)
         return False
+
+    def for_each_pair(self, fn, *args) -> None:
+        """Call ``fn(i, j, d2, dx, dy, dz, *args)`` for every pair within ``r`` on the
+        current positions, in both orders, on every thread, storing no list.
+
+        Parameters
+        ----------
+        fn : function compiled with numba's ``njit``
+            Called as by `Grid.for_each_pair`: ``i``, ``j`` (int64, ``i != j``), ``d2``
+            (float64, the squared distance), ``dx, dy, dz`` (float64, ``points[i] -
+            points[j]``, the minimum image on periodic axes, 0 on axes the points lack),
+            then ``args``. The pairs are those of `pairs`, with the squared distances and
+            differences of ``Grid(points, ...).for_each_pair(r, fn, ...)``, bit for bit.
+        *args
+            Passed on to ``fn``: arrays, numbers, tuples (what numba compiles).
+
+        Notes
+        -----
+        One thread visits each ``i`` and meets its ``j`` in a fixed order (the build's cell
+        order, not that of `Grid.for_each_pair`), for any thread count: sums into
+        ``out[i]`` are the same, bit for bit, for any ``n_threads`` (but may differ from
+        `Grid.for_each_pair`'s in the last bits). ``fn`` may write to row ``i`` only:
+        writes to row ``j`` race. An exception raised in ``fn`` is raised here. Numba
+        compiles the scan anew for each ``fn``, as for `Grid.for_each_pair`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from numba import njit
+        >>> from spatialhash import NeighborList
+        >>> @njit
+        ... def count(i, j, d2, dx, dy, dz, counts):
+        ...     counts[i] += 1
+        >>> points = np.random.default_rng(0).random((1000, 3))
+        >>> neighbors = NeighborList(points, r=0.1, skin=0.02)
+        >>> counts = np.zeros(len(points), dtype=np.int64)
+        >>> neighbors.for_each_pair(count, counts)
+        >>> bool(counts.sum() == 2 * len(neighbors.pairs))
+        True
+        """
+        fn = pair_function(fn)
+        state = self._state
+        # From as many points as `Grid.for_each_pair`.
+        parallel = self._n_threads != 1 and self._shape[0] >= PARALLEL_MIN_POINTS
+        _pair_functions.for_each_listed_pair(state, self._r * self._r, self._n_threads,
+                                             parallel, fn, args)
 
     def _build(self, coords: np.ndarray) -> None:
         reach = (self._r + self._skin) * (1.0 + REACH_MARGIN)
@@ -147,23 +221,26 @@ class NeighborList:
             reach = min(reach, max(self._r + self._skin, 0.5 * float(periods.min())))
         grid = Grid(coords, cell_size=reach if reach > 0 else None, box=self._box_argument,
                     periodic=self._periodic_argument, n_threads=self._n_threads)
-        # The candidates as positions in the grid's cell order (see `candidates_within`).
-        self._order = grid.state.order
-        rank = np.empty(self._order.shape[0], np.int64)
-        rank[self._order] = np.arange(self._order.shape[0])
-        self._candidates = rank[grid.query_pairs(reach).indices]
+        order = grid.state.order
+        n = order.shape[0]
+        rank = np.empty(n, np.int64)
+        rank[order] = np.arange(n)
+        candidates = grid.query_pairs(reach).indices
+        indptr = np.empty(n + 1, np.int64)
+        neighbours = np.empty(2 * candidates.shape[0], order.dtype)
+        self._split = np.empty(n, np.int64)
+        with _config.threads(self._n_threads):
+            candidate_rows(rank, candidates, indptr, neighbours, self._split)
+        self._state = ListState(np.empty((n, 3)), order, indptr, neighbours, self._box,
+                                self._half_box)
         self._built_at = coords.copy()
         self.n_builds += 1
-        self._keep_within_r(coords)
-
-    def _keep_within_r(self, coords: np.ndarray) -> None:
-        """``pairs``: the candidates within ``r`` on the positions ``coords``."""
         wrapped, _, _ = grid_points(coords, self._box)
-        m = self._candidates.shape[0]
-        indices = np.empty((m, 2), dtype=self._order.dtype)
-        distances = np.empty(m)
+        self._take_positions(wrapped)
+
+    def _take_positions(self, wrapped: np.ndarray) -> None:
+        """The positions ``wrapped`` (through `grid_points`) copied into the cell order;
+        the pairs forgotten."""
         with _config.threads(self._n_threads):
-            n_kept = candidates_within(wrapped, self._order, self._candidates, self._box,
-                                       self._half_box, self._r * self._r, indices, distances)
-        n = self._shape[0]
-        self.pairs = Pairs(indices[:n_kept], distances[:n_kept], (n, n))
+            positions_in_order(wrapped, self._state.order, self._state.positions)
+        self._pairs = None

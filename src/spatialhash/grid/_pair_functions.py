@@ -19,6 +19,7 @@ thread is run again on the calling thread, so that ``fn``'s own exception is rai
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -26,7 +27,7 @@ import numpy as np
 from .. import _config
 from .._kernels import indirect
 from .._user_functions import GRID_RAY_CALL, PAIR_CALL, arg_types, typed_call
-from ._kernels import pair_functions, pairs, ray_functions
+from ._kernels import neighbor_list_functions, pair_functions, pairs, ray_functions
 
 if TYPE_CHECKING:
     from ._cpu_engine import CpuEngine
@@ -39,6 +40,10 @@ _NEIGHBOR_SCAN = (pair_functions.neighbor_function_queries,
                   pair_functions.neighbor_function_queries_guarded,
                   pair_functions.neighbor_function_parallel, pair_functions.QUERIES_PER_CHUNK,
                   PAIR_CALL)
+_LIST_SCAN = (neighbor_list_functions.list_function_rows,
+              neighbor_list_functions.list_function_rows_guarded,
+              neighbor_list_functions.list_function_parallel,
+              neighbor_list_functions.ROWS_PER_CHUNK, PAIR_CALL)
 _RAY_SCAN = (ray_functions.ray_function_rays, ray_functions.ray_function_rays_guarded,
              ray_functions.ray_function_parallel, ray_functions.RAYS_PER_CHUNK, GRID_RAY_CALL)
 
@@ -58,6 +63,15 @@ def for_each_neighbor(engine: CpuEngine, query_points, radii, fn, args) -> None:
     m = query_points.shape[0]
     _scan(engine, engine.parallel_over_queries(m), _NEIGHBOR_SCAN, (query_points, radii), m,
           fn, args)
+
+
+def for_each_listed_pair(state, r2: float, n_threads, parallel: bool, fn, args) -> None:
+    """``fn(i, j, d2, dx, dy, dz, *args)`` for every ordered pair of a neighbour list's
+    candidates within ``r2`` (`NeighborList.for_each_pair`; ``state`` a
+    `neighbor_list_functions.ListState`, whose ``order`` has the index dtype of its
+    points)."""
+    owner = SimpleNamespace(state=state, index_dtype=state.order.dtype, n_threads=n_threads)
+    _scan(owner, parallel, _LIST_SCAN, (r2,), state.order.shape[0], fn, args)
 
 
 def ray_function_hits(engine: CpuEngine, rays: tuple, visit_order: np.ndarray, fn,

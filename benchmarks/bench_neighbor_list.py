@@ -1,0 +1,249 @@
+"""A Lennard-Jones fluid: a Verlet list with a skin against a pair search at every step.
+
+Run from the repository root::
+
+    python benchmarks/bench_neighbor_list.py                    # 4,000 and 32,000 atoms
+    python benchmarks/bench_neighbor_list.py --n 4000 --steps 1000
+    python benchmarks/bench_neighbor_list.py --n 32000 --large-steps 200
+
+Atoms start on a face-centred cubic lattice in a periodic cube at reduced density 0.8,
+with Maxwell velocities at temperature 1.0 (no net momentum); the potential is
+Lennard-Jones cut at 2.5 sigma (the energy shifted to 0 there), integrated by velocity
+Verlet with a time step of 0.005 and unit masses. Two paths run from the same initial
+state, one after the other in this process:
+
+- ``rebuild``: at every step ``Grid(positions, cell_size=r_cut, box=L).for_each_pair(r_cut,
+  lj_force, ...)``, a new grid and a new search;
+- ``neighbor_list``: ``NeighborList(positions, r_cut, skin, box=L)`` built once,
+  ``update(positions)`` at every step (it rebuilds when some atom has moved more than
+  ``skin / 2``), then ``for_each_pair(lj_force, ...)``.
+
+The forces are summed in 64-bit fixed point (units of 2**-32): integer sums do not depend on
+the order of their terms, and the two paths meet each atom's neighbours in different
+orders (their cells differ), so with floating-point sums the trajectories would part in the
+last bits and, the dynamics being chaotic, visibly within a few hundred steps. With these
+sums both paths compute the same forces, bit for bit, whenever they find the same pairs
+with the same ``d2`` and ``(dx, dy, dz)`` (which both promise): the benchmark checks that
+the positions after the run are equal, bit for bit. The potential energy is summed in
+floating point (it does not feed back into the motion); the two paths' energies are
+compared to a relative 1e-12.
+
+The table gives the median and the mean over the steps of the time spent finding pairs
+and computing forces (``search + force``: the grid build and ``for_each_pair``, or
+``update`` and ``for_each_pair``; the mean counts the list's rebuilds, the median mostly
+not), the median of the whole step (with the integration, the same for both), the time of
+the whole run, the builds, the ratio of the medians of ``search + force`` and that of the
+runs (rebuilds included); then the drift of the total energy over the run
+per atom. A first step of each path, untimed, compiles ``lj_force`` into its scans.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+try:
+    from . import _common as common
+except ImportError:  # run as a script, or loaded by path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import _common as common
+
+DENSITY = 0.8
+TEMPERATURE = 1.0
+R_CUT = 2.5
+SKIN = 0.3
+DT = 0.005
+#: Forces are summed as integers in units of 2**-FORCE_BITS.
+FORCE_BITS = 32
+PATHS = ("rebuild", "neighbor_list")
+
+
+_LJ_FORCE = []
+
+
+def _lj_force():
+    """The numba function of one ordered pair: the force on ``i`` into ``force[i]``
+    (int64, fixed point), half the pair's energy into ``energy[i]``. Made once: each new
+    function compiles the scans again."""
+    if _LJ_FORCE:
+        return _LJ_FORCE[0]
+    import numba
+
+    @numba.njit
+    def lj_force(i, j, d2, dx, dy, dz, force, energy, scale, shift):
+        inv2 = 1.0 / d2
+        inv6 = inv2 * inv2 * inv2
+        magnitude = 24.0 * inv2 * inv6 * (2.0 * inv6 - 1.0)  # |F| / r
+        force[i, 0] += np.int64(np.rint(magnitude * dx * scale))
+        force[i, 1] += np.int64(np.rint(magnitude * dy * scale))
+        force[i, 2] += np.int64(np.rint(magnitude * dz * scale))
+        energy[i] += 0.5 * (4.0 * inv6 * (inv6 - 1.0) - shift)
+
+    _LJ_FORCE.append(lj_force)
+    return lj_force
+
+
+def initial_state(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(positions, velocities, box)``: ``n = 4 k**3`` atoms on an fcc lattice at
+    `DENSITY`, Maxwell velocities at `TEMPERATURE` with no net momentum."""
+    cells = round((n / 4) ** (1.0 / 3.0))
+    if 4 * cells**3 != n:
+        raise ValueError(f"`n` must be 4 k**3 (an fcc lattice); got {n}.")
+    box = (n / DENSITY) ** (1.0 / 3.0)
+    a = box / cells
+    basis = np.array([[0.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.5, 0.0, 0.5], [0.0, 0.5, 0.5]])
+    grid = np.stack(np.meshgrid(*[np.arange(cells)] * 3, indexing="ij"), -1).reshape(-1, 3)
+    positions = ((grid[:, None, :] + basis[None, :, :]) * a).reshape(-1, 3) + 0.25 * a
+    rng = np.random.default_rng(seed)
+    velocities = rng.normal(0.0, math.sqrt(TEMPERATURE), (n, 3))
+    velocities -= velocities.mean(axis=0)
+    return positions, velocities, box
+
+
+class Run:
+    """One path's trajectory: positions, velocities, forces, and its search."""
+
+    def __init__(self, path: str, positions, velocities, box: float, n_threads) -> None:
+        self.path, self.box, self.n_threads = path, box, n_threads
+        self.positions, self.velocities = positions.copy(), velocities.copy()
+        n = positions.shape[0]
+        self.force_fixed = np.zeros((n, 3), np.int64)
+        self.energy = np.zeros(n)
+        self.lj_force = _lj_force()
+        self.shift = 4.0 * (R_CUT**-12 - R_CUT**-6)
+        self.neighbors = None
+        self.n_builds = 0
+        self.forces = self._forces()
+
+    def _forces(self) -> np.ndarray:
+        from spatialhash import Grid, NeighborList
+
+        self.force_fixed[:] = 0
+        self.energy[:] = 0.0
+        args = (self.force_fixed, self.energy, float(2**FORCE_BITS), self.shift)
+        if self.path == "rebuild":
+            grid = Grid(self.positions, cell_size=R_CUT, box=self.box, n_threads=self.n_threads)
+            grid.for_each_pair(R_CUT, self.lj_force, *args)
+            self.n_builds += 1
+        else:
+            if self.neighbors is None:
+                self.neighbors = NeighborList(self.positions, R_CUT, SKIN, box=self.box,
+                                              n_threads=self.n_threads)
+            else:
+                self.neighbors.update(self.positions)
+            self.n_builds = self.neighbors.n_builds
+            self.neighbors.for_each_pair(self.lj_force, *args)
+        return self.force_fixed * 2.0**-FORCE_BITS
+
+    def step(self) -> float:
+        """One velocity Verlet step; returns the seconds of the search and the forces."""
+        self.velocities += 0.5 * DT * self.forces
+        self.positions += DT * self.velocities
+        self.positions = np.mod(self.positions, self.box)
+        start = time.perf_counter()
+        self.forces = self._forces()
+        search = time.perf_counter() - start
+        self.velocities += 0.5 * DT * self.forces
+        return search
+
+    def total_energy(self) -> float:
+        return float(0.5 * np.sum(self.velocities**2) + np.sum(self.energy))
+
+
+def run_path(path: str, n: int, steps: int, seed: int, n_threads) -> dict:
+    positions, velocities, box = initial_state(n, seed)
+    Run(path, positions, velocities, box, n_threads).step()  # compiles; untimed
+    run = Run(path, positions, velocities, box, n_threads)
+    energies = [run.total_energy()]
+    search, whole = [], []
+    for _ in range(steps):
+        start = time.perf_counter()
+        search.append(run.step())
+        whole.append(time.perf_counter() - start)
+        energies.append(run.total_energy())
+    return {"positions": run.positions, "energies": np.array(energies),
+            "search": common.median(search), "step": common.median(whole),
+            "search_mean": float(np.mean(search)), "total": float(np.sum(whole)),
+            "n_builds": run.n_builds}
+
+
+def compare(n: int, steps: int, seed: int, n_threads) -> tuple[list, dict]:
+    results = {path: run_path(path, n, steps, seed, n_threads) for path in PATHS}
+    rebuild, listed = results["rebuild"], results["neighbor_list"]
+    same = rebuild["positions"].tobytes() == listed["positions"].tobytes()
+    energies_close = np.allclose(rebuild["energies"], listed["energies"], rtol=1e-12, atol=0.0)
+    energies = listed["energies"]
+    drift = (energies[-1] - energies[0]) / n
+    spread = (energies.max() - energies.min()) / n
+    rows = [
+        [f"{n:,}", steps, "rebuild every step", f"{rebuild['search'] * 1e3:.3f}",
+         f"{rebuild['search_mean'] * 1e3:.3f}", f"{rebuild['step'] * 1e3:.3f}",
+         f"{rebuild['total']:.2f}", rebuild["n_builds"], "", ""],
+        [f"{n:,}", steps, f"NeighborList, skin {SKIN}", f"{listed['search'] * 1e3:.3f}",
+         f"{listed['search_mean'] * 1e3:.3f}", f"{listed['step'] * 1e3:.3f}",
+         f"{listed['total']:.2f}", listed["n_builds"],
+         f"{rebuild['search'] / listed['search']:.2f}x",
+         f"{rebuild['total'] / listed['total']:.2f}x"],
+    ]
+    summary = {"n": n, "steps": steps, "positions_equal": same,
+               "energies_close": bool(energies_close), "drift_per_atom": float(drift),
+               "spread_per_atom": float(spread),
+               "energy_per_atom_start": float(energies[0] / n),
+               **{f"{path}_{key}": results[path][key]
+                  for path in PATHS
+                  for key in ("search", "search_mean", "step", "total", "n_builds")}}
+    return rows, summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, nargs="+", default=[4_000, 32_000],
+                        help="atoms, each 4 k**3 (default: 4000 32000)")
+    parser.add_argument("--steps", type=int, default=1_000,
+                        help="steps of the systems under 10,000 atoms")
+    parser.add_argument("--large-steps", type=int, default=200,
+                        help="steps of the systems of 10,000 atoms or more")
+    parser.add_argument("--n-threads", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output-json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    import numba
+
+    all_rows, summaries = [], []
+    for n in args.n:
+        steps = args.steps if n < 10_000 else args.large_steps
+        rows, summary = compare(n, steps, args.seed, args.n_threads)
+        all_rows += rows
+        summaries.append(summary)
+    threads = args.n_threads or numba.get_num_threads()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"Lennard-Jones fluid, density {DENSITY}, T {TEMPERATURE}, r_cut {R_CUT}, skin "
+          f"{SKIN}, dt {DT}; {common.cpu_model()}, {threads} threads, load average "
+          f"{load:.2f} at the end\n")
+    print(common.markdown_table(
+        ["atoms", "steps", "path", "search + force, median (ms)",
+         "search + force, mean (ms)", "whole step, median (ms)", "run (s)", "builds",
+         "ratio of medians", "ratio of runs"], all_rows))
+    ok = True
+    for summary in summaries:
+        print(f"\n{summary['n']:,} atoms: positions after {summary['steps']} steps equal bit "
+              f"for bit: {summary['positions_equal']}; total energies equal to 1e-12: "
+              f"{summary['energies_close']}; total energy per atom "
+              f"{summary['energy_per_atom_start']:.4f}, drift "
+              f"{summary['drift_per_atom']:.2e} (largest minus smallest "
+              f"{summary['spread_per_atom']:.2e}) over the run")
+        ok &= summary["positions_equal"] and summary["energies_close"]
+    if args.output_json:
+        args.output_json.write_text(json.dumps(summaries, indent=1))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

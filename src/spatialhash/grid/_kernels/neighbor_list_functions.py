@@ -1,0 +1,96 @@
+"""A user's compiled function called for every pair of a neighbour list within ``r``,
+storing nothing (`NeighborList.for_each_pair`).
+
+The list's state is a `ListState`: its candidate rows over the build's cell order and the
+current positions in that order (``_kernels/neighbor_list.py``). The scan of rows ``lo ..
+hi - 1`` computes the distances of a row's candidates first, in a loop of its own, then
+calls ``fn(i, j, d2, dx, dy, dz, *args)`` for those within ``r`` (with the arithmetic of
+the pair kernels: a pair is met here exactly when ``query_pairs`` reports it, with the
+same ``d2``; ``(dx, dy, dz)`` of ``(j, i)`` is that of ``(i, j)`` negated). A row's ``j``
+come in the order of the row (those before ``i`` in the build's cell order, then those
+after, each in the order of the build's pairs), and each row is scanned by one thread: the
+same calls in the same order for any thread count.
+
+The guard and the parallel driver are those of ``pair_functions.py`` (a chunk that raised
+is marked failed and run again on the calling thread), and like those these kernels are
+compiled anew for each ``fn`` and not cached on disk (see that module).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..._config import jit
+from ..._kernels.cells import min_image
+from .pair_functions import _guarded_kernel, _jit_uncached, _parallel_kernel
+
+#: Rows handed to a thread at a time.
+ROWS_PER_CHUNK = 64
+
+
+class ListState(NamedTuple):
+    """A neighbour list's arrays, as its kernels read them."""
+
+    #: (n, 3) float64: the current positions in the build's cell order, wrapped.
+    positions: np.ndarray
+    #: (n,): the caller's index of each position.
+    order: np.ndarray
+    #: (n + 1,) int64, and the (indptr[-1],) positions of each row's candidates.
+    indptr: np.ndarray
+    neighbours: np.ndarray
+    #: (3,) float64: the period of each axis, ``inf`` on open axes, and its half.
+    box: np.ndarray
+    half_box: np.ndarray
+
+
+@jit
+def _hit_buffers(size):
+    """Buffers of a row's hits: positions in the cell order, ``d2``, ``dx``, ``dy``,
+    ``dz``."""
+    return (np.empty(size, np.int64), np.empty(size, np.float64), np.empty(size, np.float64),
+            np.empty(size, np.float64), np.empty(size, np.float64))
+
+
+def _scan_rows(state, params, lo, hi, fn, args):
+    """``fn`` over the pairs within ``sqrt(params[0])`` of rows ``lo .. hi - 1``. A row's
+    candidates within reach are first written, without a branch on their distance, to
+    buffers of hits (a hit's place is taken by the next candidate unless it is kept), then
+    ``fn`` is called for each hit: no mispredicted branch, no distance computed twice."""
+    positions, order, indptr, neighbours = (state.positions, state.order, state.indptr,
+                                            state.neighbours)
+    box_x, box_y, box_z = state.box[0], state.box[1], state.box[2]
+    half_x, half_y, half_z = state.half_box[0], state.half_box[1], state.half_box[2]
+    r2 = params[0]
+    hit_t, hit_d2, hit_dx, hit_dy, hit_dz = _hit_buffers(256)
+    for s in range(lo, hi):
+        x, y, z = positions[s, 0], positions[s, 1], positions[s, 2]
+        first, last = indptr[s], indptr[s + 1]
+        if last - first > hit_t.shape[0]:
+            hit_t, hit_d2, hit_dx, hit_dy, hit_dz = _hit_buffers(last - first)
+        n_hits = 0
+        for c in range(first, last):
+            t = neighbours[c]
+            dx = min_image(x - positions[t, 0], box_x, half_x)
+            dy = min_image(y - positions[t, 1], box_y, half_y)
+            dz = min_image(z - positions[t, 2], box_z, half_z)
+            d2 = dx * dx + dy * dy + dz * dz
+            hit_t[n_hits] = t
+            hit_d2[n_hits] = d2
+            hit_dx[n_hits] = dx
+            hit_dy[n_hits] = dy
+            hit_dz[n_hits] = dz
+            n_hits += 1 if d2 <= r2 else 0
+        own = np.int64(order[s])
+        for k in range(n_hits):
+            fn(own, np.int64(order[hit_t[k]]), hit_d2[k], hit_dx[k], hit_dy[k], hit_dz[k],
+               *args)
+
+
+list_function_rows = _jit_uncached(_scan_rows, "list_function_rows")
+list_function_rows_guarded = _jit_uncached(_guarded_kernel(list_function_rows),
+                                           "list_function_rows_guarded")
+list_function_parallel = _jit_uncached(
+    _parallel_kernel(list_function_rows_guarded, ROWS_PER_CHUNK), "list_function_parallel",
+    parallel=True)
