@@ -104,7 +104,7 @@ def dask_child(data: Path, r: float, output: Path, workers: int, memory: int) ->
     import spatialhash.dask as sd
 
     cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
-                                       processes=True, dashboard_address=None,
+                                       processes=True, dashboard_address=":0",
                                        silence_logs=logging.ERROR, memory_limit=0)
     client = distributed.Client(cluster)
     # The worker plugin's warm-up runs when the first query registers it: pay it here,
@@ -137,7 +137,7 @@ def cold_start_child(workers: int) -> dict:
 
     def first_query() -> tuple[float, list[float]]:
         cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
-                                           processes=True, dashboard_address=None,
+                                           processes=True, dashboard_address=":0",
                                            silence_logs=logging.ERROR)
         client = distributed.Client(cluster)
         points = da.from_array(common.uniform_points(100_000, 3, 0), chunks=(25_000, 3))

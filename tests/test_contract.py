@@ -7,12 +7,26 @@ periodic=None)`` that returns an object with `Grid`'s query API (``query_pairs``
 semantics of docs/semantics.md: closed balls, pairs once, CSR
 rows, exact k nearest, closed boxes, periodic boxes, empty inputs, index dtypes,
 determinism, invariances, untouched inputs, duplicate points, rays. The fixture runs every
-test on each engine of `ENGINES`.
+test on each engine of `ENGINES` that offers what the test needs.
 
 Adding an engine (a Dask grid, a CUDA grid) is one entry in `ENGINES`: a name and a
-factory with that signature; every test then runs on it too. One test does not take the
-fixture: the engines named in pairs in `THREAD_TWINS` differ only in their thread count
-and must give the same bytes.
+factory with that signature; every test then runs on it too. An engine that offers only
+part of the API declares what it lacks in `LACKS`, by the names of `FEATURES` (methods,
+one ``r`` per query, a cell size, ...). Each test names the features it uses with
+``@pytest.mark.needs(...)``, and `pytest_generate_tests` pairs it only with the engines
+that offer them all: a test an engine cannot run is not generated for it, rather than
+skipped (and one that calls a method without naming it fails where the method is
+missing). So that an engine keeps every promise its features allow, the part of a
+promise that needs a feature is a test of its own (the `query_box` rows of an invariance
+beside its pairs, radius and k-nearest answers, say). Cell sizes come from a
+``cell_sizes`` mark, not ``parametrize``: an engine without a cell size runs such a test
+once. `KNOWN_BUGS` turns the combinations of a known bug into strict xfails.
+One test does not take the fixture: the engines named in pairs in `THREAD_TWINS` differ
+only in their thread count and must give the same bytes.
+
+The Dask engine (``"dask"``, when the ``dask`` extra is installed) answers through
+``dask_adapter.py``, on Dask's synchronous scheduler, its points cut into tiles, with a
+smaller share of the hypothesis examples (`EXAMPLES`).
 
 Answers are compared with the brute-force references of ``oracles.py`` (the kernels'
 arithmetic, so exact inputs agree bit for bit) on coordinates that are multiples of a
@@ -23,6 +37,7 @@ common, and every comparison is for equality.
 from __future__ import annotations
 
 import functools
+import importlib.util
 
 import numba
 import numpy as np
@@ -44,12 +59,46 @@ ENGINES = {
     "brute-1-thread": functools.partial(Grid, algorithm="brute", n_threads=1),
     "brute": functools.partial(Grid, algorithm="brute"),
 }
+#: The engines of `Grid` itself.
+CPU_ENGINES = list(ENGINES)
+#: The Dask engine, when the ``dask`` extra is installed (its absence is no error here).
+if all(importlib.util.find_spec(name) for name in ("dask", "pandas", "pyarrow")):
+    from dask_adapter import DaskGrid
+
+    ENGINES["dask"] = DaskGrid
+
+#: What a test can need and an engine can lack: methods of `Grid`; ``"per-query
+#: radii"``, an array of one ``r`` per query in `query_radius` and `count_radius`;
+#: ``"cell_size"``, a cell size the engine's index uses; ``"checks at construction"``,
+#: points checked when the engine is made, with `Grid`'s messages; ``"fast queries"``,
+#: queries of microseconds on small inputs, which the tests making 20 queries or more
+#: need to stay quick.
+FEATURES = frozenset({"iter_pairs", "query_box", "query_ray", "per-query radii", "cell_size",
+                      "checks at construction", "fast queries"})
+#: What each engine lacks of `FEATURES`; an engine not named here offers all of them.
+LACKS = {
+    # Pairs, radius and k-nearest queries, one `r` for all queries. No cell size: each
+    # tile's grid has the search's reach as its cell. Points are checked block by block
+    # when a query reads them, and an error names the block. A query builds and runs a
+    # Dask graph: 30 to 100 ms, whatever its size.
+    "dask": frozenset({"iter_pairs", "query_box", "query_ray", "per-query radii",
+                       "cell_size", "checks at construction", "fast queries"}),
+}
+assert all(lacks <= FEATURES for lacks in LACKS.values()), "see `FEATURES`"
+#: Known bugs, by (test, engine): that combination runs as a strict xfail, so the fix
+#: shows (as an unexpected pass) and the entry goes.
+KNOWN_BUGS: dict[tuple[str, str], str] = {}
 #: Engines that differ only in their thread count: their outputs are the same, byte for
 #: byte, row order included.
 THREAD_TWINS = [("grid-1-thread", "grid"), ("brute-1-thread", "brute")]
 
-#: Examples per property and engine: the profile's count shared among the engines.
-EXAMPLES = max(10, settings.default.max_examples // len(ENGINES))
+#: Examples per property and engine: the profile's count shared among the engines that
+#: run on the CPU; the Dask engine takes a fifth of such a share (each of its queries
+#: builds and runs a Dask graph: 30 to 100 ms, even on a few points).
+EXAMPLES = {name: max(10, settings.default.max_examples // len(CPU_ENGINES))
+            for name in CPU_ENGINES}
+if "dask" in ENGINES:
+    EXAMPLES["dask"] = max(2, EXAMPLES["grid"] // 5)
 
 STEP = 0.25
 #: Just above 1.25, exactly representable: a point this far away is outside a ball of 1.25.
@@ -58,10 +107,41 @@ BEYOND = 1.25 + 2.0**-40
 CELL_SIZES = (None, 0.375, 0.625, 1.25, 2.5)
 
 
-@pytest.fixture(params=list(ENGINES), scope="module")
+def pytest_generate_tests(metafunc):
+    """Run each test taking ``engine`` on every engine that offers the features named by
+    the test's ``needs`` marks; with a ``cell_sizes`` mark, at each of its cell sizes (an
+    engine lacking ``"cell_size"`` runs the test once, with None)."""
+    if "engine" not in metafunc.fixturenames:
+        return
+    needs = {feature for mark in metafunc.definition.iter_markers("needs")
+             for feature in mark.args}
+    assert needs <= FEATURES, f"unknown features {needs - FEATURES}: see `FEATURES`"
+    names = [name for name in ENGINES if not needs & LACKS.get(name, frozenset())]
+    sizes = metafunc.definition.get_closest_marker("cell_sizes")
+    params = []
+    for name in names:
+        bug = KNOWN_BUGS.get((metafunc.function.__name__, name))
+        marks = () if bug is None else (pytest.mark.xfail(reason=bug, strict=True),)
+        if sizes is None:
+            params.append(pytest.param(name, marks=marks))
+        else:
+            cell_sizes = (None,) if "cell_size" in LACKS.get(name, ()) else sizes.args
+            params += [pytest.param(name, size, marks=marks) for size in cell_sizes]
+    argnames = ["engine"] if sizes is None else ["engine", "cell_size"]
+    metafunc.parametrize(argnames, params, indirect=["engine"], scope="module")
+
+
+@pytest.fixture(scope="module")
 def engine(request):
     """A factory ``(points, cell_size=None, *, box=None, periodic=None)`` of one engine."""
     return ENGINES[request.param]
+
+
+@pytest.fixture
+def examples(request) -> settings:
+    """Hypothesis settings with this test's engine's share of examples: a property test
+    applies them to an inner ``@given`` function."""
+    return settings(max_examples=EXAMPLES[request.node.callspec.params["engine"]])
 
 
 # ---------------------------------------------------------------------- helpers
@@ -113,15 +193,15 @@ def rows(result: Neighbors) -> list[dict[int, float | None]]:
     return out
 
 
-def answers(grid, r, queries, radii, lower, upper) -> dict[str, np.ndarray]:
-    """Every query's arrays in orders the contract fixes (pairs sorted, rows by index)."""
+def answers(grid, r, queries, radii) -> dict[str, np.ndarray]:
+    """Every pair, radius and k-nearest query's arrays in orders the contract fixes (pairs
+    sorted, rows by index)."""
     pairs = grid.query_pairs(r, return_distances=True).sorted()
     contacts = grid.query_pairs(radii=radii, return_distances=True).sorted()
     between = grid.query_pairs(r, queries=queries, return_distances=True).sorted()
     near = grid.query_radius(queries, r, return_distances=True)
     nearest = grid.query_knn(queries, 5)
     bounded = grid.query_knn(queries, 3, r_max=r)
-    boxes = grid.query_box(lower, upper)
     return {
         "pairs.indices": pairs.indices, "pairs.distances": pairs.distances,
         "contacts.indices": contacts.indices, "contacts.distances": contacts.distances,
@@ -131,28 +211,42 @@ def answers(grid, r, queries, radii, lower, upper) -> dict[str, np.ndarray]:
         "knn.indices": nearest.indices, "knn.distances": nearest.distances,
         "knn.counts": nearest.counts, "bounded.indices": bounded.indices,
         "bounded.distances": bounded.distances, "bounded.counts": bounded.counts,
-        "box.indptr": boxes.indptr, "box.indices": boxes.indices,
     }
 
 
-def raw_outputs(grid, r, queries, radii, lower, upper) -> dict[str, np.ndarray]:
+def box_answers(grid, lower, upper) -> dict[str, np.ndarray]:
+    """The arrays of `query_box`, rows by index."""
+    boxes = grid.query_box(lower, upper)
+    return {"box.indptr": boxes.indptr, "box.indices": boxes.indices}
+
+
+def raw_outputs(grid, r, queries, radii) -> dict[str, np.ndarray]:
     """`answers` plus the outputs whose row order is the engine's own (deterministic but
-    unspecified): pairs as returned, unsorted rows, the chunks of `iter_pairs`."""
-    out = answers(grid, r, queries, radii, lower, upper)
+    unspecified): pairs as returned, unsorted rows."""
+    out = answers(grid, r, queries, radii)
     pairs = grid.query_pairs(r, return_distances=True)
     contacts = grid.query_pairs(radii=radii, return_distances=True)
-    chunks = list(grid.iter_pairs(r, chunk_size=1000, return_distances=True))
     near = grid.query_radius(queries, r, return_distances=True, sort=False)
-    boxes = grid.query_box(lower, upper, sort=False)
     out |= {
         "raw pairs.indices": pairs.indices, "raw pairs.distances": pairs.distances,
         "raw contacts.indices": contacts.indices,
         "raw contacts.distances": contacts.distances,
+        "raw radius.indptr": near.indptr, "raw radius.indices": near.indices,
+        "raw radius.distances": near.distances,
+    }
+    return out
+
+
+def raw_chunk_and_box_outputs(grid, r, lower, upper) -> dict[str, np.ndarray]:
+    """`box_answers` plus the outputs in the engine's own order of `iter_pairs` (its
+    chunks) and `query_box` (unsorted rows)."""
+    out = box_answers(grid, lower, upper)
+    chunks = list(grid.iter_pairs(r, chunk_size=1000, return_distances=True))
+    boxes = grid.query_box(lower, upper, sort=False)
+    out |= {
         "chunk lengths": np.array([len(chunk) for chunk in chunks]),
         "chunks.indices": np.concatenate([chunk.indices for chunk in chunks]),
         "chunks.distances": np.concatenate([chunk.distances for chunk in chunks]),
-        "raw radius.indptr": near.indptr, "raw radius.indices": near.indices,
-        "raw radius.distances": near.distances,
         "raw box.indptr": boxes.indptr, "raw box.indices": boxes.indices,
     }
     return out
@@ -209,7 +303,7 @@ def ball_points(n_dims: int) -> np.ndarray:
     return np.array(rows[n_dims])
 
 
-@pytest.mark.parametrize("cell_size", CELL_SIZES)
+@pytest.mark.cell_sizes(*CELL_SIZES)
 @pytest.mark.parametrize("n_dims", [1, 2, 3])
 def test_closed_balls_pairs_include_points_at_exactly_r(engine, n_dims, cell_size):
     points = ball_points(n_dims)
@@ -221,7 +315,7 @@ def test_closed_balls_pairs_include_points_at_exactly_r(engine, n_dims, cell_siz
     assert_pairs_match_oracle(result, points, 1.25)
 
 
-@pytest.mark.parametrize("cell_size", CELL_SIZES)
+@pytest.mark.cell_sizes(*CELL_SIZES)
 @pytest.mark.parametrize("n_dims", [1, 2, 3])
 def test_closed_balls_radius_and_count_include_points_at_exactly_r(engine, n_dims, cell_size):
     points = ball_points(n_dims)
@@ -230,13 +324,20 @@ def test_closed_balls_radius_and_count_include_points_at_exactly_r(engine, n_dim
     assert near.row(0).tolist() == [0, 1, 2]
     assert near.distances.tolist() == [0.0, 1.25, 1.25]
     assert grid.count_radius(points[:1], 1.25).tolist() == [3]
-    # One radius per query: the same closed ball.
-    assert grid.count_radius(points[:2], np.array([1.25, 0.0])).tolist() == [3, 1]
     assert_radius_matches_oracle(grid.query_radius(points, 1.25, return_distances=True),
                                  points, points, 1.25)
 
 
-@pytest.mark.parametrize("cell_size", CELL_SIZES)
+@pytest.mark.needs("per-query radii")
+@pytest.mark.cell_sizes(*CELL_SIZES)
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+def test_closed_balls_one_r_per_query_include_points_at_exactly_r(engine, n_dims, cell_size):
+    points = ball_points(n_dims)
+    grid = engine(points, cell_size)
+    assert grid.count_radius(points[:2], np.array([1.25, 0.0])).tolist() == [3, 1]
+
+
+@pytest.mark.cell_sizes(*CELL_SIZES)
 @pytest.mark.parametrize("n_dims", [1, 2, 3])
 def test_closed_balls_pairs_with_queries_include_points_at_exactly_r(engine, n_dims,
                                                                      cell_size):
@@ -248,7 +349,7 @@ def test_closed_balls_pairs_with_queries_include_points_at_exactly_r(engine, n_d
     assert result.sorted().distances.tolist() == [0.0, 1.25, 1.25]
 
 
-@pytest.mark.parametrize("cell_size", CELL_SIZES)
+@pytest.mark.cell_sizes(*CELL_SIZES)
 @pytest.mark.parametrize("n_dims", [1, 2, 3])
 def test_closed_balls_knn_r_max_includes_points_at_exactly_r_max(engine, n_dims, cell_size):
     points = ball_points(n_dims)
@@ -258,7 +359,7 @@ def test_closed_balls_knn_r_max_includes_points_at_exactly_r_max(engine, n_dims,
     assert nearest.distances.tolist() == [[0.0, 1.25, 1.25, np.inf]]
 
 
-@pytest.mark.parametrize("cell_size", [None, 1.25, 2.5])
+@pytest.mark.cell_sizes(None, 1.25, 2.5)
 @pytest.mark.parametrize("n_dims", [1, 2, 3])
 def test_closed_balls_pairs_with_radii_include_contacts_at_exactly_ri_plus_rj(
         engine, n_dims, cell_size):
@@ -268,6 +369,17 @@ def test_closed_balls_pairs_with_radii_include_contacts_at_exactly_ri_plus_rj(
     found = {tuple(pair) for pair in result.indices.tolist()}
     assert {(0, 1), (0, 2)} <= found and (0, 3) not in found
     assert_pairs_match_oracle(result, points, radii=radii)
+
+
+@pytest.mark.needs("iter_pairs")
+@pytest.mark.cell_sizes(None, 1.25, 2.5)
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+def test_closed_balls_iter_pairs_with_radii_include_contacts_at_exactly_ri_plus_rj(
+        engine, n_dims, cell_size):
+    points = ball_points(n_dims)
+    radii = np.array([0.5, 0.75, 0.75, 0.75])
+    found = {tuple(pair) for pair in
+             engine(points, cell_size).query_pairs(radii=radii).indices.tolist()}
     chunks = engine(points, cell_size).iter_pairs(radii=radii, chunk_size=1)
     assert {tuple(pair) for chunk in chunks for pair in chunk.indices.tolist()} == found
 
@@ -329,6 +441,7 @@ def test_pairs_between_queries_and_points_are_query_point_rows(engine):
     assert_equal(ordered.distances, distances)
 
 
+@pytest.mark.needs("iter_pairs")
 @pytest.mark.parametrize("chunk_size", [1, 7, 1 << 22])
 def test_iter_pairs_chunks_concatenate_to_query_pairs(engine, chunk_size):
     rng = np.random.default_rng(10)
@@ -372,6 +485,7 @@ def test_radius_unsorted_rows_hold_the_same_neighbours(engine, box):
     assert_equal(plain.indices, ordered.indices)
 
 
+@pytest.mark.needs("per-query radii")
 def test_radius_one_r_per_query(engine):
     rng = np.random.default_rng(13)
     points, queries = lattice(rng, (200, 3), 8), lattice(rng, (30, 3), 10)
@@ -461,7 +575,8 @@ def test_knn_r_max_limits_every_row(engine):
 
 
 # ---------------------------------------------------------------------- boxes
-@pytest.mark.parametrize("cell_size", [None, 0.25, 1.0])
+@pytest.mark.needs("query_box")
+@pytest.mark.cell_sizes(None, 0.25, 1.0)
 def test_box_queries_are_closed(engine, cell_size):
     ticks = np.arange(-2, 3) * 0.5
     points = np.stack(np.meshgrid(ticks, ticks, ticks, indexing="ij"), -1).reshape(-1, 3)
@@ -477,6 +592,7 @@ def test_box_queries_are_closed(engine, cell_size):
     assert_rows_match(grid.query_box(lower, upper), *oracles.box(points, lower, upper))
 
 
+@pytest.mark.needs("query_box")
 def test_box_rows_sorted_unless_sort_false(engine):
     rng = np.random.default_rng(19)
     points = lattice(rng, (300, 2), 8)
@@ -495,7 +611,7 @@ def test_box_rows_sorted_unless_sort_false(engine):
     assert len(single) == 1 and single.row(0).tolist() == ordered.row(3).tolist()
 
 
-def test_any_radius_and_any_finite_box_work_with_any_grid(engine):
+def test_any_radius_works_with_any_grid(engine):
     rng = np.random.default_rng(46)
     points, queries = lattice(rng, (200, 3), 16), lattice(rng, (10, 3), 16)
     grid = engine(points, 0.25)
@@ -508,6 +624,12 @@ def test_any_radius_and_any_finite_box_work_with_any_grid(engine):
             assert_radius_matches_oracle(near, points, queries, r)
             assert_knn_matches_oracle(nearest, points, queries, 4, r)
     assert len(grid.query_pairs(radii=np.full(200, 1e299))) == 200 * 199 // 2
+
+
+@pytest.mark.needs("query_box")
+def test_any_finite_box_works_with_any_grid(engine):
+    points = lattice(np.random.default_rng(46), (200, 3), 16)
+    grid = engine(points, 0.25)
     huge = np.full(3, 1e308)
     assert grid.query_box(-huge, huge).row(0).tolist() == list(range(200))
     partly = engine(points, 0.25, box=8.0, periodic=[True, False, True])
@@ -558,33 +680,57 @@ def test_partly_periodic_boxes_wrap_only_their_periodic_axes(engine):
     assert pairs.indices.tolist() == [[0, 1]]  # across x; y is open: 3.5 apart
     # The open axis is not wrapped: point 3 stays at y = -3.25, not 0.75.
     assert grid.count_radius(np.array([[0.25, -3.25], [0.25, 0.75]]), 0.0).tolist() == [1, 0]
-    rng = np.random.default_rng(33)
-    cloud = rng.integers(-20, 20, size=(120, 3)) * STEP
-    box, periodic = [4.0, 50.0, 8.0], [True, False, True]
+    cloud, box, periodic, queries = partly_periodic_cloud()
     box3 = oracles.periods(box, periodic, 3)
     grid = engine(cloud, 0.5, box=box, periodic=periodic)
-    queries = cloud[::7] + 0.125
     assert_pairs_match_oracle(grid.query_pairs(1.5, return_distances=True), cloud, 1.5,
                               box3=box3)
     assert_radius_matches_oracle(grid.query_radius(queries, 1.5, return_distances=True),
                                  cloud, queries, 1.5, box3)
     assert_knn_matches_oracle(grid.query_knn(queries, 4), cloud, queries, 4, box3=box3)
+
+
+def partly_periodic_cloud():
+    """120 points in 3-D, a box periodic on x and z only, and queries near the points."""
+    cloud = np.random.default_rng(33).integers(-20, 20, size=(120, 3)) * STEP
+    return cloud, [4.0, 50.0, 8.0], [True, False, True], cloud[::7] + 0.125
+
+
+@pytest.mark.needs("query_box")
+def test_partly_periodic_box_queries_wrap_only_their_periodic_axes(engine):
+    cloud, box, periodic, queries = partly_periodic_cloud()
+    box3 = oracles.periods(box, periodic, 3)
+    grid = engine(cloud, 0.5, box=box, periodic=periodic)
     assert_rows_match(grid.query_box(queries - 1.0, queries + 3.0),
                       *oracles.box(cloud, queries - 1.0, queries + 3.0, box3=box3))
 
 
-def test_periodic_coordinates_are_wrapped_into_the_box(engine):
+def wrapped_inputs():
+    """Points and queries in [0, 4) in 2-D, the same shifted by multiples of 4, and
+    shifts for box corners."""
     rng = np.random.default_rng(34)
     inside = rng.integers(0, 16, size=(80, 2)) * STEP  # in [0, 4)
     outside = inside + rng.integers(-3, 4, size=(80, 2)) * 4.0
     queries = rng.integers(0, 16, size=(20, 2)) * STEP
     far_queries = queries + rng.integers(-3, 4, size=(20, 2)) * 4.0
-    lower, upper = box_corners(queries)
-    radii = np.full(80, 0.25)
-    expected = answers(engine(inside, 0.5, box=4.0), 1.0, queries, radii, lower, upper)
     shifted = rng.integers(-3, 4, size=(20, 2)) * 4.0
-    got = answers(engine(outside, 0.5, box=4.0), 1.0, far_queries, radii, lower + shifted,
-                  upper + shifted)
+    return inside, outside, queries, far_queries, shifted
+
+
+def test_periodic_coordinates_are_wrapped_into_the_box(engine):
+    inside, outside, queries, far_queries, _ = wrapped_inputs()
+    radii = np.full(80, 0.25)
+    expected = answers(engine(inside, 0.5, box=4.0), 1.0, queries, radii)
+    got = answers(engine(outside, 0.5, box=4.0), 1.0, far_queries, radii)
+    assert_same_answers(got, expected)
+
+
+@pytest.mark.needs("query_box")
+def test_periodic_box_corners_are_wrapped_into_the_box(engine):
+    inside, outside, queries, _, shifted = wrapped_inputs()
+    lower, upper = box_corners(queries)
+    expected = box_answers(engine(inside, 0.5, box=4.0), lower, upper)
+    got = box_answers(engine(outside, 0.5, box=4.0), lower + shifted, upper + shifted)
     assert_same_answers(got, expected)
 
 
@@ -599,25 +745,44 @@ def test_periodic_r_may_be_half_the_period(engine):
                                                                                  [0, 2]]
 
 
+#: Just above half the period of 4.0, and the error it raises.
+TOO_FAR = 2.0 + 2.0**-40
+TOO_FAR_MESSAGE = r"`r` must be at most half the periodic box \(2\.0 on axis 0\)"
+
+
 @pytest.mark.parametrize("periodic", [None, [True, False]])
 def test_periodic_r_above_half_the_period_is_refused(engine, periodic):
     points = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
     grid = engine(points, 1.0, box=4.0, periodic=periodic)
-    too_far = 2.0 + 2.0**-40
-    message = r"`r` must be at most half the periodic box \(2\.0 on axis 0\)"
     calls = [
-        lambda: grid.query_pairs(too_far),
-        lambda: grid.iter_pairs(too_far),
-        lambda: grid.query_pairs(too_far, queries=points),
-        lambda: grid.query_radius(points, too_far),
-        lambda: grid.query_radius(points, np.array([0.5, too_far, 0.5])),
-        lambda: grid.count_radius(points, too_far),
+        lambda: grid.query_pairs(TOO_FAR),
+        lambda: grid.query_pairs(TOO_FAR, queries=points),
+        lambda: grid.query_radius(points, TOO_FAR),
+        lambda: grid.count_radius(points, TOO_FAR),
     ]
     for call in calls:
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(ValueError, match=TOO_FAR_MESSAGE):
             call()
+
+
+@pytest.mark.parametrize("periodic", [None, [True, False]])
+def test_periodic_radii_above_half_the_period_are_refused(engine, periodic):
+    points = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
+    grid = engine(points, 1.0, box=4.0, periodic=periodic)
     with pytest.raises(ValueError, match=r"`radii` must be at most half the periodic box"):
         grid.query_pairs(radii=np.array([0.5, 1.0 + 2.0**-40, 0.0]))
+
+
+@pytest.mark.needs("iter_pairs", "per-query radii")
+@pytest.mark.parametrize("periodic", [None, [True, False]])
+def test_periodic_r_above_half_the_period_is_refused_in_chunks_and_per_query(engine,
+                                                                             periodic):
+    points = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
+    grid = engine(points, 1.0, box=4.0, periodic=periodic)
+    with pytest.raises(ValueError, match=TOO_FAR_MESSAGE):
+        grid.iter_pairs(TOO_FAR)
+    with pytest.raises(ValueError, match=TOO_FAR_MESSAGE):
+        grid.query_radius(points, np.array([0.5, TOO_FAR, 0.5]))
 
 
 def test_partly_periodic_r_is_bounded_by_the_periodic_axes_only(engine):
@@ -627,6 +792,7 @@ def test_partly_periodic_r_is_bounded_by_the_periodic_axes_only(engine):
     assert grid.query_pairs(3.0).sorted().indices.tolist() == [[0, 1], [0, 2]]
 
 
+@pytest.mark.needs("query_box")
 def test_periodic_box_queries_cross_the_boundary(engine):
     rng = np.random.default_rng(35)
     points = rng.integers(0, 32, size=(200, 2)) * STEP  # in [0, 8)
@@ -651,7 +817,6 @@ def test_no_points_give_empty_results_of_the_right_shapes(engine, n_dims, box):
     assert pairs.distances.shape == (0,) and pairs.distances.dtype == np.float64
     assert pairs.shape == (0, 0) and len(pairs) == 0
     assert grid.query_pairs(radii=np.empty(0)).indices.shape == (0, 2)
-    assert sum(len(chunk) for chunk in grid.iter_pairs(1.0, chunk_size=1)) == 0
     between = grid.query_pairs(1.0, queries=queries)
     assert between.indices.shape == (0, 2) and between.shape == (3, 0)
     near = grid.query_radius(queries, 1.0, return_distances=True)
@@ -664,6 +829,15 @@ def test_no_points_give_empty_results_of_the_right_shapes(engine, n_dims, box):
     assert nearest.indices.tolist() == [[-1, -1]] * 3 and nearest.indices.dtype == np.int32
     assert nearest.distances.tolist() == [[np.inf, np.inf]] * 3
     assert nearest.counts.tolist() == [0, 0, 0]
+
+
+@pytest.mark.needs("iter_pairs", "query_box")
+@pytest.mark.parametrize("box", [None, 4.0])
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+def test_no_points_give_no_chunks_and_empty_box_rows(engine, n_dims, box):
+    grid = engine(np.empty((0, n_dims)), 1.0, box=box)
+    queries = np.zeros((3, n_dims))
+    assert sum(len(chunk) for chunk in grid.iter_pairs(1.0, chunk_size=1)) == 0
     boxes = grid.query_box(queries - 1.0, queries + 1.0)
     assert boxes.indptr.tolist() == [0, 0, 0, 0] and boxes.indices.shape == (0,)
 
@@ -682,11 +856,18 @@ def test_no_queries_give_empty_results_of_the_right_shapes(engine, box):
     nearest = grid.query_knn(none, 2)
     assert nearest.indices.shape == nearest.distances.shape == (0, 2)
     assert nearest.counts.shape == (0,) and nearest.indices.dtype == np.int32
-    boxes = grid.query_box(none, none)
-    assert boxes.indptr.tolist() == [0] and boxes.indices.shape == (0,)
     between = grid.query_pairs(1.0, queries=none, return_distances=True)
     assert between.shape == (0, 3) and between.indices.shape == (0, 2)
     assert between.distances.shape == (0,)
+
+
+@pytest.mark.needs("query_box")
+@pytest.mark.parametrize("box", [None, 4.0])
+def test_no_boxes_give_empty_box_rows(engine, box):
+    points = np.arange(6.0).reshape(3, 2) * STEP
+    none = np.empty((0, 2))
+    boxes = engine(points, 1.0, box=box).query_box(none, none)
+    assert boxes.indptr.tolist() == [0] and boxes.indices.shape == (0,)
 
 
 def test_no_pairs_give_empty_results_of_the_right_shapes(engine):
@@ -698,30 +879,46 @@ def test_no_pairs_give_empty_results_of_the_right_shapes(engine):
 
 
 # ---------------------------------------------------------------------- index dtype
-@pytest.mark.parametrize("box", [None, 8.0])
-def test_indices_are_int32_below_2_31_points(engine, box):
+def int32_inputs():
+    """2,500 points and 2,100 queries in 3-D, and directions for rays from the queries."""
     rng = np.random.default_rng(40)
     points, queries = lattice(rng, (2500, 3), 16), lattice(rng, (2100, 3), 16)
+    return points, queries, rng.normal(size=(2100, 3))
+
+
+@pytest.mark.parametrize("box", [None, 8.0])
+def test_indices_are_int32_below_2_31_points(engine, box):
+    points, queries, _ = int32_inputs()
     grid = engine(points, 0.5, box=box)
     radii = np.full(2500, 0.25)
     results = {
         "pairs": grid.query_pairs(0.5).indices,
         "contacts": grid.query_pairs(radii=radii).indices,
-        "chunks": next(iter(grid.iter_pairs(0.5, chunk_size=100))).indices,
         "between": grid.query_pairs(0.5, queries=queries).indices,
         "radius": grid.query_radius(queries, 0.5).indices,
         "unsorted radius": grid.query_radius(queries, 0.5, sort=False).indices,
         "knn": grid.query_knn(queries, 4).indices,
-        "box": grid.query_box(queries, queries + 0.5).indices,
     }
-    if box is None:
-        directions = rng.normal(size=(2100, 3))
-        results["ray"] = grid.query_ray(queries, directions, 0.125).indices
-        results["all hits"] = grid.query_ray(queries, directions, 0.125, all_hits=True).indices
     for name, indices in results.items():
         assert indices.dtype == np.int32, name
     assert grid.query_radius(queries, 0.5).indptr.dtype == np.int64
     assert grid.query_knn(queries, 4).counts.dtype == np.int64
+
+
+@pytest.mark.needs("iter_pairs", "query_box", "query_ray")
+@pytest.mark.parametrize("box", [None, 8.0])
+def test_chunk_box_and_ray_indices_are_int32_below_2_31_points(engine, box):
+    points, queries, directions = int32_inputs()
+    grid = engine(points, 0.5, box=box)
+    results = {
+        "chunks": next(iter(grid.iter_pairs(0.5, chunk_size=100))).indices,
+        "box": grid.query_box(queries, queries + 0.5).indices,
+    }
+    if box is None:
+        results["ray"] = grid.query_ray(queries, directions, 0.125).indices
+        results["all hits"] = grid.query_ray(queries, directions, 0.125, all_hits=True).indices
+    for name, indices in results.items():
+        assert indices.dtype == np.int32, name
 
 
 # ---------------------------------------------------------------------- determinism
@@ -735,14 +932,24 @@ def determinism_inputs(n: int, m: int, n_dims: int = 3):
     return points, queries, radii
 
 
+@pytest.mark.needs("fast queries")
 @pytest.mark.parametrize("box", [None, 1.0])
 def test_two_builds_give_byte_identical_outputs(engine, box):
     # 3,000 points and 2,500 queries: past the sizes from which queries run on every thread.
     points, queries, radii = determinism_inputs(3000, 2500)
-    lower, upper = queries - 0.03, queries + 0.03
-    first = raw_outputs(engine(points, 0.08, box=box), 0.08, queries, radii, lower, upper)
-    second = raw_outputs(engine(points, 0.08, box=box), 0.08, queries, radii, lower, upper)
+    first = raw_outputs(engine(points, 0.08, box=box), 0.08, queries, radii)
+    second = raw_outputs(engine(points, 0.08, box=box), 0.08, queries, radii)
     assert len(first["raw pairs.indices"]) > 3000
+    assert_same_bytes(second, first)
+
+
+@pytest.mark.needs("iter_pairs", "query_box")
+@pytest.mark.parametrize("box", [None, 1.0])
+def test_two_builds_give_byte_identical_chunks_and_box_rows(engine, box):
+    points, queries, _ = determinism_inputs(3000, 2500)
+    lower, upper = queries - 0.03, queries + 0.03
+    first = raw_chunk_and_box_outputs(engine(points, 0.08, box=box), 0.08, lower, upper)
+    second = raw_chunk_and_box_outputs(engine(points, 0.08, box=box), 0.08, lower, upper)
     assert_same_bytes(second, first)
 
 
@@ -756,119 +963,194 @@ def test_outputs_identical_for_one_thread_and_the_default(twins, box):
     points, queries, radii = determinism_inputs(n, 2500)
     r = 0.05 if box is None else 0.08
     lower, upper = queries - 0.03, queries + 0.03
-    one, default = (raw_outputs(ENGINES[name](points, r, box=box), r, queries, radii, lower,
-                                upper) for name in twins)
+    one, default = (raw_outputs(grid, r, queries, radii)
+                    | raw_chunk_and_box_outputs(grid, r, lower, upper)
+                    for grid in (ENGINES[name](points, r, box=box) for name in twins))
     assert len(one["raw pairs.indices"]) > n
     assert_same_bytes(default, one)
 
 
 # ---------------------------------------------------------------------- invariance
-@settings(max_examples=EXAMPLES)
-@given(scene=scenes())
-def test_every_query_matches_the_oracle(engine, scene):
-    points, box, periodic, queries, r, radii = scene
-    n_dims = points.shape[1]
-    box3 = oracles.periods(box, periodic, n_dims)
-    grid = engine(points, 0.5, box=box, periodic=periodic)
-    assert_pairs_match_oracle(grid.query_pairs(r, return_distances=True), points, r,
-                              box3=box3)
-    assert_pairs_match_oracle(grid.query_pairs(radii=radii, return_distances=True), points,
-                              radii=radii, box3=box3)
-    assert_radius_matches_oracle(grid.query_radius(queries, r, return_distances=True),
-                                 points, queries, r, box3)
-    assert_equal(grid.count_radius(queries, r), oracles.count(points, queries, r, box3=box3))
-    assert_knn_matches_oracle(grid.query_knn(queries, 4), points, queries, 4, box3=box3)
-    assert_knn_matches_oracle(grid.query_knn(queries, 3, r_max=r), points, queries, 3, r,
-                              box3)
-    lower, upper = box_corners(queries)
-    assert_rows_match(grid.query_box(lower, upper),
-                      *oracles.box(points, lower, upper, box3=box3))
+def test_every_query_matches_the_oracle(engine, examples):
+    @examples
+    @given(scene=scenes())
+    def check(scene):
+        points, box, periodic, queries, r, radii = scene
+        n_dims = points.shape[1]
+        box3 = oracles.periods(box, periodic, n_dims)
+        grid = engine(points, 0.5, box=box, periodic=periodic)
+        assert_pairs_match_oracle(grid.query_pairs(r, return_distances=True), points, r,
+                                  box3=box3)
+        assert_pairs_match_oracle(grid.query_pairs(radii=radii, return_distances=True),
+                                  points, radii=radii, box3=box3)
+        assert_radius_matches_oracle(grid.query_radius(queries, r, return_distances=True),
+                                     points, queries, r, box3)
+        assert_equal(grid.count_radius(queries, r),
+                     oracles.count(points, queries, r, box3=box3))
+        assert_knn_matches_oracle(grid.query_knn(queries, 4), points, queries, 4, box3=box3)
+        assert_knn_matches_oracle(grid.query_knn(queries, 3, r_max=r), points, queries, 3, r,
+                                  box3)
+
+    check()
 
 
-@settings(max_examples=EXAMPLES)
-@given(scene=scenes())
-def test_answers_do_not_depend_on_the_cell_size(engine, scene):
-    points, box, periodic, queries, r, radii = scene
-    lower, upper = box_corners(queries)
-    expected = answers(engine(points, 0.5, box=box, periodic=periodic), r, queries, radii,
-                       lower, upper)
-    for cell_size in (None, 0.125, 0.375, 1.0, 4.0):
-        got = answers(engine(points, cell_size, box=box, periodic=periodic), r, queries,
-                      radii, lower, upper)
-        assert_same_answers(got, expected)
+@pytest.mark.needs("query_box")
+def test_every_box_query_matches_the_oracle(engine, examples):
+    @examples
+    @given(scene=scenes())
+    def check(scene):
+        points, box, periodic, queries, _, _ = scene
+        box3 = oracles.periods(box, periodic, points.shape[1])
+        grid = engine(points, 0.5, box=box, periodic=periodic)
+        lower, upper = box_corners(queries)
+        assert_rows_match(grid.query_box(lower, upper),
+                          *oracles.box(points, lower, upper, box3=box3))
+
+    check()
 
 
-@settings(max_examples=EXAMPLES)
-@given(scene=scenes(), shift=st.lists(st.integers(-(2**20), 2**20), min_size=3, max_size=3))
-def test_answers_invariant_to_translation_on_open_axes(engine, scene, shift):
-    points, box, periodic, queries, r, radii = scene
+@pytest.mark.needs("cell_size", "query_box")
+def test_answers_do_not_depend_on_the_cell_size(engine, examples):
+    @examples
+    @given(scene=scenes())
+    def check(scene):
+        points, box, periodic, queries, r, radii = scene
+        lower, upper = box_corners(queries)
+
+        def every_answer(cell_size):
+            grid = engine(points, cell_size, box=box, periodic=periodic)
+            return answers(grid, r, queries, radii) | box_answers(grid, lower, upper)
+
+        expected = every_answer(0.5)
+        for cell_size in (None, 0.125, 0.375, 1.0, 4.0):
+            assert_same_answers(every_answer(cell_size), expected)
+
+    check()
+
+
+#: Shifts of translations, in multiples of `STEP`.
+SHIFTS = st.lists(st.integers(-(2**20), 2**20), min_size=3, max_size=3)
+
+
+def translation(scene, shift) -> np.ndarray:
+    """The offset by ``shift`` on the scene's open axes."""
+    points, box, periodic = scene[:3]
     n_dims = points.shape[1]
     open_axes = ~np.isfinite(oracles.periods(box, periodic, n_dims)[:n_dims])
-    offset = np.array(shift[:n_dims]) * STEP * open_axes  # dyadic: exact sums
-    lower, upper = box_corners(queries)
-    expected = answers(engine(points, 0.5, box=box, periodic=periodic), r, queries, radii,
-                       lower, upper)
-    got = answers(engine(points + offset, 0.5, box=box, periodic=periodic), r,
-                  queries + offset, radii, lower + offset, upper + offset)
-    assert_same_answers(got, expected)
+    return np.array(shift[:n_dims]) * STEP * open_axes  # dyadic: exact sums
 
 
-@settings(max_examples=EXAMPLES)
-@given(scene=scenes(), data=st.data())
-def test_answers_invariant_to_permutation_of_the_points(engine, scene, data):
-    points, box, periodic, queries, r, radii = scene
-    n = len(points)
-    permutation = np.array(data.draw(st.permutations(range(n))), dtype=np.int64)
-    grid = engine(points, 0.5, box=box, periodic=periodic)
-    shuffled = engine(points[permutation], 0.5, box=box, periodic=periodic)
-    box3 = oracles.periods(box, periodic, points.shape[1])
+def test_answers_invariant_to_translation_on_open_axes(engine, examples):
+    @examples
+    @given(scene=scenes(), shift=SHIFTS)
+    def check(scene, shift):
+        points, box, periodic, queries, r, radii = scene
+        offset = translation(scene, shift)
+        expected = answers(engine(points, 0.5, box=box, periodic=periodic), r, queries,
+                           radii)
+        got = answers(engine(points + offset, 0.5, box=box, periodic=periodic), r,
+                      queries + offset, radii)
+        assert_same_answers(got, expected)
 
-    # Point i of the shuffled grid is point permutation[i] of the original.
-    for kwargs, shuffled_kwargs in [({"r": r}, {"r": r}),
-                                    ({"radii": radii}, {"radii": radii[permutation]})]:
-        base = grid.query_pairs(return_distances=True, **kwargs)
-        moved = shuffled.query_pairs(return_distances=True, **shuffled_kwargs)
-        mapped = np.sort(permutation[moved.indices], axis=1).reshape(-1, 2)
-        assert_pairs_match_oracle(Pairs(mapped, moved.distances, moved.shape), points,
-                                  box3=box3, **kwargs)
-        assert len(moved) == len(base)
+    check()
 
-    base_rows = grid.query_radius(queries, r, return_distances=True)
-    moved_rows = shuffled.query_radius(queries, r, return_distances=True)
-    remapped = Neighbors(moved_rows.indptr, permutation[moved_rows.indices],
-                         moved_rows.distances, n)
-    assert rows(remapped) == rows(base_rows)
-    lower, upper = box_corners(queries)
-    moved_boxes = shuffled.query_box(lower, upper)
-    assert rows(Neighbors(moved_boxes.indptr, permutation[moved_boxes.indices], None, n)) == (
-        rows(grid.query_box(lower, upper)))
 
-    # Ties go to the smaller index, which the permutation changes: the distances are the
-    # same, and each point named is at its distance.
-    base_knn, moved_knn = grid.query_knn(queries, 5), shuffled.query_knn(queries, 5)
-    assert_equal(moved_knn.distances, base_knn.distances)
-    assert_equal(moved_knn.counts, base_knn.counts)
-    points3, queries3 = oracles.prepare(points, box3), oracles.prepare(queries, box3)
-    for q, (row, count) in enumerate(zip(moved_knn.indices, moved_knn.counts, strict=True)):
-        named = permutation[row[:count]]
-        assert len(set(named.tolist())) == count
-        d2 = oracles.squared_distances(queries3[q : q + 1], points3[named], box3)[0]
-        assert_equal(np.sqrt(d2), base_knn.distances[q, :count])
+@pytest.mark.needs("query_box")
+def test_box_answers_invariant_to_translation_on_open_axes(engine, examples):
+    @examples
+    @given(scene=scenes(), shift=SHIFTS)
+    def check(scene, shift):
+        points, box, periodic, queries = scene[:4]
+        offset = translation(scene, shift)
+        lower, upper = box_corners(queries)
+        expected = box_answers(engine(points, 0.5, box=box, periodic=periodic), lower, upper)
+        got = box_answers(engine(points + offset, 0.5, box=box, periodic=periodic),
+                          lower + offset, upper + offset)
+        assert_same_answers(got, expected)
+
+    check()
+
+
+def test_answers_invariant_to_permutation_of_the_points(engine, examples):
+    @examples
+    @given(scene=scenes(), data=st.data())
+    def check(scene, data):
+        points, box, periodic, queries, r, radii = scene
+        n = len(points)
+        permutation = np.array(data.draw(st.permutations(range(n))), dtype=np.int64)
+        grid = engine(points, 0.5, box=box, periodic=periodic)
+        shuffled = engine(points[permutation], 0.5, box=box, periodic=periodic)
+        box3 = oracles.periods(box, periodic, points.shape[1])
+
+        # Point i of the shuffled grid is point permutation[i] of the original.
+        for kwargs, shuffled_kwargs in [({"r": r}, {"r": r}),
+                                        ({"radii": radii}, {"radii": radii[permutation]})]:
+            base = grid.query_pairs(return_distances=True, **kwargs)
+            moved = shuffled.query_pairs(return_distances=True, **shuffled_kwargs)
+            mapped = np.sort(permutation[moved.indices], axis=1).reshape(-1, 2)
+            assert_pairs_match_oracle(Pairs(mapped, moved.distances, moved.shape), points,
+                                      box3=box3, **kwargs)
+            assert len(moved) == len(base)
+
+        base_rows = grid.query_radius(queries, r, return_distances=True)
+        moved_rows = shuffled.query_radius(queries, r, return_distances=True)
+        remapped = Neighbors(moved_rows.indptr, permutation[moved_rows.indices],
+                             moved_rows.distances, n)
+        assert rows(remapped) == rows(base_rows)
+
+        # Ties go to the smaller index, which the permutation changes: the distances are
+        # the same, and each point named is at its distance.
+        base_knn, moved_knn = grid.query_knn(queries, 5), shuffled.query_knn(queries, 5)
+        assert_equal(moved_knn.distances, base_knn.distances)
+        assert_equal(moved_knn.counts, base_knn.counts)
+        points3, queries3 = oracles.prepare(points, box3), oracles.prepare(queries, box3)
+        for q, (row, count) in enumerate(zip(moved_knn.indices, moved_knn.counts,
+                                             strict=True)):
+            named = permutation[row[:count]]
+            assert len(set(named.tolist())) == count
+            d2 = oracles.squared_distances(queries3[q : q + 1], points3[named], box3)[0]
+            assert_equal(np.sqrt(d2), base_knn.distances[q, :count])
+
+    check()
+
+
+@pytest.mark.needs("query_box")
+def test_box_rows_invariant_to_permutation_of_the_points(engine, examples):
+    @examples
+    @given(scene=scenes(), data=st.data())
+    def check(scene, data):
+        points, box, periodic, queries = scene[:4]
+        permutation = np.array(data.draw(st.permutations(range(len(points)))),
+                               dtype=np.int64)
+        grid = engine(points, 0.5, box=box, periodic=periodic)
+        shuffled = engine(points[permutation], 0.5, box=box, periodic=periodic)
+        lower, upper = box_corners(queries)
+        moved_boxes = shuffled.query_box(lower, upper)
+        assert rows(Neighbors(moved_boxes.indptr, permutation[moved_boxes.indices], None,
+                              len(points))) == rows(grid.query_box(lower, upper))
+
+    check()
 
 
 # ---------------------------------------------------------------------- inputs
-def every_call(grid, queries, radii, r, lower, upper, box):
-    """Every query of the API once, with the given inputs."""
+def every_call(grid, queries, radii):
+    """Every pair, radius and k-nearest query once (one ``r`` for all queries), with the
+    given inputs."""
     grid.query_pairs(0.5, return_distances=True)
     grid.query_pairs(radii=radii)
     grid.query_pairs(0.5, queries=queries)
+    grid.query_radius(queries, 0.5, sort=False)
+    grid.query_knn(queries, 3)
+    grid.query_knn(queries, 3, r_max=0.5)
+
+
+def every_feature_call(grid, queries, radii, r, lower, upper, box):
+    """Every call of `FEATURES` once, with the given inputs: chunks of pairs, one ``r``
+    per query, boxes and (on open grids) rays."""
     list(grid.iter_pairs(0.5, chunk_size=5))
     list(grid.iter_pairs(radii=radii, chunk_size=5))
     grid.query_radius(queries, r, return_distances=True)
-    grid.query_radius(queries, 0.5, sort=False)
     grid.count_radius(queries, r)
-    grid.query_knn(queries, 3)
-    grid.query_knn(queries, 3, r_max=0.5)
     grid.query_box(lower, upper)
     grid.query_box(lower[0], upper[0], sort=False)
     if box is None:
@@ -876,56 +1158,97 @@ def every_call(grid, queries, radii, r, lower, upper, box):
         grid.query_ray(queries, upper - lower + 0.25, radii, max_distance=r, all_hits=True)
 
 
-@pytest.mark.parametrize("box", [None, 2.0])
-def test_inputs_are_never_modified(engine, box):
+def unwrapped_inputs() -> dict[str, np.ndarray]:
+    """Points, queries, radii, one ``r`` per query and box corners in 3-D, with
+    coordinates outside [0, 2): anything wrapping them in place would show."""
     rng = np.random.default_rng(42)
-    # Coordinates outside [0, box): anything wrapping them in place would show.
     points = rng.random((100, 3)) * 6 - 3
     queries = rng.random((12, 3)) * 6 - 3
     radii = rng.random(100) * 0.4
     r = rng.random(12) * 0.9
-    lower = queries - 0.3
-    upper = queries + 0.4
-    inputs = {"points": points, "queries": queries, "radii": radii, "r": r,
-              "lower": lower, "upper": upper}
+    return {"points": points, "queries": queries, "radii": radii, "r": r,
+            "lower": queries - 0.3, "upper": queries + 0.4}
+
+
+@pytest.mark.parametrize("box", [None, 2.0])
+def test_inputs_are_never_modified(engine, box):
+    inputs = unwrapped_inputs()
     copies = {name: array.copy() for name, array in inputs.items()}
-    every_call(engine(points, 0.25, box=box), queries, radii, r, lower, upper, box)
+    every_call(engine(inputs["points"], 0.25, box=box), inputs["queries"], inputs["radii"])
     for name, array in inputs.items():
         assert array.tobytes() == copies[name].tobytes(), name
 
 
+@pytest.mark.needs("iter_pairs", "per-query radii", "query_box", "query_ray")
 @pytest.mark.parametrize("box", [None, 2.0])
-def test_read_only_inputs_are_accepted(engine, box):
+def test_inputs_are_never_modified_by_the_feature_calls(engine, box):
+    inputs = unwrapped_inputs()
+    copies = {name: array.copy() for name, array in inputs.items()}
+    points, queries, radii, r, lower, upper = inputs.values()
+    every_feature_call(engine(points, 0.25, box=box), queries, radii, r, lower, upper, box)
+    for name, array in inputs.items():
+        assert array.tobytes() == copies[name].tobytes(), name
+
+
+def read_only_inputs() -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Points, queries, radii, one ``r`` per query and box corners in 3-D, read-only, and
+    their writable copies."""
     rng = np.random.default_rng(43)
     points = rng.integers(-12, 12, size=(100, 3)) * STEP
     queries = rng.integers(-12, 12, size=(12, 3)) * STEP
     radii = rng.integers(0, 3, size=100) * 0.125
     r = rng.integers(0, 4, size=12) * STEP
     lower, upper = queries - 0.5, queries + 0.75
-    writable = [a.copy() for a in (points, queries, radii, r, lower, upper)]
-    for array in (points, queries, radii, r, lower, upper):
+    inputs = [points, queries, radii, r, lower, upper]
+    writable = [array.copy() for array in inputs]
+    for array in inputs:
         array.flags.writeable = False
-    every_call(engine(points, 0.5, box=box), queries, radii, r, lower, upper, box)
-    expected = answers(engine(writable[0], 0.5, box=box), 0.5, *writable[1:3], *writable[4:])
-    got = answers(engine(points, 0.5, box=box), 0.5, queries, radii, lower, upper)
+    return inputs, writable
+
+
+@pytest.mark.needs("fast queries")
+@pytest.mark.parametrize("box", [None, 2.0])
+def test_read_only_inputs_are_accepted(engine, box):
+    (points, queries, radii, *_), writable = read_only_inputs()
+    every_call(engine(points, 0.5, box=box), queries, radii)
+    expected = answers(engine(writable[0], 0.5, box=box), 0.5, *writable[1:3])
+    got = answers(engine(points, 0.5, box=box), 0.5, queries, radii)
+    assert_same_answers(got, expected)
+
+
+@pytest.mark.needs("iter_pairs", "per-query radii", "query_box", "query_ray")
+@pytest.mark.parametrize("box", [None, 2.0])
+def test_read_only_inputs_are_accepted_by_the_feature_calls(engine, box):
+    (points, queries, radii, r, lower, upper), writable = read_only_inputs()
+    every_feature_call(engine(points, 0.5, box=box), queries, radii, r, lower, upper, box)
+    expected = box_answers(engine(writable[0], 0.5, box=box), *writable[4:])
+    got = box_answers(engine(points, 0.5, box=box), lower, upper)
     assert_same_answers(got, expected)
     per_query = engine(points, 0.5, box=box).query_radius(queries, r, return_distances=True)
     assert_radius_matches_oracle(per_query, writable[0], writable[1], writable[3],
                                  oracles.periods(box, None, 3))
 
 
-def test_float32_and_integer_inputs_give_the_answers_of_their_float64_copy(engine):
+def integer_inputs():
+    """Integer points, queries and box corners in 2-D, and the generator that drew them."""
     rng = np.random.default_rng(44)
     points = rng.integers(-40, 40, size=(150, 2))
     queries = rng.integers(-40, 40, size=(20, 2))
+    return points, queries, queries - 3, queries + 5, rng
+
+
+#: The dtypes of input coordinates converted to float64.
+INPUT_DTYPES = (np.float32, np.int32, np.int64, np.int16)
+
+
+@pytest.mark.needs("fast queries")
+def test_float32_and_integer_inputs_give_the_answers_of_their_float64_copy(engine):
+    points, queries, _, _, rng = integer_inputs()
     radii = np.full(150, 1.5)
-    lower, upper = queries - 3, queries + 5
     expected = answers(engine(points.astype(np.float64), 4.0), 4.0,
-                       queries.astype(np.float64), radii, lower.astype(np.float64),
-                       upper.astype(np.float64))
-    for dtype in (np.float32, np.int32, np.int64, np.int16):
-        got = answers(engine(points.astype(dtype), 4), 4, queries.astype(dtype), radii,
-                      lower.astype(dtype), upper.astype(dtype))
+                       queries.astype(np.float64), radii)
+    for dtype in INPUT_DTYPES:
+        got = answers(engine(points.astype(dtype), 4), 4, queries.astype(dtype), radii)
         assert_same_answers(got, expected)
     values = rng.random((150, 3)).astype(np.float32)
     grid = engine(values, 0.2)
@@ -933,6 +1256,18 @@ def test_float32_and_integer_inputs_give_the_answers_of_their_float64_copy(engin
                               values.astype(np.float64), 0.2)
 
 
+@pytest.mark.needs("query_box")
+def test_float32_and_integer_boxes_give_the_rows_of_their_float64_copy(engine):
+    points, _, lower, upper, _ = integer_inputs()
+    expected = box_answers(engine(points.astype(np.float64), 4.0), lower.astype(np.float64),
+                           upper.astype(np.float64))
+    for dtype in INPUT_DTYPES:
+        got = box_answers(engine(points.astype(dtype), 4), lower.astype(dtype),
+                          upper.astype(dtype))
+        assert_same_answers(got, expected)
+
+
+@pytest.mark.needs("checks at construction")
 def test_coordinates_out_of_range_are_refused(engine):
     with pytest.raises(ValueError, match=r"`points` must lie within \+-1e\+150"):
         engine(np.array([[0.0, 1e151]]), 1.0)
@@ -945,10 +1280,12 @@ def test_coordinates_out_of_range_are_refused(engine):
 
 
 # ---------------------------------------------------------------------- duplicates
+#: Three points at (1, 1), two at the origin, one apart.
+DUPLICATES = np.array([[1.0, 1.0], [0.0, 0.0], [1.0, 1.0], [0.5, 0.0], [1.0, 1.0], [0.0, 0.0]])
+
+
 def test_duplicate_points_are_reported_at_distance_zero(engine):
-    points = np.array([[1.0, 1.0], [0.0, 0.0], [1.0, 1.0], [0.5, 0.0], [1.0, 1.0],
-                       [0.0, 0.0]])
-    grid = engine(points, 0.5)
+    grid = engine(DUPLICATES, 0.5)
     pairs = grid.query_pairs(0.0, return_distances=True).sorted()
     assert pairs.indices.tolist() == [[0, 2], [0, 4], [1, 5], [2, 4]]
     assert pairs.distances.tolist() == [0.0] * 4
@@ -960,6 +1297,11 @@ def test_duplicate_points_are_reported_at_distance_zero(engine):
     assert nearest.distances[0, :3].tolist() == [0.0] * 3
     contacts = grid.query_pairs(radii=np.zeros(6)).sorted()
     assert contacts.indices.tolist() == pairs.indices.tolist()
+
+
+@pytest.mark.needs("query_box")
+def test_duplicate_points_are_all_in_a_box_around_them(engine):
+    grid = engine(DUPLICATES, 0.5)
     assert grid.query_box(np.array([1.0, 1.0]), np.array([1.0, 1.0])).row(0).tolist() == [
         0, 2, 4]
 
@@ -990,6 +1332,7 @@ def ray_expected(points, radii, origins, directions, max_distance=np.inf):
     return ray_oracles.first_hits(times), ray_oracles.all_hits(times)
 
 
+@pytest.mark.needs("query_ray")
 def test_rays_closed_spheres_entry_distances_and_misses(engine):
     points = np.array([[2.0, 0.5], [2.0, -0.5], [0.0, 0.0], [5.0, 0.0], [3.0, 3.0]])
     radii = np.array([0.5, 0.5, 0.25, 0.0, 0.5])
@@ -1014,6 +1357,7 @@ def test_rays_closed_spheres_entry_distances_and_misses(engine):
     assert_rows_match(every, indptr, all_indices, all_distances)
 
 
+@pytest.mark.needs("query_ray")
 def test_rays_segments_include_hits_at_exactly_max_distance(engine):
     points = np.array([[2.0, 0.0], [4.0, 0.0]])
     grid = engine(points, 1.0)
@@ -1024,6 +1368,7 @@ def test_rays_segments_include_hits_at_exactly_max_distance(engine):
     assert every.row(0).tolist() == [0, 1]
 
 
+@pytest.mark.needs("query_ray")
 @pytest.mark.parametrize("n_dims", [2, 3])
 def test_rays_match_the_oracle(engine, n_dims):
     rng = np.random.default_rng(45 + n_dims)
@@ -1044,6 +1389,7 @@ def test_rays_match_the_oracle(engine, n_dims):
         assert_rows_match(every, indptr, all_indices, all_distances)
 
 
+@pytest.mark.needs("query_ray")
 def test_rays_need_an_open_grid(engine):
     grid = engine(np.zeros((3, 2)), 1.0, box=[4.0, 4.0], periodic=[False, True])
     with pytest.raises(ValueError, match=r"`box` must be None for ray casts"):

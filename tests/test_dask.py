@@ -459,7 +459,7 @@ def cluster():
     with dask.config.set({"distributed.worker.daemon": False,
                           "distributed.admin.tick.limit": "1h"}):
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, silence_logs=40)
+                                           dashboard_address=":0", silence_logs=40)
         client = distributed.Client(cluster)
         yield client
         client.close()

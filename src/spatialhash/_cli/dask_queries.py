@@ -70,7 +70,7 @@ def _connect(address: str, workers: int | None):
         if n_workers < 1:
             raise CommandError(f"--workers must be >= 1; got {n_workers}.")
         cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                                           processes=True, dashboard_address=None,
+                                           processes=True, dashboard_address=":0",
                                            silence_logs=logging.ERROR)
         return distributed.Client(cluster)
     try:

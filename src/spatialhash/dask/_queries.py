@@ -220,8 +220,10 @@ def query_pairs(points, r: float | None = None, *, radii_column: str | None = No
                           lambda info: r if r is not None else 2.0 * info.max_radius)
     seconds["survey+plan"] = time.perf_counter() - started
     reach = r if r is not None else 2.0 * info.max_radius
-    check_periodic_reach(box3, periodic3, reach, "r" if r is not None else "2 * max(radii)",
-                         reach)
+    if r is not None:
+        check_periodic_reach(box3, periodic3, r, "r", r)
+    else:  # named as `Grid` names it
+        check_periodic_reach(box3, periodic3, reach, "radii", f"2 * max(radii) = {reach}")
     tiles = _by_tile([(source, info, plan.margin(reach), POINT)], plan, source.n_dims,
                      radii_column is not None, id_column is not None)
     threads = _cluster.tile_threads
