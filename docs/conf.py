@@ -30,6 +30,9 @@ extensions = [
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 templates_path = ["_templates"]
+# Copied into the site as they are: the benchmark data the gallery draws
+# (_static/benchmarks/scaling.json, written by benchmarks/bench_scaling.py), for download.
+html_static_path = ["_static"]
 exclude_patterns = ["_build"]
 
 # Single backquotes in docstrings (`Grid`, `Pairs.to_scipy`) link to the object they name;
