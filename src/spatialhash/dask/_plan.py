@@ -163,6 +163,8 @@ class TilePlan:
         """Every (row, tile) with row's point inside tile's rectangle grown by ``margin``
         (a scalar or one per row), each pair once, sorted by row then tile."""
         n = points3.shape[0]
+        if self.root < 0:
+            return np.arange(n), np.zeros(n, dtype=np.int64)
         margins = np.broadcast_to(np.asarray(margin, dtype=np.float64), (n,))
         rows = np.arange(n)
         positions = points3
@@ -179,8 +181,6 @@ class TilePlan:
             shifted_above[:, axis] -= length
             positions = np.concatenate((positions, shifted_below, shifted_above))
             rows = np.concatenate((rows, rows[below], rows[above]))
-        if self.root < 0:
-            return np.arange(n), np.zeros(n, dtype=np.int64)
         found_rows, found_tiles = [], []
         copy = np.arange(rows.size)
         node = np.full(rows.size, self.root, dtype=np.int64)

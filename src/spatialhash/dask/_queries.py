@@ -497,8 +497,6 @@ def _second_round(unsettled: pd.DataFrame, source: Source, info, plan: TilePlan,
 
 def _home_points(block, offset: int, plan: TilePlan, needed: np.ndarray) -> pd.DataFrame:
     """A block's points at their home tiles, for the tiles in ``needed`` only."""
-    from ._tiles import tag_block
-
     frame = tag_block(block, offset, plan, None, POINT)
     frame = frame[np.isin(frame["tile"].to_numpy(), needed)]
     frame.insert(len(frame.columns) - ("id" in frame), "bound", np.nan)

@@ -5,8 +5,7 @@ A block is one partition's points as canonical arrays (`Block`): coordinates in 
 the optional radius and id columns. Every block is checked where it is read, so a NaN is
 reported with the file and row group it came from (Parquet), or the partition and row.
 A Parquet dataset is opened from its metadata only: the columns and dtypes of every file
-are checked before any data is read, and each row group becomes one block, whose global
-row numbers are known from the row counts of the footers.
+are checked before any data is read, and each row group becomes one block.
 """
 
 from __future__ import annotations
@@ -44,16 +43,13 @@ class Source:
     n_dims : int
         Coordinates per point.
     parts : list
-        One ``dask.delayed`` object per partition, computing a `Block`.
-    lengths : list of int or None
-        Rows per partition when known without reading the data (Parquet footers,
-        ``dask.array`` chunks).
+        One ``dask.delayed`` object per partition, computing a `Block`. Their lengths,
+        hence the global row numbers, come from the survey (`_plan.survey`).
     """
 
     name: str
     n_dims: int
     parts: list[Any]
-    lengths: list[int] | None
 
 
 def _check_block(coords: np.ndarray, radii: np.ndarray | None, where: str, name: str) -> None:
@@ -129,7 +125,6 @@ def open_parquet(path, name: str, columns: Sequence[str] | None, radii_column: s
 
     files = parquet_files(path)
     pieces: list[tuple[str, int]] = []
-    lengths: list[int] = []
     selected: list[str] | None = None if columns is None else list(columns)
     extra = [c for c in (radii_column, id_column) if c is not None]
     for file in files:
@@ -153,15 +148,13 @@ def open_parquet(path, name: str, columns: Sequence[str] | None, radii_column: s
             if column not in numeric:
                 raise TypeError(f"column {column!r} of {file!r} must be numeric; got "
                                 f"{schema.field(column).type}.")
-        for group in range(metadata.num_row_groups):
-            pieces.append((file, group))
-            lengths.append(metadata.row_group(group).num_rows)
+        pieces += [(file, group) for group in range(metadata.num_row_groups)]
     if not 1 <= len(selected) <= MAX_DIMS:
         raise ValueError(f"`columns` must name 1, 2 or 3 columns; got {selected!r}.")
     read = delayed(_read_row_group, pure=True)
     parts = [read(file, group, selected, radii_column, id_column, name)
              for file, group in pieces]
-    return Source(name, len(selected), parts, lengths)
+    return Source(name, len(selected), parts)
 
 
 def _read_row_group(file: str, group: int, columns: list[str], radii_column: str | None,
@@ -208,7 +201,7 @@ def open_dataframe(frame, name: str, columns: Sequence[str] | None, radii_column
     convert = delayed(_frame_block, pure=True)
     parts = [convert(part, number, columns, radii_column, id_column, name)
              for number, part in enumerate(frame[[*columns, *extra]].to_delayed())]
-    return Source(name, len(columns), parts, None)
+    return Source(name, len(columns), parts)
 
 
 def _frame_block(part, number: int, columns: list[str], radii_column: str | None,
@@ -240,7 +233,7 @@ def open_array(array, name: str) -> Source:
     convert = delayed(_array_block, pure=True)
     parts = [convert(block, number, name)
              for number, block in enumerate(rows.to_delayed()[:, 0])]
-    return Source(name, array.shape[1], parts, [int(size) for size in rows.chunks[0]])
+    return Source(name, array.shape[1], parts)
 
 
 def _array_block(block: np.ndarray, number: int, name: str) -> Block:
