@@ -25,6 +25,8 @@ from numba import njit
 from numba.core.errors import TypingError
 
 from spatialhash import Grid, _compile_notice
+from spatialhash.grid import _cpu_engine, _pair_functions
+from spatialhash.grid._kernels import pairs as pairs_kernels
 
 import oracles
 
@@ -352,6 +354,177 @@ def test_sums_are_the_same_bytes_for_any_thread_count(large, box):
     np.testing.assert_array_equal(query_counts, grid.count_radius(queries, r))
 
 
+# ---------------------------------------------------------------------- slabs
+# Grids cut into slabs (`_pair_functions.slab_plan`) find each pair once, on the half
+# stencil, and call ``fn`` for both orders; the slabs run in two phases on many threads.
+@st.composite
+def slab_scenes(draw):
+    """Lattice points spread over many planes of the slowest axis, so that the grid cuts
+    into slabs: 1-3 dimensions, open or (partly) periodic, a radius, per-point radii."""
+    n_dims = draw(st.integers(1, 3))
+    n = draw(st.integers(50, 300))
+    planes = draw(st.sampled_from([32, 64, 128]))
+    # Spread by a drawn seed: hypothesis's own arrays favour points all in one place.
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    points = rng.integers(0, 4, (n, n_dims))
+    points[:, -1] = rng.integers(0, planes, n)
+    points = points * STEP
+    box = periodic = None
+    if draw(st.booleans()):
+        box = [4.0] * (n_dims - 1) + [planes * STEP]
+        periodic = draw(st.lists(st.booleans(), min_size=n_dims, max_size=n_dims))
+    r = draw(st.integers(0, 3)) * STEP
+    radii = rng.integers(0, 3, n) * STEP
+    cell_size = draw(st.sampled_from([0.25, 0.375]))
+
+    def grid_for(n_threads=None):
+        return Grid(points, cell_size, box=box, periodic=periodic, n_threads=n_threads)
+
+    return grid_for, points, r, radii, oracles.periods(box, periodic, n_dims)
+
+
+def slab_plan(grid, r=None, radii=None):
+    """The plan `for_each_pair` makes for ``grid`` and this reach (None: no slabs)."""
+    state = grid.state
+    reach = r if radii is None else 2 * float(np.max(radii, initial=0.0))
+    reach_cells = _pair_search_reach(state, reach)
+    if pairs_kernels.stencil_by_id(state.n_cells, state.box, reach_cells,
+                                   state.cell_coords.shape[0]):
+        return None
+    return _pair_functions.slab_plan(state, reach_cells)
+
+
+def _pair_search_reach(state, reach):
+    return pairs_kernels.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
+
+
+def thread_counts_agree(grid_for, r=None, radii=None):
+    """The sums of `accumulate` on 1, 2 and the default number of threads: the same bytes;
+    returns those of one thread."""
+    outputs = []
+    for n_threads in (1, 2, None):
+        grid = grid_for(n_threads)
+        counts, sums = np.zeros(grid.n_points, np.int64), np.zeros((grid.n_points, 4))
+        grid.for_each_pair(r, accumulate, counts, sums, radii=radii)
+        outputs.append((counts.tobytes(), sums.tobytes()))
+    assert outputs[1] == outputs[0]
+    assert outputs[2] == outputs[0]
+    return counts, sums
+
+
+@settings(max_examples=EXAMPLES)
+@given(slab_scenes())
+def test_slab_plans_cover_every_cell_in_slabs_no_thinner_than_the_reach(scene):
+    grid_for, _, r, radii, _ = scene
+    grid = grid_for()
+    for reach_r, reach_radii in ((r, None), (None, radii)):
+        plan = slab_plan(grid, reach_r, reach_radii)
+        if plan is None:
+            continue
+        state = grid.state
+        n_slabs = plan.shape[0]
+        assert n_slabs >= _pair_functions.MIN_SLABS
+        # Even slabs first, then the odd ones: in cell order they tile the cells.
+        in_order = np.empty_like(plan)
+        in_order[0::2], in_order[1::2] = plan[: (n_slabs + 1) // 2], plan[(n_slabs + 1) // 2:]
+        assert in_order[0, 0] == 0 and in_order[-1, 1] == state.cell_coords.shape[0]
+        np.testing.assert_array_equal(in_order[1:, 0], in_order[:-1, 1])
+        axis = max(a for a in range(3) if state.n_cells[a] > 1)
+        reach = reach_r if reach_radii is None else 2 * float(np.max(reach_radii))
+        reach_cells = _pair_search_reach(state, reach)[axis]
+        coords = state.cell_coords[:, axis]
+        # Stencils reach `reach_cells` planes forward: no cell of slab s + 2 is within
+        # that of a cell of slab s, nor (periodic axis, an even number of slabs) a cell of
+        # slab 1 within that of the last slab, across the period.
+        gaps = [(s, s + 2, 0) for s in range(n_slabs - 2)]
+        if np.isfinite(state.box[axis]):
+            assert n_slabs % 2 == 0
+            gaps.append((n_slabs - 1, 1, state.n_cells[axis]))
+        for earlier, later, period in gaps:
+            (lo, hi), (later_lo, later_hi) = in_order[earlier], in_order[later]
+            if hi > lo and later_hi > later_lo:
+                assert coords[later_lo] + period - coords[hi - 1] > reach_cells
+
+
+@settings(max_examples=EXAMPLES)
+@given(slab_scenes())
+def test_slab_grids_call_fn_for_the_pairs_of_query_pairs_in_both_orders(scene):
+    grid_for, points, r, radii, box3 = scene
+    grid = grid_for()
+    assert_pairs_match(grid, points, r, box3=box3)
+    assert_pairs_match(grid, points, radii=radii, box3=box3)
+    n = len(points)
+    counts, sums = np.zeros(n, np.int64), np.zeros((n, 4))
+    grid.for_each_pair(r, accumulate, counts, sums)
+    np.testing.assert_array_equal(counts,
+                                  np.bincount(grid.query_pairs(r).indices.ravel(), minlength=n))
+    oracle, _ = oracles.pairs(points, r, box3=box3)
+    expected, _ = expected_calls(points, points, both_orders(oracle), box3)
+    np.testing.assert_array_equal(
+        sums[:, 0], np.bincount(expected[:, 0].astype(np.int64), expected[:, 2], n))
+
+
+@settings(max_examples=EXAMPLES)
+@given(slab_scenes())
+def test_slabs_on_many_threads_give_the_same_bytes_as_one(scene):
+    grid_for, _, r, radii, _ = scene
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_cpu_engine, "PARALLEL_MIN_POINTS", 0)  # every grid on many threads
+        thread_counts_agree(grid_for, r)
+        thread_counts_agree(grid_for, radii=radii)
+
+
+@pytest.mark.parametrize("scene", ["plane", "line", "radii", "sparse", "slab periodic"])
+def test_large_slab_grids_give_the_same_bytes_on_any_thread_count(scene):
+    rng = np.random.default_rng(5)
+    n = N_LARGE
+    options, radii, r = {}, None, None
+    if scene == "plane":
+        points, r = rng.random((n, 2)), 0.01
+    elif scene == "line":
+        points, r = rng.random((n, 1)) * 100.0, 0.01
+    elif scene == "radii":
+        points = rng.random((n, 3))
+        radii = rng.random(n) * 0.03
+    elif scene == "sparse":  # two clusters far apart: a hashed grid
+        points = np.concatenate([rng.random((n // 2, 3)), rng.random((n - n // 2, 3)) + 1e4])
+        r = 0.06
+    else:  # periodic along z only, an odd number of planes
+        points, r = rng.random((n, 3)) * [1.0, 1.0, 1.05], 0.05
+        options = {"box": (1.0, 1.0, 1.05), "periodic": (False, False, True)}
+
+    def grid_for(n_threads):
+        cell_size = r if r is not None else 0.06
+        return Grid(points, cell_size, n_threads=n_threads, **options)
+
+    grid = grid_for(1)
+    if scene == "sparse":
+        assert grid.state.dense_start.shape[0] == 0
+    assert slab_plan(grid, r, radii) is not None
+    counts, sums = thread_counts_agree(grid_for, r, radii)
+    listed = grid.query_pairs(r, radii=radii, return_distances=True)
+    np.testing.assert_array_equal(counts, np.bincount(listed.indices.ravel(), minlength=n))
+    d2 = listed.distances ** 2
+    np.testing.assert_allclose(sums[:, 0], np.bincount(listed.indices[:, 0], d2, n)
+                               + np.bincount(listed.indices[:, 1], d2, n), rtol=1e-12)
+
+
+def test_grids_without_slabs_scan_the_full_stencil():
+    """Too few planes for `MIN_SLABS` slabs: each point scans its full stencil, on any
+    number of threads."""
+    rng = np.random.default_rng(6)
+    points = rng.random((N_LARGE, 3)) * [1.0, 1.0, 0.1]
+
+    def grid_for(n_threads):
+        return Grid(points, 0.03, n_threads=n_threads)
+
+    assert slab_plan(grid_for(1), 0.03) is None
+    counts, _ = thread_counts_agree(grid_for, 0.03)
+    listed = grid_for(1).query_pairs(0.03)
+    np.testing.assert_array_equal(counts, np.bincount(listed.indices.ravel(),
+                                                      minlength=N_LARGE))
+
+
 # ---------------------------------------------------------------------- errors
 NOT_COMPILED = "`fn` must be a function compiled with numba's `njit` (it is called from " \
                "compiled code, on every thread); got {}. Decorate it with `@njit` (`from " \
@@ -415,7 +588,7 @@ def test_an_exception_that_does_not_recur_on_the_calling_thread():
     grid = Grid(points, cell_size=0.05)
     # Which chunk fails first depends on the threads' timing.
     message = (r"^`fn` raised an exception on a worker thread \(items \d+ to \d+ of "
-               f"{grid.n_occupied_cells}" r"\), but not when these were run again on the "
+               r"\d+ slabs of cells\), but not when these were run again on the "
                r"calling thread; got CPUDispatcher\(.*\)\. Its exception cannot be shown: "
                r"run with n_threads=1 to see it\.$")
     with pytest.raises(RuntimeError, match=message):

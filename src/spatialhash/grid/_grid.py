@@ -230,10 +230,17 @@ class Grid:
 
         Notes
         -----
-        One thread visits each ``i`` and meets its ``j`` in the grid's cell order, for any
-        thread count: sums into ``out[i]`` are the same, bit for bit, for any
-        ``n_threads``. ``fn`` may write to row ``i`` only: writes to row ``j`` race. An
-        exception raised in ``fn`` is raised here (the outputs partly updated).
+        The calls for each ``i`` come in an order fixed by the grid, whatever the thread
+        count: sums into ``out[i]`` are the same, bit for bit, for any ``n_threads``.
+        ``fn`` may write to row ``i`` only: writes to row ``j`` race. An exception raised
+        in ``fn`` is raised here (the outputs partly updated).
+
+        Most grids are cut into slabs of cells across their slowest axis, at least the
+        reach thick: each pair is then found once, from the lower cell, and ``fn`` called
+        for ``(i, j)`` and right after for ``(j, i)``, the slabs running in two phases so
+        that no two threads write one row. Grids with too few planes for 8 slabs (or
+        whose pairs are found by cell id) scan every point's full stencil instead, each
+        pair met from each side.
 
         Numba compiles the scan anew for each ``fn`` (and types of ``args``), ``fn``
         inlined: about 1 s for each new ``fn`` on one thread, 2 s on the multi-threaded

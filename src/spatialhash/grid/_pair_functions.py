@@ -29,32 +29,93 @@ from .._kernels import indirect
 from .._user_functions import GRID_RAY_CALL, PAIR_CALL, arg_types, typed_call
 from ._kernels import neighbor_list_functions, pair_functions, pairs, ray_functions
 
+#: The most slabs, and the fewest, of a half-stencil scan (`slab_plan`): enough for every
+#: thread to take slabs of about equal work in each of the two phases.
+MAX_SLABS = 128
+MIN_SLABS = 8
+
 if TYPE_CHECKING:
     from ._cpu_engine import CpuEngine
 
 #: The kernels of each scan: (sequential scan, guarded scan, parallel driver, items a chunk,
-#: how it calls ``fn``).
+#: how it calls ``fn``, what its items are).
 _PAIR_SCAN = (pair_functions.pair_function_cells, pair_functions.pair_function_cells_guarded,
-              pair_functions.pair_function_parallel, pair_functions.CELLS_PER_CHUNK, PAIR_CALL)
+              pair_functions.pair_function_parallel, pair_functions.CELLS_PER_CHUNK, PAIR_CALL,
+              "occupied cells")
+_HALF_SCAN = (pair_functions.pair_function_half_cells,
+              pair_functions.pair_function_half_cells_guarded,
+              pair_functions.pair_function_slabs, 1, PAIR_CALL, "slabs of cells")
 _NEIGHBOR_SCAN = (pair_functions.neighbor_function_queries,
                   pair_functions.neighbor_function_queries_guarded,
                   pair_functions.neighbor_function_parallel, pair_functions.QUERIES_PER_CHUNK,
-                  PAIR_CALL)
+                  PAIR_CALL, "queries")
 _LIST_SCAN = (neighbor_list_functions.list_function_rows,
               neighbor_list_functions.list_function_rows_guarded,
               neighbor_list_functions.list_function_parallel,
-              neighbor_list_functions.ROWS_PER_CHUNK, PAIR_CALL)
+              neighbor_list_functions.ROWS_PER_CHUNK, PAIR_CALL, "rows")
 _RAY_SCAN = (ray_functions.ray_function_rays, ray_functions.ray_function_rays_guarded,
-             ray_functions.ray_function_parallel, ray_functions.RAYS_PER_CHUNK, GRID_RAY_CALL)
+             ray_functions.ray_function_parallel, ray_functions.RAYS_PER_CHUNK, GRID_RAY_CALL,
+             "rays")
 
 
 def for_each_pair(engine: CpuEngine, r2, radii, reach, fn, args) -> None:
     """``fn(i, j, d2, dx, dy, dz, *args)`` for every ordered pair within ``r2`` (or
-    ``radii``, in the engine's point order; see `_engine.GridEngine.for_each_pair`)."""
+    ``radii``, in the engine's point order; see `_engine.GridEngine.for_each_pair`).
+
+    Each unordered pair is found once, on the half stencil, and ``fn`` called for both
+    orders, where the grid cuts into slabs (`slab_plan`); otherwise (pairs found by cell
+    id, or too few slabs to share among threads) each point scans its full stencil and
+    meets each pair from its own side."""
     state = engine.state
+    n_occupied = engine.n_occupied_cells
     reach_cells = pairs.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
-    _scan(engine, engine.parallel_over_points(engine.n_points), _PAIR_SCAN,
-          (r2, radii, reach_cells), engine.n_occupied_cells, fn, args)
+    by_id = pairs.stencil_by_id(state.n_cells, state.box, reach_cells, n_occupied)
+    slabs = None if by_id else slab_plan(state, reach_cells)
+    parallel = engine.parallel_over_points(engine.n_points)
+    if slabs is None:
+        _scan(engine, parallel, _PAIR_SCAN, (r2, radii, reach_cells), n_occupied, fn, args)
+    else:
+        params = (r2, radii, reach_cells, state.dense_start.shape[0] > 0, slabs)
+        _scan(engine, parallel, _HALF_SCAN, params, slabs.shape[0], fn, args)
+
+
+def slab_plan(state, reach_cells) -> np.ndarray | None:
+    """Slabs of cells for the half-stencil scan (`pair_functions.pair_function_half_cells`):
+    ``(n_slabs, 2)`` int64, the first and one past the last cell id of each slab, the even
+    slabs first then the odd ones (the order in which the scan runs them); None for fewer
+    than `MIN_SLABS`.
+
+    A slab is a range of planes across the slowest axis of more than one cell (z, or y in
+    a plane, or x on a line): a range of cell ids, cells being in row-major order. Each
+    slab is at least ``reach`` planes thick, so the half stencils of a slab's cells (which
+    reach ``reach`` planes forward) end in the next slab; on a periodic axis the number of
+    slabs is even, so that the last slab and the first, whose rows the last one's stencils
+    reach, never run together. Up to `MAX_SLABS` slabs of about equal numbers of points.
+    The plan depends on the grid alone, so the order of the calls does too.
+    """
+    n_cells = state.n_cells
+    axis = next((axis for axis in (2, 1, 0) if n_cells[axis] > 1), None)
+    if axis is None:
+        return None
+    thickness = max(int(reach_cells[axis]), 1)
+    n_planes = int(n_cells[axis])
+    coords = state.cell_coords[:, axis]
+    cell_start = state.cell_start
+    points_before = np.cumsum(np.bincount(coords, weights=np.diff(cell_start),
+                                          minlength=n_planes))
+    wanted = np.searchsorted(points_before,
+                             np.arange(1, MAX_SLABS) * (cell_start[-1] / MAX_SLABS)) + 1
+    cuts = [0]
+    for plane in wanted.tolist():
+        if plane - cuts[-1] >= thickness and n_planes - plane >= thickness:
+            cuts.append(plane)
+    if not np.isinf(state.box[axis]) and len(cuts) % 2 == 1:
+        cuts.pop()
+    if len(cuts) < MIN_SLABS:
+        return None
+    bounds = np.append(np.searchsorted(coords, cuts), coords.shape[0]).astype(np.int64)
+    slabs = np.column_stack([bounds[:-1], bounds[1:]])
+    return np.ascontiguousarray(np.concatenate([slabs[0::2], slabs[1::2]]))
 
 
 def for_each_neighbor(engine: CpuEngine, query_points, radii, fn, args) -> None:
@@ -94,10 +155,10 @@ def ray_function_hits(engine: CpuEngine, rays: tuple, visit_order: np.ndarray, f
 
 def _scan(engine: CpuEngine, parallel: bool, kernels, params, n_items: int, fn,
           args) -> None:
-    """The ``n_items`` items (cells or queries) of ``kernels`` (see `_PAIR_SCAN`): on the
-    calling thread, or on every thread in chunks, then the first chunk that raised, if
-    any, again on the calling thread, to raise its exception here."""
-    scan, guarded, driver, per_chunk, call = kernels
+    """The ``n_items`` items (cells, slabs or queries) of ``kernels`` (see `_PAIR_SCAN`):
+    on the calling thread, or on every thread in chunks, then the first chunk that raised,
+    if any, again on the calling thread, to raise its exception here."""
+    scan, guarded, driver, per_chunk, call, noun = kernels
     state = engine.state
     if not parallel:
         typed_call(fn, args, call, scan, state, params, 0, n_items, fn, args)
@@ -116,6 +177,6 @@ def _scan(engine: CpuEngine, parallel: bool, kernels, params, n_items: int, fn,
     scan(state, params, lo, hi, fn, args)
     raise RuntimeError(
         f"`fn` raised an exception on a worker thread (items {lo} to {hi - 1} of "
-        f"{n_items}), but not when these were run again on the calling thread; got "
+        f"{n_items} {noun}), but not when these were run again on the calling thread; got "
         f"{fn!r}. Its exception cannot be shown: run with n_threads=1 to see it."
     )

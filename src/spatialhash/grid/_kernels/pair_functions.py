@@ -1,20 +1,32 @@
 """A user's compiled function called for every pair or every neighbour, storing nothing.
 
 `Grid.for_each_pair` and `Grid.for_each_neighbor` call ``fn(i, j, d2, dx, dy, dz,
-*args)``, ``fn`` being the caller's numba function (a dispatcher argument). One source,
-`_scan_kernel`, makes both sequential scans: over cells (``over_cells``; each point of a
-cell against the runs of the cell's full stencil, every neighbour cell, so each unordered
-pair is met twice, once from each side) and over queries (each query against the runs of
-its block of cells). Runs come from `cells.gather_runs`, periodic images as run shifts, and
-whole periodic axes as per-pair minimum images (`cells.min_image`), with the arithmetic of
-the pair and radius kernels: a pair is met here exactly when ``query_pairs`` (or
-``query_radius``) reports it, with the same ``d2``, and ``(dx, dy, dz)`` of the pair
-``(j, i)`` is that of ``(i, j)`` negated, bit for bit.
+*args)``, ``fn`` being the caller's numba function (a dispatcher argument). Three scans:
 
-Determinism. A point (or query) is visited by the one thread that scans its cell (or
-chunk of queries), which calls ``fn`` for its ``j`` in the order of the runs, the grid's
-cell order: the same calls in the same order for any thread count, so accumulations into
-row ``i`` come out the same, bit for bit.
+- `_half_scan_kernel`, pairs on grids cut into slabs (`_pair_functions.slab_plan`, most
+  grids): each point of a cell against the points after it in the cell's half stencil
+  (`pairs.half_stencil_runs`, the runs of ``query_pairs``), so each unordered pair is met
+  once and ``fn`` called for ``(i, j)`` and then ``(j, i)``;
+- `_scan_kernel` over cells (``over_cells``), pairs on the other grids (pairs by cell id,
+  too few planes for slabs): each point of a cell against the runs of the cell's full
+  stencil, so each unordered pair is met twice, once from each side;
+- `_scan_kernel` over queries: each query against the runs of its block of cells.
+
+Runs come from `cells.gather_runs`, periodic images as run shifts, and whole periodic axes
+as per-pair minimum images (`cells.min_image`), with the arithmetic of the pair and radius
+kernels: a pair is met here exactly when ``query_pairs`` (or ``query_radius``) reports it,
+with the same ``d2``, and ``(dx, dy, dz)`` of the pair ``(j, i)`` is that of ``(i, j)``
+negated, bit for bit. Each scan computes a point's distances in a loop LLVM vectorizes,
+picks out the hits without a branch, then calls ``fn`` for each hit: a branch on every
+distance, mispredicted around every hit, had cost more than the distances.
+
+Determinism. The full-stencil scans visit a point (or query) on the one thread that scans
+its cell (or chunk of queries), which calls ``fn`` for its ``j`` in the order of the runs.
+The half-stencil scan calls ``fn`` for row ``j`` from the cell of ``i``, in the slab of
+``j`` or the slab before it; slabs run in two phases, those of a phase writing disjoint
+rows, and on one thread in the same phase order. Either way, the calls for each row come
+in an order fixed by the grid, for any thread count, so accumulations into row ``i`` come
+out the same, bit for bit.
 
 Errors. Numba does not carry an exception raised inside a ``prange`` loop out cleanly (the
 caller gets ``SystemError: ... returned a result with an exception set``, numba 0.68). The
@@ -50,7 +62,12 @@ from ..._kernels.cells import (
     wrap_whole_axes,
 )
 from ..._kernels.indirect import kernel_caller
-from .pairs import GATHER_MIN_POINTS_PER_CELL, near_buffers
+from .pairs import (
+    GATHER_MIN_POINTS_PER_CELL,
+    half_stencil_capacity,
+    half_stencil_runs,
+    near_buffers,
+)
 
 #: Occupied cells handed to a thread at a time.
 CELLS_PER_CHUNK = 16
@@ -101,7 +118,8 @@ def _scan_kernel(over_cells):
         n_occupied = cell_coords.shape[0]
         # Grids of several points per cell gather a cell's candidates (see `_scan_kernel`).
         gather = over_cells and cell_start[n_occupied] >= GATHER_MIN_POINTS_PER_CELL * n_occupied
-        near_x, near_y, near_z, near_s, near_radii = near_buffers(256)
+        near_x, near_y, near_z, near_j, near_radii = near_buffers(256)
+        hit_index = np.empty(256, np.int64)
         for item in range(lo, hi):
             if over_cells:
                 for axis in range(3):
@@ -137,8 +155,10 @@ def _scan_kernel(over_cells):
                 # next to each other in the order of the runs (the others are no pair of any
                 # point of the cell, in floating point too: see `pairs.py`).
                 if n_candidates > near_x.shape[0]:
-                    near_x, near_y, near_z, near_s, near_radii = near_buffers(n_candidates)
+                    near_x, near_y, near_z, near_j, near_radii = near_buffers(n_candidates)
+                if n_candidates > run_d2.shape[0]:
                     run_d2 = np.empty(n_candidates, np.float64)
+                    hit_index = np.empty(n_candidates, np.int64)
                 lo_x = hi_x = points[0, source_lo]
                 lo_y = hi_y = points[1, source_lo]
                 lo_z = hi_z = points[2, source_lo]
@@ -157,7 +177,7 @@ def _scan_kernel(over_cells):
                         near_x[n_near] = px
                         near_y[n_near] = py
                         near_z[n_near] = pz
-                        near_s[n_near] = j
+                        near_j[n_near] = order[j]
                         if with_radii:
                             near_radii[n_near] = radii[j]
                             limit = largest_radius + radii[j]
@@ -176,16 +196,22 @@ def _scan_kernel(over_cells):
                         dy = y - near_y[k]
                         dz = z - near_z[k]
                         run_d2[k] = dx * dx + dy * dy + dz * dz
-                    for k in range(n_near):
-                        d2 = run_d2[k]
-                        if with_radii:
+                    # The hits picked out without a branch (a hit's place is taken by the
+                    # next candidate unless it is kept), then ``fn`` called for each.
+                    n_hits = 0
+                    if with_radii:
+                        for k in range(n_near):
                             limit = radius + near_radii[k]
-                            hit = d2 <= limit * limit
-                        else:
-                            hit = d2 <= r2
-                        if hit and near_s[k] != source:
-                            fn(own, np.int64(order[near_s[k]]), d2, x - near_x[k], y - near_y[k],
-                               z - near_z[k], *args)
+                            hit_index[n_hits] = k
+                            n_hits += 1 if (run_d2[k] <= limit * limit) & (near_j[k] != own) else 0
+                    else:
+                        for k in range(n_near):
+                            hit_index[n_hits] = k
+                            n_hits += 1 if (run_d2[k] <= r2) & (near_j[k] != own) else 0
+                    for h in range(n_hits):
+                        k = hit_index[h]
+                        fn(own, near_j[k], run_d2[k], x - near_x[k], y - near_y[k],
+                           z - near_z[k], *args)
                 continue
             for source in range(source_lo, source_hi):
                 if over_cells:
@@ -202,6 +228,7 @@ def _scan_kernel(over_cells):
                     shift_x, shift_y, shift_z = run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2]
                     if n_run > run_d2.shape[0]:
                         run_d2 = np.empty(n_run, np.float64)
+                        hit_index = np.empty(n_run, np.int64)
                     # Unsigned bounds: see the `cells` docstring.
                     first_j = np.uint64(run_lo)
                     for k in range(np.uint64(0), np.uint64(n_run)):
@@ -214,17 +241,155 @@ def _scan_kernel(over_cells):
                             dy = min_image(dy, box_y, half_y)
                             dz = min_image(dz, box_z, half_z)
                         run_d2[k] = dx * dx + dy * dy + dz * dz
+                    # Without a branch, as in the gathered scan above.
+                    n_hits = 0
                     for k in range(n_run):
-                        j = run_lo + k
-                        d2 = run_d2[k]
                         if with_radii:
-                            limit = radius + radii[j]
-                            hit = d2 <= limit * limit
+                            limit = radius + radii[run_lo + k]
+                            hit = run_d2[k] <= limit * limit
                         else:
-                            hit = d2 <= r2
+                            hit = run_d2[k] <= r2
                         if over_cells:
-                            hit = hit and j != source
-                        if hit:
+                            hit = hit & (run_lo + k != source)
+                        hit_index[n_hits] = k
+                        n_hits += 1 if hit else 0
+                    for h in range(n_hits):
+                        k = hit_index[h]
+                        j = run_lo + k
+                        dx = (x - points[0, j]) - shift_x
+                        dy = (y - points[1, j]) - shift_y
+                        dz = (z - points[2, j]) - shift_z
+                        if use_min_image:
+                            dx = min_image(dx, box_x, half_x)
+                            dy = min_image(dy, box_y, half_y)
+                            dz = min_image(dz, box_z, half_z)
+                        fn(own, np.int64(order[j]), run_d2[k], dx, dy, dz, *args)
+
+    return scan
+
+
+def _half_scan_kernel():
+    """The sequential scan of each unordered pair once, over slabs ``lo .. hi - 1``
+    (``params = (r2, radii, reach_cells, inline_runs, slabs)``, ``radii`` in the grid's
+    point order or empty, ``slabs`` the bounds of the slabs of cells in the order they
+    run, from `_pair_functions.slab_plan`): each point of a cell against the points after
+    it in the runs of the cell's half stencil (`pairs.half_stencil_runs`), the pairs and
+    the arithmetic of `pairs.pairs_scan_cells`, for grids whose pairs are not found by id.
+    Each hit calls ``fn(i, j, d2, dx, dy, dz, *args)`` then
+    ``fn(j, i, d2, -dx, -dy, -dz, *args)``.
+
+    Half the distances of the full stencil, but ``fn(j, i)`` writes row ``j``, which lies
+    in a cell of the half stencil: the parallel driver (`_slab_parallel_kernel`) runs at
+    the same time only slabs whose stencils do not meet, in two phases, the first the
+    first half of ``slabs``. A row takes its calls from its own slab and the one before it,
+    in the order of the phases then of the cells, on one thread or many.
+    """
+
+    def scan(state, params, lo, hi, fn, args):
+        points, order, cell_start = state.points, state.order, state.cell_start
+        box_x, box_y, box_z = state.box[0], state.box[1], state.box[2]
+        r2, radii, reach_cells, inline_runs, slabs = params
+        with_radii = radii.shape[0] > 0
+        first = np.empty(3, np.int64)
+        last = np.empty(3, np.int64)
+        half = np.empty(3, np.float64)
+        run_bounds, run_shifts = run_buffers(half_stencil_capacity(state.n_cells, reach_cells))
+        hit_index = np.empty(256, np.int64)
+        hit_d2 = np.empty(256, np.float64)
+        near_x, near_y, near_z, near_j, near_radii = near_buffers(256)
+        n_occupied = state.cell_coords.shape[0]
+        # Grids of several points per cell gather a cell's candidates (see `_scan_kernel`).
+        gather = cell_start[n_occupied] >= GATHER_MIN_POINTS_PER_CELL * n_occupied
+        for slab in range(lo, hi):
+            for a in range(slabs[slab, 0], slabs[slab, 1]):
+                n_runs, use_min_image, run_bounds, run_shifts = half_stencil_runs(
+                    state, a, reach_cells, inline_runs, first, last, half, run_bounds, run_shifts)
+                half_x, half_y, half_z = half[0], half[1], half[2]
+                shifted = use_min_image
+                n_candidates = 0
+                for r in range(n_runs):
+                    n_candidates += run_bounds[r, 1] - run_bounds[r, 0]
+                    shifted |= (run_shifts[r, 0] != 0.0) | (run_shifts[r, 1] != 0.0) | (
+                        run_shifts[r, 2] != 0.0)
+                if n_candidates > hit_index.shape[0]:
+                    hit_index = np.empty(n_candidates, np.int64)
+                    hit_d2 = np.empty(n_candidates, np.float64)
+                own_start, own_end = cell_start[a], cell_start[a + 1]
+                if gather and not shifted:
+                    # The candidates within reach of the box bounding the cell's points, next
+                    # to each other in the order of the runs, the own cell's first (as in
+                    # `pairs.pairs_scan_cells_gathered`, which says why none is lost).
+                    if n_candidates > near_x.shape[0]:
+                        near_x, near_y, near_z, near_j, near_radii = near_buffers(n_candidates)
+                    lo_x = hi_x = points[0, own_start]
+                    lo_y = hi_y = points[1, own_start]
+                    lo_z = hi_z = points[2, own_start]
+                    largest_radius = 0.0
+                    for s in range(own_start, own_end):
+                        lo_x, hi_x = min(lo_x, points[0, s]), max(hi_x, points[0, s])
+                        lo_y, hi_y = min(lo_y, points[1, s]), max(hi_y, points[1, s])
+                        lo_z, hi_z = min(lo_z, points[2, s]), max(hi_z, points[2, s])
+                        if with_radii:
+                            largest_radius = max(largest_radius, radii[s])
+                    limit2 = r2
+                    own_end_unsigned = np.uint64(own_end)
+                    n_near = 0
+                    for r in range(n_runs):
+                        for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
+                            px, py, pz = points[0, j], points[1, j], points[2, j]
+                            near_x[n_near] = px
+                            near_y[n_near] = py
+                            near_z[n_near] = pz
+                            near_j[n_near] = order[j]
+                            if with_radii:
+                                near_radii[n_near] = radii[j]
+                                limit = largest_radius + radii[j]
+                                limit2 = limit * limit
+                            ex = max(lo_x - px, px - hi_x, 0.0)
+                            ey = max(lo_y - py, py - hi_y, 0.0)
+                            ez = max(lo_z - pz, pz - hi_z, 0.0)
+                            within = ex * ex + ey * ey + ez * ez <= limit2
+                            n_near += 1 if within | (j < own_end_unsigned) else 0
+                    for i in range(own_start, own_end):
+                        x, y, z = points[0, i], points[1, i], points[2, i]
+                        radius = radii[i] if with_radii else 0.0
+                        k_lo = np.uint64(i - own_start + 1)
+                        k_hi = np.uint64(n_near)
+                        for k in range(k_lo, k_hi):
+                            dx = x - near_x[k]
+                            dy = y - near_y[k]
+                            dz = z - near_z[k]
+                            hit_d2[k] = dx * dx + dy * dy + dz * dz
+                        n_hits = 0
+                        if with_radii:
+                            for k in range(k_lo, k_hi):
+                                limit = radius + near_radii[k]
+                                hit_index[n_hits] = k
+                                n_hits += 1 if hit_d2[k] <= limit * limit else 0
+                        else:
+                            for k in range(k_lo, k_hi):
+                                hit_index[n_hits] = k
+                                n_hits += 1 if hit_d2[k] <= r2 else 0
+                        oi = np.int64(order[i])
+                        for h in range(n_hits):
+                            k = hit_index[h]
+                            oj, d2 = near_j[k], hit_d2[k]
+                            dx, dy, dz = x - near_x[k], y - near_y[k], z - near_z[k]
+                            fn(oi, oj, d2, dx, dy, dz, *args)
+                            fn(oj, oi, d2, -dx, -dy, -dz, *args)
+                    continue
+                for i in range(own_start, own_end):
+                    x, y, z = points[0, i], points[1, i], points[2, i]
+                    radius = radii[i] if with_radii else 0.0
+                    oi = np.int64(order[i])
+                    for r in range(n_runs):
+                        # Unsigned bounds: see the `cells` docstring.
+                        start = np.uint64(i + 1 if r == 0 else run_bounds[r, 0])
+                        end = np.uint64(run_bounds[r, 1])
+                        shift_x, shift_y = run_shifts[r, 0], run_shifts[r, 1]
+                        shift_z = run_shifts[r, 2]
+                        n_hits = 0
+                        for j in range(start, end):
                             dx = (x - points[0, j]) - shift_x
                             dy = (y - points[1, j]) - shift_y
                             dz = (z - points[2, j]) - shift_z
@@ -232,7 +397,28 @@ def _scan_kernel(over_cells):
                                 dx = min_image(dx, box_x, half_x)
                                 dy = min_image(dy, box_y, half_y)
                                 dz = min_image(dz, box_z, half_z)
-                            fn(own, np.int64(order[j]), d2, dx, dy, dz, *args)
+                            d2 = dx * dx + dy * dy + dz * dz
+                            if with_radii:
+                                limit = radius + radii[j]
+                                hit = d2 <= limit * limit
+                            else:
+                                hit = d2 <= r2
+                            # Written unconditionally, kept only on a hit: no branch to mispredict.
+                            hit_index[n_hits] = j
+                            hit_d2[n_hits] = d2
+                            n_hits += 1 if hit else 0
+                        for h in range(n_hits):
+                            j = hit_index[h]
+                            dx = (x - points[0, j]) - shift_x
+                            dy = (y - points[1, j]) - shift_y
+                            dz = (z - points[2, j]) - shift_z
+                            if use_min_image:
+                                dx = min_image(dx, box_x, half_x)
+                                dy = min_image(dy, box_y, half_y)
+                                dz = min_image(dz, box_z, half_z)
+                            oj = np.int64(order[j])
+                            fn(oi, oj, hit_d2[h], dx, dy, dz, *args)
+                            fn(oj, oi, hit_d2[h], -dx, -dy, -dz, *args)
 
     return scan
 
@@ -269,6 +455,26 @@ def _parallel_kernel(guarded, per_chunk):
     return scan_parallel
 
 
+def _slab_parallel_kernel(guarded):
+    """The parallel driver of the half-stencil scan over its ``n_slabs`` slabs (in
+    ``params[4]``, the even slabs first, then the odd ones): the first half on every
+    thread, then the second. A slab's half stencils reach no further than the next slab
+    (see `_pair_functions.slab_plan`), so the slabs running at the same time write
+    disjoint rows, and the calls for each row come in the order of the sequential scan.
+    ``failed[s]`` is set when slab ``s`` raised."""
+    check, call = kernel_caller(guarded)
+
+    def scan_slabs(state, params, n_slabs, failed, fn, args, target):
+        check(target, (state, params, 0, 0, fn, args))
+        n_first = (n_slabs + 1) // 2
+        for phase_lo, phase_hi in ((0, n_first), (n_first, n_slabs)):
+            for s in prange(phase_lo, phase_hi):
+                if not call(target, (state, params, s, s + 1, fn, args)):
+                    failed[s] = True
+
+    return scan_slabs
+
+
 pair_function_cells = _jit_uncached(_scan_kernel(over_cells=True), "pair_function_cells")
 neighbor_function_queries = _jit_uncached(_scan_kernel(over_cells=False),
                                           "neighbor_function_queries")
@@ -279,6 +485,11 @@ neighbor_function_queries_guarded = _jit_uncached(_guarded_kernel(neighbor_funct
 pair_function_parallel = _jit_uncached(
     _parallel_kernel(pair_function_cells_guarded, CELLS_PER_CHUNK), "pair_function_parallel",
     parallel=True)
+pair_function_half_cells = _jit_uncached(_half_scan_kernel(), "pair_function_half_cells")
+pair_function_half_cells_guarded = _jit_uncached(_guarded_kernel(pair_function_half_cells),
+                                                 "pair_function_half_cells_guarded")
+pair_function_slabs = _jit_uncached(_slab_parallel_kernel(pair_function_half_cells_guarded),
+                                    "pair_function_slabs", parallel=True)
 neighbor_function_parallel = _jit_uncached(
     _parallel_kernel(neighbor_function_queries_guarded, QUERIES_PER_CHUNK),
     "neighbor_function_parallel", parallel=True)
