@@ -8,6 +8,7 @@ import pytest
 from numba import njit
 
 from spatialhash import Grid, NeighborList
+from spatialhash.grid import _neighbor_list
 
 
 def _expected(points, r, **box):
@@ -160,6 +161,37 @@ def test_for_each_pair_meets_the_calls_of_grid_for_each_pair(n_dims, box):
         points = points + rng.normal(0.0, 0.02 if step == 2 else 0.001, points.shape)
         rebuilt.append(neighbors.update(points))
     assert any(rebuilt) and not all(rebuilt)
+
+
+@pytest.mark.parametrize("n_dims, box", [(3, {}), (3, {"box": [1.0, 1.0, 4.0]}),
+                                         (2, {"box": [1.0, 4.0],
+                                              "periodic": [False, True]})])
+def test_for_each_pair_over_slabs_meets_the_calls_on_any_thread_count(n_dims, box):
+    """Lists whose build grid cuts into slabs meet each pair once on the half rows and
+    call ``fn`` for both orders, slabs in two phases on many threads (even small lists,
+    here, with the threshold patched): the calls of `Grid.for_each_pair`, and the same
+    bytes for any thread count."""
+    rng = np.random.default_rng(20 + n_dims)
+    points = rng.random((3000, n_dims)) * ([1.0] * (n_dims - 1) + [4.0])
+    r, skin = (0.1, 0.02) if n_dims == 3 else (0.03, 0.01)
+    lists = [NeighborList(points, r, skin, n_threads=n, **box) for n in (1, 2, None)]
+    assert lists[0]._slabs is not None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_neighbor_list, "PARALLEL_MIN_POINTS", 0)
+        for step in range(4):
+            got, counts = _records(lists[0], points)
+            expected, _ = _records(Grid(points, cell_size=r, **box), points, r)
+            assert counts.max() < 64 and got.shape[0] > 1000
+            np.testing.assert_array_equal(got, expected)
+            outputs = []
+            for neighbors in lists:
+                sums = np.zeros((len(points), 2))
+                neighbors.for_each_pair(_weigh, sums)
+                outputs.append(sums.tobytes())
+            assert outputs[1] == outputs[0] and outputs[2] == outputs[0]
+            points = points + rng.normal(0.0, 0.02 if step == 1 else 0.001, points.shape)
+            for neighbors in lists:
+                neighbors.update(points)
 
 
 def test_for_each_pair_sums_equal_numpy_from_the_pairs():

@@ -440,6 +440,12 @@ def test_slab_plans_cover_every_cell_in_slabs_no_thinner_than_the_reach(scene):
         if np.isfinite(state.box[axis]):
             assert n_slabs % 2 == 0
             gaps.append((n_slabs - 1, 1, state.n_cells[axis]))
+            # A neighbour list's half rows reach from the first slab back across the
+            # period into the last one, whose other end the slab before it reaches.
+            (lo, hi), (later_lo, later_hi) = in_order[n_slabs - 2], in_order[0]
+            if hi > lo and later_hi > later_lo:
+                assert (coords[later_lo] + state.n_cells[axis] - coords[hi - 1]
+                        > 2 * reach_cells)
         for earlier, later, period in gaps:
             (lo, hi), (later_lo, later_hi) = in_order[earlier], in_order[later]
             if hi > lo and later_hi > later_lo:

@@ -211,8 +211,8 @@ class NeighborList:
         state = self._state
         # From as many points as `Grid.for_each_pair`.
         parallel = self._n_threads != 1 and self._shape[0] >= PARALLEL_MIN_POINTS
-        _pair_functions.for_each_listed_pair(state, self._r * self._r, self._n_threads,
-                                             parallel, fn, args)
+        _pair_functions.for_each_listed_pair(state, self._r * self._r, self._split,
+                                             self._slabs, self._n_threads, parallel, fn, args)
 
     def _build(self, coords: np.ndarray) -> None:
         reach = (self._r + self._skin) * (1.0 + REACH_MARGIN)
@@ -226,6 +226,7 @@ class NeighborList:
         rank = np.empty(n, np.int64)
         rank[order] = np.arange(n)
         candidates = grid.query_pairs(reach).indices
+        self._slabs = _pair_functions.row_slabs(grid.state, reach)
         indptr = np.empty(n + 1, np.int64)
         neighbours = np.empty(2 * candidates.shape[0], order.dtype)
         self._split = np.empty(n, np.int64)

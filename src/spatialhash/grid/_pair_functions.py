@@ -53,6 +53,9 @@ _LIST_SCAN = (neighbor_list_functions.list_function_rows,
               neighbor_list_functions.list_function_rows_guarded,
               neighbor_list_functions.list_function_parallel,
               neighbor_list_functions.ROWS_PER_CHUNK, PAIR_CALL, "rows")
+_LIST_HALF_SCAN = (neighbor_list_functions.list_function_half_rows,
+                   neighbor_list_functions.list_function_half_rows_guarded,
+                   neighbor_list_functions.list_function_slabs, 1, PAIR_CALL, "slabs of rows")
 _RAY_SCAN = (ray_functions.ray_function_rays, ray_functions.ray_function_rays_guarded,
              ray_functions.ray_function_parallel, ray_functions.RAYS_PER_CHUNK, GRID_RAY_CALL,
              "rays")
@@ -79,6 +82,17 @@ def for_each_pair(engine: CpuEngine, r2, radii, reach, fn, args) -> None:
         _scan(engine, parallel, _HALF_SCAN, params, slabs.shape[0], fn, args)
 
 
+def row_slabs(state, reach: float) -> np.ndarray | None:
+    """The slabs of `slab_plan` for pairs within ``reach`` on the grid ``state`` as ranges
+    of its sorted points (rows of a neighbour list built on that grid); None where the
+    grid has no slabs."""
+    reach_cells = pairs.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
+    if pairs.stencil_by_id(state.n_cells, state.box, reach_cells, state.cell_coords.shape[0]):
+        return None
+    slabs = slab_plan(state, reach_cells)
+    return None if slabs is None else state.cell_start[slabs]
+
+
 def slab_plan(state, reach_cells) -> np.ndarray | None:
     """Slabs of cells for the half-stencil scan (`pair_functions.pair_function_half_cells`):
     ``(n_slabs, 2)`` int64, the first and one past the last cell id of each slab, the even
@@ -88,10 +102,13 @@ def slab_plan(state, reach_cells) -> np.ndarray | None:
     A slab is a range of planes across the slowest axis of more than one cell (z, or y in
     a plane, or x on a line): a range of cell ids, cells being in row-major order. Each
     slab is at least ``reach`` planes thick, so the half stencils of a slab's cells (which
-    reach ``reach`` planes forward) end in the next slab; on a periodic axis the number of
+    reach ``reach`` planes forward) end in the next slab. On a periodic axis the number of
     slabs is even, so that the last slab and the first, whose rows the last one's stencils
-    reach, never run together. Up to `MAX_SLABS` slabs of about equal numbers of points.
-    The plan depends on the grid alone, so the order of the calls does too.
+    reach, never run together; and the last slab is at least ``2 * reach`` planes thick,
+    so that a neighbour list's half rows (``t > s`` in the cell order), which reach from
+    the first slab back into the last one's last ``reach`` planes, write other rows there
+    than those of the slab before the last. Up to `MAX_SLABS` slabs of about equal numbers
+    of points. The plan depends on the grid alone, so the order of the calls does too.
     """
     n_cells = state.n_cells
     axis = next((axis for axis in (2, 1, 0) if n_cells[axis] > 1), None)
@@ -105,9 +122,10 @@ def slab_plan(state, reach_cells) -> np.ndarray | None:
                                           minlength=n_planes))
     wanted = np.searchsorted(points_before,
                              np.arange(1, MAX_SLABS) * (cell_start[-1] / MAX_SLABS)) + 1
+    last_thickness = thickness * (1 if np.isinf(state.box[axis]) else 2)
     cuts = [0]
     for plane in wanted.tolist():
-        if plane - cuts[-1] >= thickness and n_planes - plane >= thickness:
+        if plane - cuts[-1] >= thickness and n_planes - plane >= last_thickness:
             cuts.append(plane)
     if not np.isinf(state.box[axis]) and len(cuts) % 2 == 1:
         cuts.pop()
@@ -126,13 +144,18 @@ def for_each_neighbor(engine: CpuEngine, query_points, radii, fn, args) -> None:
           fn, args)
 
 
-def for_each_listed_pair(state, r2: float, n_threads, parallel: bool, fn, args) -> None:
+def for_each_listed_pair(state, r2: float, split, slabs, n_threads, parallel: bool, fn,
+                         args) -> None:
     """``fn(i, j, d2, dx, dy, dz, *args)`` for every ordered pair of a neighbour list's
     candidates within ``r2`` (`NeighborList.for_each_pair`; ``state`` a
     `neighbor_list_functions.ListState`, whose ``order`` has the index dtype of its
-    points)."""
+    points): over the half rows (from ``split``) in ``slabs`` of rows, or the full rows
+    where ``slabs`` is None."""
     owner = SimpleNamespace(state=state, index_dtype=state.order.dtype, n_threads=n_threads)
-    _scan(owner, parallel, _LIST_SCAN, (r2,), state.order.shape[0], fn, args)
+    if slabs is None:
+        _scan(owner, parallel, _LIST_SCAN, (r2,), state.order.shape[0], fn, args)
+    else:
+        _scan(owner, parallel, _LIST_HALF_SCAN, (r2, split, slabs), slabs.shape[0], fn, args)
 
 
 def ray_function_hits(engine: CpuEngine, rays: tuple, visit_order: np.ndarray, fn,

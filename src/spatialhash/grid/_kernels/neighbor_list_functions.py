@@ -24,7 +24,12 @@ import numpy as np
 
 from ..._config import jit
 from ..._kernels.cells import min_image
-from .pair_functions import _guarded_kernel, _jit_uncached, _parallel_kernel
+from .pair_functions import (
+    _guarded_kernel,
+    _jit_uncached,
+    _parallel_kernel,
+    _slab_parallel_kernel,
+)
 
 #: Rows handed to a thread at a time.
 ROWS_PER_CHUNK = 64
@@ -53,44 +58,80 @@ def _hit_buffers(size):
             np.empty(size, np.float64), np.empty(size, np.float64))
 
 
-def _scan_rows(state, params, lo, hi, fn, args):
-    """``fn`` over the pairs within ``sqrt(params[0])`` of rows ``lo .. hi - 1``. A row's
-    candidates within reach are first written, without a branch on their distance, to
-    buffers of hits (a hit's place is taken by the next candidate unless it is kept), then
-    ``fn`` is called for each hit: no mispredicted branch, no distance computed twice."""
-    positions, order, indptr, neighbours = (state.positions, state.order, state.indptr,
-                                            state.neighbours)
-    box_x, box_y, box_z = state.box[0], state.box[1], state.box[2]
-    half_x, half_y, half_z = state.half_box[0], state.half_box[1], state.half_box[2]
-    r2 = params[0]
-    hit_t, hit_d2, hit_dx, hit_dy, hit_dz = _hit_buffers(256)
-    for s in range(lo, hi):
-        x, y, z = positions[s, 0], positions[s, 1], positions[s, 2]
-        first, last = indptr[s], indptr[s + 1]
-        if last - first > hit_t.shape[0]:
-            hit_t, hit_d2, hit_dx, hit_dy, hit_dz = _hit_buffers(last - first)
-        n_hits = 0
-        for c in range(first, last):
-            t = neighbours[c]
-            dx = min_image(x - positions[t, 0], box_x, half_x)
-            dy = min_image(y - positions[t, 1], box_y, half_y)
-            dz = min_image(z - positions[t, 2], box_z, half_z)
-            d2 = dx * dx + dy * dy + dz * dz
-            hit_t[n_hits] = t
-            hit_d2[n_hits] = d2
-            hit_dx[n_hits] = dx
-            hit_dy[n_hits] = dy
-            hit_dz[n_hits] = dz
-            n_hits += 1 if d2 <= r2 else 0
-        own = np.int64(order[s])
-        for k in range(n_hits):
-            fn(own, np.int64(order[hit_t[k]]), hit_d2[k], hit_dx[k], hit_dy[k], hit_dz[k],
-               *args)
+def _list_scan_kernel(half):
+    """The sequential scan of a list's rows, compiled twice from this one source.
+
+    Full rows (not ``half``; ``params = (r2,)``): ``fn`` over the pairs within
+    ``sqrt(r2)`` of rows ``lo .. hi - 1``, each row's candidates on both sides.
+
+    Half rows (``half``; ``params = (r2, split, slabs)``): slabs ``lo .. hi - 1`` of
+    ``slabs``, each the rows ``slabs[k, 0] .. slabs[k, 1] - 1``, in the order they run
+    (`_pair_functions.slab_plan`, on the build's grid); each row's candidates after it in
+    the cell order (from ``split[s]``), each pair met once and ``fn`` called for ``(i,
+    j)`` then ``(j, i)``. Row ``t`` lies in the slab of ``s``, the next one, or (across a
+    period) the last one's last planes: the driver runs only slabs that write disjoint rows
+    at the same time.
+
+    A row's candidates within reach are first written, without a branch on their distance,
+    to buffers of hits (a hit's place is taken by the next candidate unless it is kept),
+    then ``fn`` is called for each hit: no mispredicted branch, no distance computed
+    twice."""
+
+    def scan(state, params, lo, hi, fn, args):
+        positions, order, indptr, neighbours = (state.positions, state.order, state.indptr,
+                                                state.neighbours)
+        box_x, box_y, box_z = state.box[0], state.box[1], state.box[2]
+        half_x, half_y, half_z = state.half_box[0], state.half_box[1], state.half_box[2]
+        r2 = params[0]
+        hit_t, hit_d2, hit_dx, hit_dy, hit_dz = _hit_buffers(256)
+        if half:
+            split, slabs = params[1], params[2]
+            n_ranges = hi - lo
+        else:
+            n_ranges = 1
+        for k in range(n_ranges):
+            if half:
+                rows_lo, rows_hi = slabs[lo + k, 0], slabs[lo + k, 1]
+            else:
+                rows_lo, rows_hi = lo, hi
+            for s in range(rows_lo, rows_hi):
+                x, y, z = positions[s, 0], positions[s, 1], positions[s, 2]
+                first = split[s] if half else indptr[s]
+                last = indptr[s + 1]
+                if last - first > hit_t.shape[0]:
+                    hit_t, hit_d2, hit_dx, hit_dy, hit_dz = _hit_buffers(last - first)
+                n_hits = 0
+                for c in range(first, last):
+                    t = neighbours[c]
+                    dx = min_image(x - positions[t, 0], box_x, half_x)
+                    dy = min_image(y - positions[t, 1], box_y, half_y)
+                    dz = min_image(z - positions[t, 2], box_z, half_z)
+                    d2 = dx * dx + dy * dy + dz * dz
+                    hit_t[n_hits] = t
+                    hit_d2[n_hits] = d2
+                    hit_dx[n_hits] = dx
+                    hit_dy[n_hits] = dy
+                    hit_dz[n_hits] = dz
+                    n_hits += 1 if d2 <= r2 else 0
+                own = np.int64(order[s])
+                for h in range(n_hits):
+                    other = np.int64(order[hit_t[h]])
+                    fn(own, other, hit_d2[h], hit_dx[h], hit_dy[h], hit_dz[h], *args)
+                    if half:
+                        fn(other, own, hit_d2[h], -hit_dx[h], -hit_dy[h], -hit_dz[h], *args)
+
+    return scan
 
 
-list_function_rows = _jit_uncached(_scan_rows, "list_function_rows")
+list_function_rows = _jit_uncached(_list_scan_kernel(half=False), "list_function_rows")
 list_function_rows_guarded = _jit_uncached(_guarded_kernel(list_function_rows),
                                            "list_function_rows_guarded")
 list_function_parallel = _jit_uncached(
     _parallel_kernel(list_function_rows_guarded, ROWS_PER_CHUNK), "list_function_parallel",
     parallel=True)
+list_function_half_rows = _jit_uncached(_list_scan_kernel(half=True),
+                                        "list_function_half_rows")
+list_function_half_rows_guarded = _jit_uncached(_guarded_kernel(list_function_half_rows),
+                                                "list_function_half_rows_guarded")
+list_function_slabs = _jit_uncached(_slab_parallel_kernel(list_function_half_rows_guarded),
+                                    "list_function_slabs", parallel=True)
