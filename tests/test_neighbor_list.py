@@ -3,6 +3,9 @@ step, whether it rebuilt or only recomputed the candidates' distances."""
 
 from __future__ import annotations
 
+import re
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from numba import njit
@@ -53,9 +56,30 @@ def test_a_move_of_exactly_half_the_skin_keeps_the_candidates_and_finds_the_pair
     assert neighbors.pairs.indices.tolist() == [[0, 1]]  # now exactly r apart: closed
     assert neighbors.pairs.distances.tolist() == [r]
     _assert_current(neighbors, moved)
-    beyond = moved + np.array([[np.nextafter(skin / 2, 1.0) - skin / 2, 0.0], [0.0, 0.0],
-                               [0.0, 0.0]])
-    assert neighbors.update(beyond) is True  # point 0 has now moved more than skin / 2
+    beyond = moved.copy()
+    beyond[0, 0] = np.nextafter(moved[0, 0], 1.0)
+    beyond[1, 0] = np.nextafter(moved[1, 0], -1.0)
+    # Points 0 and 1 have now come closer by more than skin: rebuilt.
+    assert neighbors.update(beyond) is True
+
+
+def test_a_drift_of_every_point_keeps_the_candidates():
+    """Displacements within ``skin / 2`` of their centre keep the list, however far the
+    centre: the points have come closer by at most ``skin``."""
+    rng = np.random.default_rng(4)
+    points = rng.random((2000, 3))
+    neighbors = NeighborList(points, 0.08, 0.02)
+    for step in range(1, 6):
+        jiggle = rng.uniform(-0.005, 0.005, points.shape)  # |jiggle| <= 0.0087 < skin / 2
+        moved = points + [0.0, 0.0, -0.3 * step] + jiggle  # falling
+        assert neighbors.update(moved) is False
+        _assert_current(neighbors, moved)
+    assert neighbors.n_builds == 1
+    # Two points moving apart by skin / 2 each, the rest still: the centre is theirs.
+    apart = points.copy()
+    apart[0, 0] += 0.011
+    apart[1, 0] -= 0.011
+    assert neighbors.update(apart) is True
 
 
 def test_no_move_and_no_points():
@@ -99,6 +123,70 @@ def test_the_same_rows_for_every_thread_count():
     for other in outputs[1:]:
         assert outputs[0].indices.tobytes() == other.indices.tobytes()
         assert outputs[0].distances.tobytes() == other.distances.tobytes()
+
+
+# ------------------------------------------------------------------ per-point radii
+@pytest.mark.parametrize("n_dims, box", [(2, {}), (3, {"box": 1.0}),
+                                         (2, {"box": [1.0, 1.0], "periodic": [True, False]})])
+def test_pairs_with_radii_equal_query_pairs_with_radii_at_every_step(n_dims, box):
+    rng = np.random.default_rng(30 + n_dims)
+    points = rng.random((1500, n_dims))
+    radii = rng.uniform(0.0, 0.03 if n_dims == 2 else 0.06, 1500)
+    radii[:10] = 0.0  # contact only at distance 0
+    neighbors = NeighborList(points, skin=0.02, radii=radii, **box)
+    assert neighbors.r is None
+    np.testing.assert_array_equal(neighbors.radii, radii)
+    rebuilt = []
+    for step in range(8):
+        expected = Grid(points, **box).query_pairs(radii=radii, return_distances=True).sorted()
+        got = neighbors.pairs.sorted()
+        np.testing.assert_array_equal(got.indices, expected.indices)
+        np.testing.assert_array_equal(got.distances, expected.distances)
+        calls, counts = _records(neighbors, points)
+        grid = Grid(points, **box)
+        grid_calls, _ = _records(
+            SimpleNamespace(for_each_pair=lambda fn, *args, grid=grid: grid.for_each_pair(
+                None, fn, *args, radii=radii)), points)
+        np.testing.assert_array_equal(calls, grid_calls)
+        assert calls.shape[0] == 2 * len(expected)
+        points = points + rng.normal(0.0, 0.015 if step == 3 else 0.002, points.shape)
+        rebuilt.append(neighbors.update(points))
+    assert any(rebuilt) and not all(rebuilt)
+
+
+def test_radii_lists_are_the_same_for_every_thread_count():
+    rng = np.random.default_rng(33)
+    points = rng.random((24_000, 3)) * [1.0, 1.0, 3.0]  # slabs, on many threads
+    radii = rng.uniform(0.005, 0.02, 24_000)
+    moved = points + rng.normal(0.0, 0.0005, points.shape)
+    outputs = []
+    for n_threads in (1, 2, None):
+        neighbors = NeighborList(points, None, 0.01, radii=radii, n_threads=n_threads)
+        assert neighbors._slabs is not None
+        assert neighbors.update(moved) is False
+        sums = np.zeros((24_000, 2))
+        neighbors.for_each_pair(_weigh, sums)
+        outputs.append((neighbors.pairs.indices.tobytes(), sums.tobytes()))
+    assert outputs[1] == outputs[0] and outputs[2] == outputs[0]
+
+
+def test_bad_radii_are_refused():
+    points = np.random.default_rng(34).random((10, 2))
+    both = "give exactly one of `r` (a distance) and `radii` (one per point)."
+    with pytest.raises(TypeError, match=re.escape(both)):
+        NeighborList(points, 0.1, 0.05, radii=np.ones(10))
+    with pytest.raises(TypeError, match=re.escape(both)):
+        NeighborList(points, skin=0.05)
+    with pytest.raises(TypeError, match="give `skin`"):
+        NeighborList(points, radii=np.ones(10))
+    with pytest.raises(ValueError, match=re.escape("`radii` must hold finite values >= 0; "
+                                                   "got -0.1 at radii[1].")):
+        NeighborList(points, skin=0.1, radii=[0.1, -0.1] + [0.1] * 8)
+    with pytest.raises(ValueError, match="`radii` must be a scalar or an array of shape "):
+        NeighborList(points, skin=0.1, radii=np.ones(3))
+    with pytest.raises(ValueError, match=re.escape(
+            "`2 * max(radii) + skin` must be at most half the periodic box (0.5); got 0.75.")):
+        NeighborList(points, skin=0.5, radii=np.full(10, 0.125), box=1.0)
 
 
 # ------------------------------------------------------------------ for_each_pair

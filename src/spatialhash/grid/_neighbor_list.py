@@ -1,26 +1,31 @@
-"""`NeighborList`: the pairs within ``r`` of points that move, kept between steps with a
-skin (a Verlet list).
+"""`NeighborList`: the pairs within ``r`` (or within ``radii[i] + radii[j]``) of points
+that move, kept between steps with a skin (a Verlet list).
 
-A build runs `Grid.query_pairs` at the reach ``r + skin`` (a little more, see
-`REACH_MARGIN`) and keeps those pairs as candidates, with the positions of that build.
-While no point has moved more than ``skin / 2`` since (the minimum image of its
-displacement on periodic axes), no two points have come closer by more than ``skin``, so
-every pair now within ``r`` is a candidate: an update recomputes the candidates'
-distances and keeps those within ``r``. A larger move rebuilds.
+A build runs `Grid.query_pairs` at the reach ``r + skin`` (with radii: ``radii + skin /
+2``; a little more, see `REACH_MARGIN`) and keeps those pairs as candidates, with the
+positions of that build. Two points have come closer since by at most ``|d_i - d_j|``,
+``d`` being the displacements (the minimum image of each on periodic axes), and that is at
+most ``|d_i - c| + |d_j - c|`` for any ``c``. So while every displacement lies within
+``skin / 2`` of the origin, or of the centre of the box bounding the displacements (a
+drift of all the points, as a falling body), no two points have come closer by more than
+``skin``, and every pair now within reach is a candidate: an update recomputes the
+candidates' distances and keeps those within reach. A larger move rebuilds.
 
 The candidates are kept as rows over the build's cell order, both ways round, with the
 positions copied into that order at each update (``_kernels/neighbor_list.py``): a row's
 candidates lie in nearby cells, so their positions are read from nearby memory, and 4-byte
 indices (under 2**31 points) keep the rows half the size of a list of (i, j) int64 pairs.
-An update checks the moves (one pass, each part of the points stopping at its first point
+An update checks the moves (one pass, a second about the centre when some point moved
 beyond ``skin / 2``) and copies the positions; `NeighborList.pairs` keeps the candidates
-within ``r`` when asked for, and `NeighborList.for_each_pair` calls a user's function for
-them without storing them. The distances are computed as the pair kernels compute them:
-positions through the same wrapping into the periodic box as `Grid`
+within reach when asked for, and `NeighborList.for_each_pair` calls a user's function for
+them without storing them (each pair once, over the rows' halves, where the build's grid
+cuts into slabs; see `_pair_functions.slab_plan`). The distances are computed as the pair
+kernels compute them: positions through the same wrapping into the periodic box as `Grid`
 (`_validation.grid_points`), the difference per axis, brought to the nearest image on
 periodic axes (`cells.min_image`), squared and summed in the order x, y, z, and compared
-with ``r * r``. So the pairs are those of ``Grid(points, ...).query_pairs(r)`` on the
-current positions, exactly, at every step.
+with ``r * r`` (or ``(radii[i] + radii[j]) ** 2``). So the pairs are those of
+``Grid(points, ...).query_pairs(r)`` (or ``query_pairs(radii=radii)``) on the current
+positions, exactly, at every step.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import numpy as np
 
 from .. import _config
 from .._results import Pairs
-from .._validation import as_box, as_points, as_positive_scalar, grid_points
+from .._validation import as_box, as_points, as_positive_scalar, as_radii, grid_points
 from . import _pair_functions
 from ._cpu_engine import PARALLEL_MIN_POINTS
 from ._grid import Grid
@@ -46,23 +51,30 @@ from ._kernels.neighbor_list_functions import ListState
 #: box), so that rounding in the build's distances or in a displacement can never drop a
 #: pair that comes within ``r`` (both are exact to about 2**-52 of the coordinates).
 REACH_MARGIN = 2.0**-30
+#: The radii of a list of pairs within one distance.
+_NO_RADII = np.empty(0, dtype=np.float64)
 
 
 class NeighborList:
-    """The pairs within ``r`` of moving points, rebuilt only when a point has moved more
-    than ``skin / 2`` since the last build.
+    """The pairs within ``r`` (or within ``radii[i] + radii[j]``) of moving points,
+    rebuilt only when two points may have come closer by more than ``skin`` since the
+    last build.
 
     Parameters
     ----------
     points : array_like of float, shape (n, d)
         Initial positions, d = 1, 2 or 3.
-    r : float
+    r : float, optional
         Distance: pairs with ``distance <= r``, as `Grid.query_pairs`.
     skin : float
         Extra reach of the candidates, >= 0. A larger skin rebuilds less often and
         recomputes more candidates at each update.
+    radii : array_like of float, shape (n,), optional
+        Instead of ``r``: a radius per point, pairs with ``distance <= radii[i] +
+        radii[j]``, as ``Grid.query_pairs(radii=radii)``.
     box, periodic
-        Periodic boxes, as in `Grid`; ``r + skin`` must be at most half of every period.
+        Periodic boxes, as in `Grid`; ``r + skin`` (or ``2 * max(radii) + skin``) must be
+        at most half of every period.
     n_threads : int, optional
         Threads of the builds, of `pairs` and of `for_each_pair`, as in `Grid`.
 
@@ -73,15 +85,22 @@ class NeighborList:
 
     Notes
     -----
+    An update keeps the candidates while every displacement since the build lies within
+    ``skin / 2`` of the origin or of the centre of all of them (the box bounding them):
+    points that jiggle in place keep their list, and so do points that drift together,
+    however far. Otherwise it rebuilds.
+
     An update only checks the moves and copies the positions; the candidates' distances
     are computed when `pairs` is read or `for_each_pair` runs. Both read every candidate,
     about ``(1 + skin / r) ** 3`` times as many as the pairs (in 3-D), while a new `Grid`
-    and its search read the points of the cells around each point: a gain where the cells
-    hold many points that are not pairs (a Lennard-Jones fluid with ``r = 2.5``: the
-    forces by `for_each_pair` take about half the time of a new grid's
-    `Grid.for_each_pair`, ``benchmarks/bench_neighbor_list.py``), little where they hold few
-    more than the pairs (``cell_size = r`` and 30 neighbours a point: `pairs` costs about a
-    new grid's `Grid.query_pairs`). Measure both on your data before choosing the list.
+    and its search read the points of the cells around each point, and a build costs
+    about two such searches. The list gains where the search is a large part of a step
+    and rebuilds are rare; where the search is cheap next to the work ``fn`` does for
+    each pair, it gains little. A Lennard-Jones fluid (``r = 2.5``, skin 0.3, 2 threads,
+    ``benchmarks/bench_neighbor_list.py``): forces by the list against a new grid's
+    `Grid.for_each_pair` at every step, 1.7 times faster on the median step with 4,000
+    atoms, 1.2 times with 32,000, where the rebuilds take back that gain over a whole
+    run. Measure both on your data before choosing the list.
 
     Examples
     --------
@@ -96,28 +115,45 @@ class NeighborList:
     >>> pairs = neighbors.pairs
     """
 
-    def __init__(self, points, r: float, skin: float, *, box=None, periodic=None,
-                 n_threads: int | None = None) -> None:
+    def __init__(self, points, r: float | None = None, skin: float | None = None, *,
+                 radii=None, box=None, periodic=None, n_threads: int | None = None) -> None:
         coords = as_points(points)
-        self._r = as_positive_scalar(r, "r", allow_zero=True)
+        if (r is None) == (radii is None):
+            raise TypeError("give exactly one of `r` (a distance) and `radii` (one per point).")
+        if skin is None:
+            raise TypeError("give `skin`, the extra reach of the candidates (>= 0).")
         self._skin = as_positive_scalar(skin, "skin", allow_zero=True)
         self._shape = coords.shape
         self._box_argument, self._periodic_argument = box, periodic
         self._box, _ = as_box(box, periodic, coords.shape[1])
         self._half_box = self._box / 2.0
+        if radii is None:
+            self._r = as_positive_scalar(r, "r", allow_zero=True)
+            self._radii = None
+            reach, name = self._r, "r + skin"
+        else:
+            self._r = None
+            self._radii = as_radii(radii, "radii", coords.shape[0]).copy()
+            reach = 2.0 * float(self._radii.max()) if self._radii.size else 0.0
+            name = "2 * max(radii) + skin"
         periods = self._box[np.isfinite(self._box)]
-        if periods.size and self._r + self._skin > 0.5 * float(periods.min()):
+        if periods.size and reach + self._skin > 0.5 * float(periods.min()):
             raise ValueError(
-                f"`r + skin` must be at most half the periodic box ({0.5 * periods.min()}); "
-                f"got {self._r + self._skin}.")
+                f"`{name}` must be at most half the periodic box ({0.5 * periods.min()}); "
+                f"got {reach + self._skin}.")
         self._n_threads = n_threads
         self.n_builds = 0
         self._build(coords)
 
     @property
-    def r(self) -> float:
-        """The distance of the pairs."""
+    def r(self) -> float | None:
+        """The distance of the pairs (None when they are found by `radii`)."""
         return self._r
+
+    @property
+    def radii(self) -> np.ndarray | None:
+        """The radius of each point (pairs within ``radii[i] + radii[j]``), or None."""
+        return None if self._radii is None else self._radii.copy()
 
     @property
     def skin(self) -> float:
@@ -128,14 +164,14 @@ class NeighborList:
     def pairs(self) -> Pairs:
         """The pairs on the current positions, each once with ``i < j``, with their
         distances: the pairs of ``Grid(points, ...).query_pairs(r, return_distances=True)``
-        (in another, deterministic order). Found on first use after each `update` (an
+        (or ``query_pairs(radii=radii, ...)``; in another, deterministic order). Found on first use after each `update` (an
         update by itself only checks the moves); `for_each_pair` needs none."""
         if self._pairs is None:
             state = self._state
             with _config.threads(self._n_threads):
                 indices, distances = candidates_within(
-                    state.positions, state.order, state.indptr, state.neighbours, self._split,
-                    state.box, state.half_box, self._r * self._r)
+                    state.positions, state.radii, state.order, state.indptr, state.neighbours,
+                    self._split, state.box, state.half_box, self._r2())
             n = self._shape[0]
             self._pairs = Pairs(indices, distances, (n, n))
         return self._pairs
@@ -169,7 +205,7 @@ class NeighborList:
         return False
 
     def for_each_pair(self, fn, *args) -> None:
-        """Call ``fn(i, j, d2, dx, dy, dz, *args)`` for every pair within ``r`` on the
+        """Call ``fn(i, j, d2, dx, dy, dz, *args)`` for every pair within reach on the
         current positions, in both orders, on every thread, storing no list.
 
         Parameters
@@ -185,10 +221,12 @@ class NeighborList:
 
         Notes
         -----
-        One thread visits each ``i`` and meets its ``j`` in a fixed order (the build's cell
-        order, not that of `Grid.for_each_pair`), for any thread count: sums into
-        ``out[i]`` are the same, bit for bit, for any ``n_threads`` (but may differ from
-        `Grid.for_each_pair`'s in the last bits). ``fn`` may write to row ``i`` only:
+        The calls for each ``i`` come in an order fixed by the build (not that of
+        `Grid.for_each_pair`), for any thread count: sums into ``out[i]`` are the same,
+        bit for bit, for any ``n_threads`` (but may differ from `Grid.for_each_pair`'s in
+        the last bits). Where the build's grid cuts into slabs (as in
+        `Grid.for_each_pair`), each pair is met once and ``fn`` called for ``(i, j)``
+        then ``(j, i)``. ``fn`` may write to row ``i`` only:
         writes to row ``j`` race. An exception raised in ``fn`` is raised here. Numba
         compiles the scan anew for each ``fn``, as for `Grid.for_each_pair`.
 
@@ -211,29 +249,47 @@ class NeighborList:
         state = self._state
         # From as many points as `Grid.for_each_pair`.
         parallel = self._n_threads != 1 and self._shape[0] >= PARALLEL_MIN_POINTS
-        _pair_functions.for_each_listed_pair(state, self._r * self._r, self._split,
+        _pair_functions.for_each_listed_pair(state, self._r2(), self._split,
                                              self._slabs, self._n_threads, parallel, fn, args)
 
+    def _r2(self) -> float:
+        """``r * r`` (0 with radii: the kernels take each pair's own distance)."""
+        return 0.0 if self._r is None else self._r * self._r
+
     def _build(self, coords: np.ndarray) -> None:
-        reach = (self._r + self._skin) * (1.0 + REACH_MARGIN)
         periods = self._box[np.isfinite(self._box)]
-        if periods.size:  # within half the box (checked at construction for r + skin)
-            reach = min(reach, max(self._r + self._skin, 0.5 * float(periods.min())))
-        grid = Grid(coords, cell_size=reach if reach > 0 else None, box=self._box_argument,
-                    periodic=self._periodic_argument, n_threads=self._n_threads)
+        if self._radii is None:
+            reach = (self._r + self._skin) * (1.0 + REACH_MARGIN)
+            if periods.size:  # within half the box (checked at construction for r + skin)
+                reach = min(reach, max(self._r + self._skin, 0.5 * float(periods.min())))
+            search = {"r": reach}
+            cell_size = reach
+        else:
+            # Pairs within (r_i + skin / 2) + (r_j + skin / 2): every pair within
+            # r_i + r_j + skin, with the margin.
+            build_radii = (self._radii + 0.5 * self._skin) * (1.0 + REACH_MARGIN)
+            if periods.size:  # 2 * max(radii) + skin within half the box (checked)
+                build_radii = np.minimum(build_radii, np.maximum(
+                    self._radii + 0.5 * self._skin, 0.25 * float(periods.min())))
+            search = {"radii": build_radii}
+            reach = cell_size = 2.0 * float(build_radii.max()) if build_radii.size else 0.0
+        grid = Grid(coords, cell_size=cell_size if cell_size > 0 else None,
+                    box=self._box_argument, periodic=self._periodic_argument,
+                    n_threads=self._n_threads)
         order = grid.state.order
         n = order.shape[0]
         rank = np.empty(n, np.int64)
         rank[order] = np.arange(n)
-        candidates = grid.query_pairs(reach).indices
+        candidates = grid.query_pairs(**search).indices
         self._slabs = _pair_functions.row_slabs(grid.state, reach)
         indptr = np.empty(n + 1, np.int64)
         neighbours = np.empty(2 * candidates.shape[0], order.dtype)
         self._split = np.empty(n, np.int64)
         with _config.threads(self._n_threads):
             candidate_rows(rank, candidates, indptr, neighbours, self._split)
+        radii = _NO_RADII if self._radii is None else self._radii[order]
         self._state = ListState(np.empty((n, 3)), order, indptr, neighbours, self._box,
-                                self._half_box)
+                                self._half_box, radii)
         self._built_at = coords.copy()
         self.n_builds += 1
         wrapped, _, _ = grid_points(coords, self._box)

@@ -48,6 +48,9 @@ class ListState(NamedTuple):
     #: (3,) float64: the period of each axis, ``inf`` on open axes, and its half.
     box: np.ndarray
     half_box: np.ndarray
+    #: (n,) float64 in the build's cell order: each point's radius (pairs within
+    #: ``radii[s] + radii[t]``); (0,) for pairs within one distance.
+    radii: np.ndarray
 
 
 @jit
@@ -62,7 +65,8 @@ def _list_scan_kernel(half):
     """The sequential scan of a list's rows, compiled twice from this one source.
 
     Full rows (not ``half``; ``params = (r2,)``): ``fn`` over the pairs within
-    ``sqrt(r2)`` of rows ``lo .. hi - 1``, each row's candidates on both sides.
+    ``sqrt(r2)`` (or within ``radii[s] + radii[t]``, where the state has radii) of rows
+    ``lo .. hi - 1``, each row's candidates on both sides.
 
     Half rows (``half``; ``params = (r2, split, slabs)``): slabs ``lo .. hi - 1`` of
     ``slabs``, each the rows ``slabs[k, 0] .. slabs[k, 1] - 1``, in the order they run
@@ -83,6 +87,8 @@ def _list_scan_kernel(half):
         box_x, box_y, box_z = state.box[0], state.box[1], state.box[2]
         half_x, half_y, half_z = state.half_box[0], state.half_box[1], state.half_box[2]
         r2 = params[0]
+        radii = state.radii
+        with_radii = radii.shape[0] > 0
         hit_t, hit_d2, hit_dx, hit_dy, hit_dz = _hit_buffers(256)
         if half:
             split, slabs = params[1], params[2]
@@ -112,7 +118,11 @@ def _list_scan_kernel(half):
                     hit_dx[n_hits] = dx
                     hit_dy[n_hits] = dy
                     hit_dz[n_hits] = dz
-                    n_hits += 1 if d2 <= r2 else 0
+                    if with_radii:
+                        limit = radii[s] + radii[t]
+                        n_hits += 1 if d2 <= limit * limit else 0
+                    else:
+                        n_hits += 1 if d2 <= r2 else 0
                 own = np.int64(order[s])
                 for h in range(n_hits):
                     other = np.int64(order[hit_t[h]])
