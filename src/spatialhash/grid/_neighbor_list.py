@@ -164,8 +164,9 @@ class NeighborList:
     def pairs(self) -> Pairs:
         """The pairs on the current positions, each once with ``i < j``, with their
         distances: the pairs of ``Grid(points, ...).query_pairs(r, return_distances=True)``
-        (or ``query_pairs(radii=radii, ...)``; in another, deterministic order). Found on first use after each `update` (an
-        update by itself only checks the moves); `for_each_pair` needs none."""
+        (or ``query_pairs(radii=radii, ...)``; in another, deterministic order). Found on
+        first use after each `update` (an update by itself only checks the moves);
+        `for_each_pair` needs none."""
         if self._pairs is None:
             state = self._state
             with _config.threads(self._n_threads):

@@ -64,6 +64,7 @@ from ..._kernels.cells import (
 from ..._kernels.indirect import kernel_caller
 from .pairs import (
     GATHER_MIN_POINTS_PER_CELL,
+    gather_near,
     half_stencil_capacity,
     half_stencil_runs,
     near_buffers,
@@ -152,41 +153,14 @@ def _scan_kernel(over_cells):
                     run_shifts[r, 2] != 0.0)
             if gather and not shifted:
                 # The candidates within reach of the box bounding the cell's points, copied
-                # next to each other in the order of the runs (the others are no pair of any
-                # point of the cell, in floating point too: see `pairs.py`).
+                # next to each other in the order of the runs (`pairs.gather_near`).
                 if n_candidates > near_x.shape[0]:
                     near_x, near_y, near_z, near_j, near_radii = near_buffers(n_candidates)
                 if n_candidates > run_d2.shape[0]:
                     run_d2 = np.empty(n_candidates, np.float64)
                     hit_index = np.empty(n_candidates, np.int64)
-                lo_x = hi_x = points[0, source_lo]
-                lo_y = hi_y = points[1, source_lo]
-                lo_z = hi_z = points[2, source_lo]
-                largest_radius = 0.0
-                for s in range(source_lo, source_hi):
-                    lo_x, hi_x = min(lo_x, points[0, s]), max(hi_x, points[0, s])
-                    lo_y, hi_y = min(lo_y, points[1, s]), max(hi_y, points[1, s])
-                    lo_z, hi_z = min(lo_z, points[2, s]), max(hi_z, points[2, s])
-                    if with_radii:
-                        largest_radius = max(largest_radius, radii[s])
-                limit2 = r2
-                n_near = 0
-                for r in range(n_runs):
-                    for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
-                        px, py, pz = points[0, j], points[1, j], points[2, j]
-                        near_x[n_near] = px
-                        near_y[n_near] = py
-                        near_z[n_near] = pz
-                        near_j[n_near] = order[j]
-                        if with_radii:
-                            near_radii[n_near] = radii[j]
-                            limit = largest_radius + radii[j]
-                            limit2 = limit * limit
-                        ex = max(lo_x - px, px - hi_x, 0.0)
-                        ey = max(lo_y - py, py - hi_y, 0.0)
-                        ez = max(lo_z - pz, pz - hi_z, 0.0)
-                        # Written unconditionally, kept only within reach.
-                        n_near += 1 if ex * ex + ey * ey + ez * ez <= limit2 else 0
+                n_near = gather_near(points, order, radii, r2, run_bounds, n_runs, source_lo,
+                                     source_hi, 0, near_x, near_y, near_z, near_j, near_radii)
                 for source in range(source_lo, source_hi):
                     x, y, z = points[0, source], points[1, source], points[2, source]
                     own = np.int64(order[source])
@@ -317,39 +291,13 @@ def _half_scan_kernel():
                 own_start, own_end = cell_start[a], cell_start[a + 1]
                 if gather and not shifted:
                     # The candidates within reach of the box bounding the cell's points, next
-                    # to each other in the order of the runs, the own cell's first (as in
-                    # `pairs.pairs_scan_cells_gathered`, which says why none is lost).
+                    # to each other in the order of the runs, the own cell's first
+                    # (`pairs.gather_near`).
                     if n_candidates > near_x.shape[0]:
                         near_x, near_y, near_z, near_j, near_radii = near_buffers(n_candidates)
-                    lo_x = hi_x = points[0, own_start]
-                    lo_y = hi_y = points[1, own_start]
-                    lo_z = hi_z = points[2, own_start]
-                    largest_radius = 0.0
-                    for s in range(own_start, own_end):
-                        lo_x, hi_x = min(lo_x, points[0, s]), max(hi_x, points[0, s])
-                        lo_y, hi_y = min(lo_y, points[1, s]), max(hi_y, points[1, s])
-                        lo_z, hi_z = min(lo_z, points[2, s]), max(hi_z, points[2, s])
-                        if with_radii:
-                            largest_radius = max(largest_radius, radii[s])
-                    limit2 = r2
-                    own_end_unsigned = np.uint64(own_end)
-                    n_near = 0
-                    for r in range(n_runs):
-                        for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
-                            px, py, pz = points[0, j], points[1, j], points[2, j]
-                            near_x[n_near] = px
-                            near_y[n_near] = py
-                            near_z[n_near] = pz
-                            near_j[n_near] = order[j]
-                            if with_radii:
-                                near_radii[n_near] = radii[j]
-                                limit = largest_radius + radii[j]
-                                limit2 = limit * limit
-                            ex = max(lo_x - px, px - hi_x, 0.0)
-                            ey = max(lo_y - py, py - hi_y, 0.0)
-                            ez = max(lo_z - pz, pz - hi_z, 0.0)
-                            within = ex * ex + ey * ey + ez * ez <= limit2
-                            n_near += 1 if within | (j < own_end_unsigned) else 0
+                    n_near = gather_near(points, order, radii, r2, run_bounds, n_runs,
+                                         own_start, own_end, own_end, near_x, near_y, near_z,
+                                         near_j, near_radii)
                     for i in range(own_start, own_end):
                         x, y, z = points[0, i], points[1, i], points[2, i]
                         radius = radii[i] if with_radii else 0.0

@@ -34,7 +34,7 @@ import math
 import numpy as np
 from numba import prange
 
-from ..._config import jit, jit_parallel, jit_variant
+from ..._config import jit, jit_inline, jit_parallel, jit_variant
 from ..._kernels.cells import (
     RANGE_ABSOLUTE_TOLERANCE,
     RANGE_RELATIVE_TOLERANCE,
@@ -89,7 +89,7 @@ def stencil_by_id(n_cells, box, reach_cells, n_occupied):
     return volume >= n_occupied
 
 
-@jit
+@jit_inline
 def half_stencil_runs(state, a, reach_cells, inline_runs, first, last, half, run_bounds,
                       run_shifts):
     """The runs of cell ``a``'s half stencil (see the module docstring) when pairs are not
@@ -130,6 +130,7 @@ def half_stencil_runs(state, a, reach_cells, inline_runs, first, last, half, run
                     n_runs += 1
         for r in range(n_runs):
             run_shifts[r, 0] = run_shifts[r, 1] = run_shifts[r, 2] = 0.0
+        half[0] = half[1] = half[2] = np.inf
         return n_runs, False, run_bounds, run_shifts
     for axis in range(3):
         first[axis], last[axis] = axis_range(
@@ -144,6 +145,59 @@ def half_stencil_runs(state, a, reach_cells, inline_runs, first, last, half, run
                          state.hash_keys, state.hash_ids, first, last, True,
                          (cx, cy, cz), run_bounds, run_shifts)
     return n_runs, use_min_image, run_bounds, run_shifts
+
+
+@jit_inline
+def gather_near(points, order, radii, r2, run_bounds, n_runs, own_start, own_end, keep_below,
+                near_x, near_y, near_z, near_j, near_radii):
+    """Copy the points of ``n_runs`` runs that lie within reach of the box bounding the
+    points ``own_start .. own_end - 1`` (one cell's) next to each other, in the order of
+    the runs: coordinates, original indices (``order``) and, ``radii`` not empty, radii;
+    returns how many. The buffers must hold every point of the runs. Within reach:
+    ``sqrt(r2)``, or the cell's largest radius plus the point's. Points before
+    ``keep_below`` (the cell's own, for a half stencil, whose index arithmetic counts on
+    them) are kept whatever their distance.
+
+    A point left out is no pair of any point of the cell, in floating point too:
+    ``|x_i - x_j|`` rounds to at least what the distance to the box's face rounds to
+    (rounding is monotone), and so do the squares and sums. On 5,000 uniform points in
+    3-D, 54% of the other cells' points were copied (counted).
+    """
+    with_radii = radii.shape[0] > 0
+    lo_x = hi_x = points[0, own_start]
+    lo_y = hi_y = points[1, own_start]
+    lo_z = hi_z = points[2, own_start]
+    largest_radius = 0.0
+    for i in range(own_start, own_end):
+        lo_x, hi_x = min(lo_x, points[0, i]), max(hi_x, points[0, i])
+        lo_y, hi_y = min(lo_y, points[1, i]), max(hi_y, points[1, i])
+        lo_z, hi_z = min(lo_z, points[2, i]), max(hi_z, points[2, i])
+        if with_radii:
+            largest_radius = max(largest_radius, radii[i])
+    limit2 = r2
+    keep_below = np.uint64(keep_below)
+    k = 0
+    for r in range(n_runs):
+        for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
+            px, py, pz = points[0, j], points[1, j], points[2, j]
+            near_x[k] = px
+            near_y[k] = py
+            near_z[k] = pz
+            # The original index: read in order here, once per cell, rather than at random
+            # for every pair (ad hoc, 5,000 points in 3-D, one thread, order alternated:
+            # 1.83 -> 1.67 ms).
+            near_j[k] = order[j]
+            if with_radii:
+                near_radii[k] = radii[j]
+                limit = largest_radius + radii[j]
+                limit2 = limit * limit
+            ex = max(lo_x - px, px - hi_x, 0.0)
+            ey = max(lo_y - py, py - hi_y, 0.0)
+            ez = max(lo_z - pz, pz - hi_z, 0.0)
+            # Written unconditionally, kept only within reach.
+            within = ex * ex + ey * ey + ez * ez <= limit2
+            k += 1 if within | (j < keep_below) else 0
+    return k
 
 
 @jit
@@ -205,6 +259,9 @@ def _pair_scan_kernel(gather):
         # In a dense grid, a cell whose stencil wraps no periodic axis (every cell when no
         # axis is periodic) finds its runs inline: the general path (ranges, images, probing)
         # cost about 270 ns a cell, as much as the distance tests of a cell of a few points.
+        # Written out here, as `half_stencil_runs` does for the functions over pairs:
+        # calling that helper (inlined or not) made this kernel 16-38% slower on small
+        # cells (200,000 points in 2-D with radii, one thread, versions alternated).
         inline_runs = dense_start.shape[0] > 0 and not by_id
         nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
         reach_x, reach_y, reach_z = reach_cells[0], reach_cells[1], reach_cells[2]
@@ -302,47 +359,12 @@ def _pair_scan_kernel(gather):
                 if n_candidates > near_x.shape[0]:
                     near_x, near_y, near_z, near_j, near_radii = near_buffers(n_candidates)
                 # Only the candidates within reach of the box bounding cell a's points are
-                # copied: on 5,000 uniform points in 3-D, 54% of the other cells' (counted).
-                # A candidate left out is no pair of any point of the cell, in floating point
-                # too: |x_i - x_j| rounds to at least what the distance to the box's face
-                # rounds to (rounding is monotone), and so do the squares and sums. The pairs
-                # and their order are unchanged.
+                # copied (the own cell's points always: see `gather_near`). The pairs and
+                # their order are unchanged.
                 own_start, own_end = cell_start[a], cell_start[a + 1]
-                lo_x = hi_x = points[0, own_start]
-                lo_y = hi_y = points[1, own_start]
-                lo_z = hi_z = points[2, own_start]
-                largest_radius = 0.0
-                for i in range(own_start, own_end):
-                    lo_x, hi_x = min(lo_x, points[0, i]), max(hi_x, points[0, i])
-                    lo_y, hi_y = min(lo_y, points[1, i]), max(hi_y, points[1, i])
-                    lo_z, hi_z = min(lo_z, points[2, i]), max(hi_z, points[2, i])
-                    if with_radii:
-                        largest_radius = max(largest_radius, radii[i])
-                limit2 = r2
-                own_end_unsigned = np.uint64(own_end)
-                k = 0
-                for r in range(n_runs):
-                    for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
-                        px, py, pz = points[0, j], points[1, j], points[2, j]
-                        near_x[k] = px
-                        near_y[k] = py
-                        near_z[k] = pz
-                        # The original index: read in order here, once per cell, rather than
-                        # at random for every pair (ad hoc, 5,000 points in 3-D, one thread,
-                        # order alternated: 1.83 -> 1.67 ms).
-                        near_j[k] = order[j]
-                        if with_radii:
-                            near_radii[k] = radii[j]
-                            limit = largest_radius + radii[j]
-                            limit2 = limit * limit
-                        ex = max(lo_x - px, px - hi_x, 0.0)
-                        ey = max(lo_y - py, py - hi_y, 0.0)
-                        ez = max(lo_z - pz, pz - hi_z, 0.0)
-                        # Written unconditionally, kept only within reach (the own cell's
-                        # points always: the index arithmetic below counts on them).
-                        within = ex * ex + ey * ey + ez * ez <= limit2
-                        k += 1 if within | (j < own_end_unsigned) else 0
-                n_candidates = k
+                n_candidates = gather_near(points, order, radii, r2, run_bounds, n_runs,
+                                           own_start, own_end, own_end, near_x, near_y, near_z,
+                                           near_j, near_radii)
                 # Run 0 starts at cell a: the candidates of its point i are the points after
                 # it there, then the other runs, in the order of the run-by-run loops below.
                 for i in range(own_start, own_end):
