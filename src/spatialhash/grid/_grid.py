@@ -243,9 +243,9 @@ class Grid:
         pair met from each side.
 
         Numba compiles the scan anew for each ``fn`` (and types of ``args``), ``fn``
-        inlined: about 1 s for each new ``fn`` on one thread, 2 s on the multi-threaded
-        path (from 20,000 points), 3-4 s with an empty disk cache (2-core machine; first
-        call less the second, in a fresh process). Not cached on disk: numba's cache keys
+        inlined: about 2 s for each new ``fn`` on one thread, 3.5 s on the multi-threaded
+        path (from 20,000 points), more with an empty disk cache (idle 2-core machine;
+        first call less the second, in a fresh process). Not cached on disk: numba's cache keys
         that code by the ``fn`` object, new in every process, and never hits. Define ``fn``
         once, at module level.
 
