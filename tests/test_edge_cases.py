@@ -8,9 +8,13 @@ import pickle
 import numba
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 import spatialhash
 from spatialhash import Grid, Neighbors, Pairs
+from spatialhash._kernels.points import wrap_columns
 from spatialhash.grid import _build, _cpu_engine, _pair_search
 from spatialhash.grid._kernels import pairs as pair_kernels
 
@@ -756,3 +760,21 @@ def test_module_level_query_pairs_matches_grid():
     periodic = spatialhash.query_pairs(points, 0.5, box=8.0).sorted()
     np.testing.assert_array_equal(periodic.indices, oracles.pairs(points, 0.5, box3=box3)[0])
     assert len(spatialhash.query_pairs(points, 0)) == len(oracles.pairs(points, 0.0)[0])
+
+
+# ---------------------------------------------------------------------- periodic wrapping
+@hypothesis_settings(max_examples=200)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1,
+                max_size=30),
+       st.sampled_from([1.0, 0.1, 34.2, 7.3e5, 2.0**-20, 3.0e12]))
+def test_wrapping_is_numpys_mod_bit_for_bit(values, period):
+    """The compiled wrap (`points.wrap_columns`) against ``np.mod`` with a tiny negative
+    number's result (the period itself) taken to 0, on every float, inside the box or not."""
+    values = np.array(values + [period, -period, -0.0, np.nextafter(period, 0.0),
+                                -np.nextafter(0.0, 1.0)])
+    points = np.column_stack([values, values * 0.5, values])
+    expected = np.mod(points, period)
+    expected[expected >= period] = 0.0
+    expected[:, 1] = points[:, 1]  # an open axis is left alone
+    got = wrap_columns(points.copy(), np.array([period, np.inf, period]))
+    assert got.tobytes() == expected.tobytes()

@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from ._kernels.cells import COORDINATE_FLOOR, COORDINATE_LIMIT, N_AXES
-from ._kernels.points import pad_columns, pad_with_bounds
+from ._kernels.points import pad_columns, pad_with_bounds, wrap_columns
 
 
 def _describe(array: np.ndarray) -> str:
@@ -293,13 +293,11 @@ def as_box(box, periodic, n_dims: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def wrap_into_box(points3: np.ndarray, box: np.ndarray) -> np.ndarray:
-    """Positions on periodic axes wrapped into ``[0, box)``, in place on a private copy."""
-    for axis in np.flatnonzero(np.isfinite(box)):
-        column = np.mod(points3[:, axis], box[axis])
-        # np.mod of a tiny negative number rounds to the period itself.
-        column[column >= box[axis]] = 0.0
-        points3[:, axis] = column
-    return points3
+    """Positions on periodic axes wrapped into ``[0, box)``, in place on a private copy
+    (`points.wrap_columns`: ``np.mod``'s arithmetic, a tiny negative number to 0)."""
+    if not np.isfinite(box).any():
+        return points3
+    return wrap_columns(points3, np.ascontiguousarray(box, dtype=np.float64))
 
 
 def as_bounds(lower, upper, n_dims: int) -> tuple[np.ndarray, np.ndarray]:

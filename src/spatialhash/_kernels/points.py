@@ -1,4 +1,5 @@
-"""Point arrays in: the padding to three axes and the bounds, in one compiled pass."""
+"""Point arrays in: the padding to three axes and the bounds, in one compiled pass, and the
+wrapping into a periodic box."""
 
 from __future__ import annotations
 
@@ -52,3 +53,33 @@ def pad_with_bounds(points, padded):
                 smallest = magnitude
     return lowest, highest, poison, smallest
 
+
+@jit
+def wrap_columns(points, box):
+    """Each column ``axis`` of ``points`` (n, d) whose ``box[axis]`` is finite wrapped into
+    ``[0, box[axis])``, in place; returns ``points``. The arithmetic of NumPy's ``np.mod``
+    for a positive period (``fmod``, which is exact, then the period added to a negative
+    remainder, and 0 for a remainder of 0), except that a tiny negative number, whose
+    remainder plus the period rounds to the period itself, wraps to 0. One compiled pass
+    that leaves the coordinates already inside as they are (``fmod`` is slow): ``np.mod``
+    took about 1 ms for 32,000 points in 3-D, twice the rest of a neighbour list's
+    update.
+    """
+    n, d = points.shape
+    for axis in range(min(d, box.shape[0])):
+        period = box[axis]
+        if not np.isfinite(period):
+            continue
+        for i in range(n):
+            x = points[i, axis]
+            if 0.0 < x < period:
+                continue  # inside already: np.mod gives x itself (fmod is slow)
+            wrapped = np.fmod(x, period)
+            if wrapped == 0.0:
+                wrapped = 0.0  # NumPy's +0 for -0 and for exact multiples
+            elif wrapped < 0.0:
+                wrapped += period
+            if wrapped >= period:
+                wrapped = 0.0
+            points[i, axis] = wrapped
+    return points

@@ -104,7 +104,8 @@ def slab_plan(state, reach_cells) -> np.ndarray | None:
     slab is at least ``reach`` planes thick, so the half stencils of a slab's cells (which
     reach ``reach`` planes forward) end in the next slab. On a periodic axis the number of
     slabs is even, so that the last slab and the first, whose rows the last one's stencils
-    reach, never run together; and the last slab is at least ``2 * reach`` planes thick,
+    reach, never run together (an odd number of slabs loses the cut between the two
+    neighbours of fewest points); and the last slab is at least ``2 * reach`` planes thick,
     so that a neighbour list's half rows (``t > s`` in the cell order), which reach from
     the first slab back into the last one's last ``reach`` planes, write other rows there
     than those of the slab before the last. Up to `MAX_SLABS` slabs of about equal numbers
@@ -128,7 +129,10 @@ def slab_plan(state, reach_cells) -> np.ndarray | None:
         if plane - cuts[-1] >= thickness and n_planes - plane >= last_thickness:
             cuts.append(plane)
     if not np.isinf(state.box[axis]) and len(cuts) % 2 == 1:
-        cuts.pop()
+        # Merge the two neighbouring slabs of fewest points: the phases stay balanced.
+        points_at = np.append(points_before[np.array(cuts[1:]) - 1], cell_start[-1])
+        per_slab = np.diff(points_at, prepend=0.0)
+        cuts.pop(1 + int(np.argmin(per_slab[:-1] + per_slab[1:])))
     if len(cuts) < MIN_SLABS:
         return None
     bounds = np.append(np.searchsorted(coords, cuts), coords.shape[0]).astype(np.int64)
