@@ -98,9 +98,9 @@ class NeighborList:
     and rebuilds are rare; where the search is cheap next to the work ``fn`` does for
     each pair, it gains little. A Lennard-Jones fluid (``r = 2.5``, skin 0.3, 2 threads,
     ``benchmarks/bench_neighbor_list.py``): forces by the list against a new grid's
-    `Grid.for_each_pair` at every step, 1.7 times faster on the median step with 4,000
-    atoms, 1.2 times with 32,000, where the rebuilds take back that gain over a whole
-    run. Measure both on your data before choosing the list.
+    `Grid.for_each_pair` at every step, 1.8 times faster on the median step with 4,000
+    atoms, 1.1-1.2 times with 32,000, where the rebuilds take back that gain over a
+    whole run. Measure both on your data before choosing the list.
 
     Examples
     --------
