@@ -282,6 +282,48 @@ def test_for_each_pair_over_slabs_meets_the_calls_on_any_thread_count(n_dims, bo
                 neighbors.update(points)
 
 
+@njit
+def _weigh_both(i, j, d2, dx, dy, dz, sums):
+    _weigh(i, j, d2, dx, dy, dz, sums)
+    _weigh(j, i, d2, -dx, -dy, -dz, sums)
+
+
+@pytest.mark.parametrize("n", [1500, 24_000])  # without slabs, and over slabs
+def test_for_each_pair_once_meets_each_pair_once(n):
+    """``once``: each pair of `pairs` once, in either order, with the separation of that
+    order; sums written to both rows agree with the calls for both orders and are the same
+    bytes for any thread count."""
+    rng = np.random.default_rng(14)
+    points = rng.random((n, 3))
+    r = 0.12 if n == 1500 else 0.035
+    lists = [NeighborList(points, r, 0.01, box=1.0, n_threads=t) for t in (1, 2, None)]
+    assert (lists[0]._slabs is None) == (n == 1500)
+    moved = points + rng.normal(0.0, 0.0005, points.shape)
+    outputs = []
+    for neighbors in lists:
+        assert neighbors.update(moved) is False
+        sums = np.zeros((n, 2))
+        neighbors.for_each_pair(_weigh_both, sums, once=True)
+        outputs.append(sums.tobytes())
+    assert outputs[1] == outputs[0] and outputs[2] == outputs[0]
+    neighbors = lists[0]
+    counts = np.zeros(n, np.int64)
+    records = np.full((n, 64, 5), np.nan)
+    neighbors.for_each_pair(_record, counts, records, once=True)
+    got = np.concatenate([np.column_stack([np.full(counts[i], i), records[i, : counts[i]]])
+                          for i in range(n)])
+    swapped = got[:, 0] > got[:, 1]
+    got[swapped] = got[swapped][:, [1, 0, 2, 3, 4, 5]] * [1, 1, 1, -1, -1, -1]
+    got = got[np.lexsort((got[:, 1], got[:, 0]))]
+    both, _ = _records(neighbors, moved)
+    lower = both[both[:, 0] < both[:, 1]]
+    np.testing.assert_array_equal(got, lower)
+    sums = np.zeros((n, 2))
+    neighbors.for_each_pair(_weigh, sums)
+    np.testing.assert_allclose(np.frombuffer(outputs[0]).reshape(n, 2), sums, rtol=1e-12,
+                               atol=1e-12)
+
+
 def test_for_each_pair_sums_equal_numpy_from_the_pairs():
     rng = np.random.default_rng(12)
     points = rng.random((800, 3))

@@ -85,13 +85,33 @@ def python_function(i, j, d2, dx, dy, dz):
 
 
 # ---------------------------------------------------------------------- helpers
-def recorded_pairs(grid, r=None, radii=None):
+def recorded_pairs(grid, r=None, radii=None, once=False):
     """The calls of ``grid.for_each_pair``, as rows (i, j, d2, dx, dy, dz) sorted by (i, j)."""
     n = grid.n_points
     calls = np.zeros((max(n * (n - 1), 1), 6))
     n_calls = np.zeros(1, np.int64)
-    grid.for_each_pair(r, record, calls, n_calls, radii=radii)
+    grid.for_each_pair(r, record, calls, n_calls, radii=radii, once=once)
     return sort_calls(calls[: n_calls[0]])
+
+
+def lower_first(calls):
+    """Calls ``(i, j, ...)`` as ``(min, max, ...)``, the separation negated where swapped,
+    sorted."""
+    swapped = calls[:, 0] > calls[:, 1]
+    turned = calls.copy()
+    turned[swapped] = calls[swapped][:, [1, 0, 2, 3, 4, 5]] * [1, 1, 1, -1, -1, -1]
+    return sort_calls(turned)
+
+
+def assert_once_matches(grid, points, r=None, *, radii=None, box3=None):
+    """The calls of ``for_each_pair(once=True)``: each pair of the oracle once, in either
+    order, with its separation ``x_i - x_j`` for the order it comes in."""
+    box3 = np.full(3, np.inf) if box3 is None else box3
+    calls = recorded_pairs(grid, r, radii, once=True)
+    oracle, _ = oracles.pairs(points, r, radii=radii, box3=box3)
+    expected, ties = expected_calls(points, points, oracle.astype(np.int64).reshape(-1, 2),
+                                    box3)
+    assert_calls_match(lower_first(calls), expected, ties)
 
 
 def recorded_neighbors(grid, queries, r):
@@ -480,6 +500,50 @@ def test_slabs_on_many_threads_give_the_same_bytes_as_one(scene):
         thread_counts_agree(grid_for, radii=radii)
 
 
+@njit
+def accumulate_both(i, j, d2, dx, dy, dz, counts, sums):
+    """`accumulate` for a function called once a pair: rows ``i`` and ``j``."""
+    accumulate(i, j, d2, dx, dy, dz, counts, sums)
+    accumulate(j, i, d2, -dx, -dy, -dz, counts, sums)
+
+
+def thread_counts_agree_once(grid_for, r=None, radii=None):
+    """The sums of `accumulate_both` with ``once`` on 1, 2 and the default number of
+    threads: the same bytes; returns those of one thread."""
+    outputs = []
+    for n_threads in (1, 2, None):
+        grid = grid_for(n_threads)
+        counts, sums = np.zeros(grid.n_points, np.int64), np.zeros((grid.n_points, 4))
+        grid.for_each_pair(r, accumulate_both, counts, sums, radii=radii, once=True)
+        outputs.append((counts.tobytes(), sums.tobytes()))
+    assert outputs[1] == outputs[0] and outputs[2] == outputs[0]
+    return counts, sums
+
+
+@settings(max_examples=EXAMPLES)
+@given(scenes())
+def test_once_meets_each_pair_once_on_any_grid(scene):
+    """Small grids: mostly without slabs (pairs by cell id, or too few planes)."""
+    grid, points, _, r, radii, box3 = scene
+    assert_once_matches(grid, points, r, box3=box3)
+    assert_once_matches(grid, points, radii=radii, box3=box3)
+
+
+@settings(max_examples=EXAMPLES)
+@given(slab_scenes())
+def test_once_over_slabs_meets_each_pair_once_on_any_thread_count(scene):
+    grid_for, points, r, radii, box3 = scene
+    assert_once_matches(grid_for(), points, r, box3=box3)
+    assert_once_matches(grid_for(), points, radii=radii, box3=box3)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_cpu_engine, "PARALLEL_MIN_POINTS", 0)  # every grid on many threads
+        counts, _ = thread_counts_agree_once(grid_for, r)
+        np.testing.assert_array_equal(
+            counts, np.bincount(grid_for().query_pairs(r).indices.ravel(),
+                                minlength=len(points)))
+        thread_counts_agree_once(grid_for, radii=radii)
+
+
 @pytest.mark.parametrize("scene", ["plane", "line", "radii", "sparse", "slab periodic"])
 def test_large_slab_grids_give_the_same_bytes_on_any_thread_count(scene):
     rng = np.random.default_rng(5)
@@ -507,12 +571,13 @@ def test_large_slab_grids_give_the_same_bytes_on_any_thread_count(scene):
     if scene == "sparse":
         assert grid.state.dense_start.shape[0] == 0
     assert slab_plan(grid, r, radii) is not None
-    counts, sums = thread_counts_agree(grid_for, r, radii)
     listed = grid.query_pairs(r, radii=radii, return_distances=True)
-    np.testing.assert_array_equal(counts, np.bincount(listed.indices.ravel(), minlength=n))
     d2 = listed.distances ** 2
-    np.testing.assert_allclose(sums[:, 0], np.bincount(listed.indices[:, 0], d2, n)
-                               + np.bincount(listed.indices[:, 1], d2, n), rtol=1e-12)
+    for agree in (thread_counts_agree, thread_counts_agree_once):
+        counts, sums = agree(grid_for, r, radii)
+        np.testing.assert_array_equal(counts, np.bincount(listed.indices.ravel(), minlength=n))
+        np.testing.assert_allclose(sums[:, 0], np.bincount(listed.indices[:, 0], d2, n)
+                                   + np.bincount(listed.indices[:, 1], d2, n), rtol=1e-12)
 
 
 def test_grids_without_slabs_scan_the_full_stencil():
@@ -525,10 +590,11 @@ def test_grids_without_slabs_scan_the_full_stencil():
         return Grid(points, 0.03, n_threads=n_threads)
 
     assert slab_plan(grid_for(1), 0.03) is None
-    counts, _ = thread_counts_agree(grid_for, 0.03)
     listed = grid_for(1).query_pairs(0.03)
-    np.testing.assert_array_equal(counts, np.bincount(listed.indices.ravel(),
-                                                      minlength=N_LARGE))
+    for agree in (thread_counts_agree, thread_counts_agree_once):  # once: on one thread
+        counts, _ = agree(grid_for, 0.03)
+        np.testing.assert_array_equal(counts, np.bincount(listed.indices.ravel(),
+                                                          minlength=N_LARGE))
 
 
 # ---------------------------------------------------------------------- errors

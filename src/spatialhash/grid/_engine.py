@@ -112,9 +112,10 @@ class GridEngine(Protocol):
         """
 
     def for_each_pair(self, r2: float, radii: np.ndarray, reach: float, fn,
-                      args: tuple) -> None:
+                      args: tuple, once: bool = False) -> None:
         """Call ``fn(i, j, d2, dx, dy, dz, *args)`` for every ordered pair ``(i, j)``,
-        ``i != j``, of the pairs of `query_pairs` (each unordered pair twice).
+        ``i != j``, of the pairs of `query_pairs` (each unordered pair twice), or with
+        ``once`` for each unordered pair in one of its orders.
 
         Parameters
         ----------
@@ -124,14 +125,17 @@ class GridEngine(Protocol):
             The caller's compiled function (checked to be one; its signature is not).
         args : tuple
             Passed to ``fn`` after the pair's values.
+        once : bool
+            Each pair once; ``fn`` may then write rows ``i`` and ``j``.
 
         Notes
         -----
         ``i`` and ``j`` are the caller's indices (int64); ``d2`` the squared distance, with
         the arithmetic of `query_pairs` (the same pairs, the same ``d2``); ``dx, dy, dz``
         ``points[i] - points[j]`` with the minimum image on periodic axes (0 on padded
-        axes), those of ``(j, i)`` being their negation. Each ``i`` is visited by one thread,
-        which meets its ``j`` in an order that does not depend on the thread count.
+        axes), those of ``(j, i)`` being their negation. The calls that write each row
+        come in an order that does not depend on the thread count, and no two threads
+        write one row at a time.
         Typing ``fn`` with those arguments fails with a `TypeError`; an exception raised
         by ``fn`` is raised again here, with its type and message.
         """

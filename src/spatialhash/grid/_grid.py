@@ -211,7 +211,8 @@ class Grid:
         r2, radii_sorted, reach = pair_search_inputs(self, r, radii)
         return self._engine.iter_pairs(r2, radii_sorted, reach, chunk_size, return_distances)
 
-    def for_each_pair(self, r: float | None = None, fn=None, *args, radii=None) -> None:
+    def for_each_pair(self, r: float | None = None, fn=None, *args, radii=None,
+                      once: bool = False) -> None:
         """Call ``fn(i, j, d2, dx, dy, dz, *args)`` for every pair within ``r``, in both
         orders, on every thread, storing no list.
 
@@ -227,20 +228,26 @@ class Grid:
             image on periodic axes, 0 on axes the points lack), then ``args``.
         *args
             Passed on to ``fn``: arrays, numbers, tuples (what numba compiles).
+        once : bool, default False
+            Call ``fn`` once for each pair, as ``(i, j)`` or as ``(j, i)`` (which one is
+            fixed by the grid), rather than for both orders. ``fn`` may then write rows
+            ``i`` and ``j`` (Newton's third law: the force on ``i`` added, on ``j``
+            taken away), and computes each pair's work once.
 
         Notes
         -----
-        The calls for each ``i`` come in an order fixed by the grid, whatever the thread
-        count: sums into ``out[i]`` are the same, bit for bit, for any ``n_threads``.
-        ``fn`` may write to row ``i`` only: writes to row ``j`` race. An exception raised
-        in ``fn`` is raised here (the outputs partly updated).
+        The calls that write each row come in an order fixed by the grid, whatever the
+        thread count: sums into ``out[i]`` are the same, bit for bit, for any
+        ``n_threads``. ``fn`` may write to row ``i`` only (or, with ``once``, rows ``i``
+        and ``j``): other writes race. An exception raised in ``fn`` is raised here (the
+        outputs partly updated).
 
         Most grids are cut into slabs of cells across their slowest axis, at least the
         reach thick: each pair is then found once, from the lower cell, and ``fn`` called
         for ``(i, j)`` and right after for ``(j, i)``, the slabs running in two phases so
         that no two threads write one row. Grids with too few planes for 8 slabs (or
         whose pairs are found by cell id) scan every point's full stencil instead, each
-        pair met from each side.
+        pair met from each side; with ``once`` these scan on the calling thread.
 
         Numba compiles the scan anew for each ``fn`` (and types of ``args``), ``fn``
         inlined: about 2 s for each new ``fn`` on one thread, 3.5 s on the multi-threaded
@@ -266,7 +273,7 @@ class Grid:
         """
         fn = pair_function(fn)
         r2, radii_sorted, reach = pair_search_inputs(self, r, radii)
-        self._engine.for_each_pair(r2, radii_sorted, reach, fn, args)
+        self._engine.for_each_pair(r2, radii_sorted, reach, fn, args, bool(once))
 
     def for_each_neighbor(self, queries, r, fn=None, *args) -> None:
         """Call ``fn(q, j, d2, dx, dy, dz, *args)`` for every point ``j`` within ``r`` of

@@ -205,7 +205,7 @@ class NeighborList:
         self._take_positions(wrapped)
         return False
 
-    def for_each_pair(self, fn, *args) -> None:
+    def for_each_pair(self, fn, *args, once: bool = False) -> None:
         """Call ``fn(i, j, d2, dx, dy, dz, *args)`` for every pair within reach on the
         current positions, in both orders, on every thread, storing no list.
 
@@ -219,6 +219,10 @@ class NeighborList:
             differences of ``Grid(points, ...).for_each_pair(r, fn, ...)``, bit for bit.
         *args
             Passed on to ``fn``: arrays, numbers, tuples (what numba compiles).
+        once : bool, default False
+            Call ``fn`` once for each pair, in one of its orders, as
+            `Grid.for_each_pair` does with ``once``: ``fn`` may write rows ``i`` and
+            ``j``. Lists whose build's grid has no slabs then run on the calling thread.
 
         Notes
         -----
@@ -250,8 +254,8 @@ class NeighborList:
         state = self._state
         # From as many points as `Grid.for_each_pair`.
         parallel = self._n_threads != 1 and self._shape[0] >= PARALLEL_MIN_POINTS
-        _pair_functions.for_each_listed_pair(state, self._r2(), self._split,
-                                             self._slabs, self._n_threads, parallel, fn, args)
+        _pair_functions.for_each_listed_pair(state, self._r2(), self._split, self._slabs,
+                                             self._n_threads, parallel, fn, args, bool(once))
 
     def _r2(self) -> float:
         """``r * r`` (0 with radii: the kernels take each pair's own distance)."""

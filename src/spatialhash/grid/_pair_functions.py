@@ -45,6 +45,12 @@ _PAIR_SCAN = (pair_functions.pair_function_cells, pair_functions.pair_function_c
 _HALF_SCAN = (pair_functions.pair_function_half_cells,
               pair_functions.pair_function_half_cells_guarded,
               pair_functions.pair_function_slabs, 1, PAIR_CALL, "slabs of cells")
+_ONCE_SCAN = (pair_functions.pair_once_half_cells,
+              pair_functions.pair_once_half_cells_guarded, pair_functions.pair_once_slabs, 1,
+              PAIR_CALL, "slabs of cells")
+#: On the calling thread only: no guard, no driver.
+_ONCE_FULL_SCAN = (pair_functions.pair_once_cells, None, None, None, PAIR_CALL,
+                   "occupied cells")
 _NEIGHBOR_SCAN = (pair_functions.neighbor_function_queries,
                   pair_functions.neighbor_function_queries_guarded,
                   pair_functions.neighbor_function_parallel, pair_functions.QUERIES_PER_CHUNK,
@@ -56,30 +62,42 @@ _LIST_SCAN = (neighbor_list_functions.list_function_rows,
 _LIST_HALF_SCAN = (neighbor_list_functions.list_function_half_rows,
                    neighbor_list_functions.list_function_half_rows_guarded,
                    neighbor_list_functions.list_function_slabs, 1, PAIR_CALL, "slabs of rows")
+_LIST_ONCE_SCAN = (neighbor_list_functions.list_once_half_rows,
+                   neighbor_list_functions.list_once_half_rows_guarded,
+                   neighbor_list_functions.list_once_slabs, 1, PAIR_CALL, "slabs of rows")
 _RAY_SCAN = (ray_functions.ray_function_rays, ray_functions.ray_function_rays_guarded,
              ray_functions.ray_function_parallel, ray_functions.RAYS_PER_CHUNK, GRID_RAY_CALL,
              "rays")
 
 
-def for_each_pair(engine: CpuEngine, r2, radii, reach, fn, args) -> None:
+def for_each_pair(engine: CpuEngine, r2, radii, reach, fn, args, once: bool = False) -> None:
     """``fn(i, j, d2, dx, dy, dz, *args)`` for every ordered pair within ``r2`` (or
-    ``radii``, in the engine's point order; see `_engine.GridEngine.for_each_pair`).
+    ``radii``, in the engine's point order; see `_engine.GridEngine.for_each_pair`), or
+    with ``once`` for every pair in one of its orders.
 
     Each unordered pair is found once, on the half stencil, and ``fn`` called for both
-    orders, where the grid cuts into slabs (`slab_plan`); otherwise (pairs found by cell
-    id, or too few slabs to share among threads) each point scans its full stencil and
-    meets each pair from its own side."""
+    orders (or, ``once``, the one it was found in), where the grid cuts into slabs
+    (`slab_plan`). Otherwise each point scans its full stencil and meets each pair from
+    its own side; with ``once`` the grid is scanned on the calling thread, on the half
+    stencil (or, pairs found by cell id, the full one, keeping ``i < j``)."""
     state = engine.state
     n_occupied = engine.n_occupied_cells
     reach_cells = pairs.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
     by_id = pairs.stencil_by_id(state.n_cells, state.box, reach_cells, n_occupied)
     slabs = None if by_id else slab_plan(state, reach_cells)
     parallel = engine.parallel_over_points(engine.n_points)
+    full_params = (r2, radii, reach_cells)
+    if slabs is None and not once:
+        _scan(engine, parallel, _PAIR_SCAN, full_params, n_occupied, fn, args)
+        return
+    if slabs is None and by_id:
+        _scan(engine, False, _ONCE_FULL_SCAN, full_params, n_occupied, fn, args)
+        return
     if slabs is None:
-        _scan(engine, parallel, _PAIR_SCAN, (r2, radii, reach_cells), n_occupied, fn, args)
-    else:
-        params = (r2, radii, reach_cells, state.dense_start.shape[0] > 0, slabs)
-        _scan(engine, parallel, _HALF_SCAN, params, slabs.shape[0], fn, args)
+        slabs, parallel = np.array([[0, n_occupied]], dtype=np.int64), False
+    params = (r2, radii, reach_cells, state.dense_start.shape[0] > 0, slabs)
+    _scan(engine, parallel, _ONCE_SCAN if once else _HALF_SCAN, params, slabs.shape[0], fn,
+          args)
 
 
 def row_slabs(state, reach: float) -> np.ndarray | None:
@@ -149,17 +167,22 @@ def for_each_neighbor(engine: CpuEngine, query_points, radii, fn, args) -> None:
 
 
 def for_each_listed_pair(state, r2: float, split, slabs, n_threads, parallel: bool, fn,
-                         args) -> None:
+                         args, once: bool = False) -> None:
     """``fn(i, j, d2, dx, dy, dz, *args)`` for every ordered pair of a neighbour list's
     candidates within ``r2`` (`NeighborList.for_each_pair`; ``state`` a
     `neighbor_list_functions.ListState`, whose ``order`` has the index dtype of its
     points): over the half rows (from ``split``) in ``slabs`` of rows, or the full rows
-    where ``slabs`` is None."""
+    where ``slabs`` is None. With ``once``, every pair in one of its orders, over the half
+    rows (all in one slab, on the calling thread, where ``slabs`` is None)."""
     owner = SimpleNamespace(state=state, index_dtype=state.order.dtype, n_threads=n_threads)
-    if slabs is None:
+    if slabs is None and not once:
         _scan(owner, parallel, _LIST_SCAN, (r2,), state.order.shape[0], fn, args)
-    else:
-        _scan(owner, parallel, _LIST_HALF_SCAN, (r2, split, slabs), slabs.shape[0], fn, args)
+        return
+    if slabs is None:
+        slabs = np.array([[0, state.order.shape[0]]], dtype=np.int64)
+        parallel = False
+    _scan(owner, parallel, _LIST_ONCE_SCAN if once else _LIST_HALF_SCAN, (r2, split, slabs),
+          slabs.shape[0], fn, args)
 
 
 def ray_function_hits(engine: CpuEngine, rays: tuple, visit_order: np.ndarray, fn,

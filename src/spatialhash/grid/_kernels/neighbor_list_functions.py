@@ -61,8 +61,8 @@ def _hit_buffers(size):
             np.empty(size, np.float64), np.empty(size, np.float64))
 
 
-def _list_scan_kernel(half):
-    """The sequential scan of a list's rows, compiled twice from this one source.
+def _list_scan_kernel(half, once=False):
+    """The sequential scan of a list's rows, compiled three times from this one source.
 
     Full rows (not ``half``; ``params = (r2,)``): ``fn`` over the pairs within
     ``sqrt(r2)`` (or within ``radii[s] + radii[t]``, where the state has radii) of rows
@@ -74,7 +74,7 @@ def _list_scan_kernel(half):
     the cell order (from ``split[s]``), each pair met once and ``fn`` called for ``(i,
     j)`` then ``(j, i)``. Row ``t`` lies in the slab of ``s``, the next one, or (across a
     period) the last one's last planes: the driver runs only slabs that write disjoint rows
-    at the same time.
+    at the same time. With ``once`` (half rows only), ``fn`` is called for ``(i, j)`` only.
 
     A row's candidates within reach are first written, without a branch on their distance,
     to buffers of hits (a hit's place is taken by the next candidate unless it is kept),
@@ -127,7 +127,7 @@ def _list_scan_kernel(half):
                 for h in range(n_hits):
                     other = np.int64(order[hit_t[h]])
                     fn(own, other, hit_d2[h], hit_dx[h], hit_dy[h], hit_dz[h], *args)
-                    if half:
+                    if half and not once:
                         fn(other, own, hit_d2[h], -hit_dx[h], -hit_dy[h], -hit_dz[h], *args)
 
     return scan
@@ -145,3 +145,9 @@ list_function_half_rows_guarded = _jit_uncached(_guarded_kernel(list_function_ha
                                                 "list_function_half_rows_guarded")
 list_function_slabs = _jit_uncached(_slab_parallel_kernel(list_function_half_rows_guarded),
                                     "list_function_slabs", parallel=True)
+list_once_half_rows = _jit_uncached(_list_scan_kernel(half=True, once=True),
+                                    "list_once_half_rows")
+list_once_half_rows_guarded = _jit_uncached(_guarded_kernel(list_once_half_rows),
+                                            "list_once_half_rows_guarded")
+list_once_slabs = _jit_uncached(_slab_parallel_kernel(list_once_half_rows_guarded),
+                                "list_once_slabs", parallel=True)

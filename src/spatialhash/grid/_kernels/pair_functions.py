@@ -84,11 +84,13 @@ def _jit_uncached(func, name: str, *, parallel: bool = False):
     return _kernel(numba.njit(parallel=parallel, **_UNCACHED)(func))
 
 
-def _scan_kernel(over_cells):
+def _scan_kernel(over_cells, once=False):
     """The sequential scan over items ``lo .. hi - 1``: occupied cells (``over_cells``,
     ``params = (r2, radii, reach_cells)``, ``radii`` in the grid's point order or empty) or
-    queries (``params = (queries, radii)``, one radius per query). ``over_cells`` is a
-    constant of each compiled kernel: numba prunes the branches on it.
+    queries (``params = (queries, radii)``, one radius per query). With ``once`` (over
+    cells only), each pair is kept from the side of its smaller index only: ``fn(i, j,
+    ...)`` with ``i < j``, once. ``over_cells`` and ``once`` are constants of each
+    compiled kernel: numba prunes the branches on them.
 
     For each point ``i`` of the item (or the query), the distances to a run's points are
     computed first, in a loop LLVM vectorizes, then ``fn`` is called for the hits, with the
@@ -177,11 +179,13 @@ def _scan_kernel(over_cells):
                         for k in range(n_near):
                             limit = radius + near_radii[k]
                             hit_index[n_hits] = k
-                            n_hits += 1 if (run_d2[k] <= limit * limit) & (near_j[k] != own) else 0
+                            other = near_j[k] > own if once else near_j[k] != own
+                            n_hits += 1 if (run_d2[k] <= limit * limit) & other else 0
                     else:
                         for k in range(n_near):
                             hit_index[n_hits] = k
-                            n_hits += 1 if (run_d2[k] <= r2) & (near_j[k] != own) else 0
+                            other = near_j[k] > own if once else near_j[k] != own
+                            n_hits += 1 if (run_d2[k] <= r2) & other else 0
                     for h in range(n_hits):
                         k = hit_index[h]
                         fn(own, near_j[k], run_d2[k], x - near_x[k], y - near_y[k],
@@ -223,7 +227,9 @@ def _scan_kernel(over_cells):
                             hit = run_d2[k] <= limit * limit
                         else:
                             hit = run_d2[k] <= r2
-                        if over_cells:
+                        if over_cells and once:
+                            hit = hit & (order[run_lo + k] > own)
+                        elif over_cells:
                             hit = hit & (run_lo + k != source)
                         hit_index[n_hits] = k
                         n_hits += 1 if hit else 0
@@ -242,7 +248,7 @@ def _scan_kernel(over_cells):
     return scan
 
 
-def _half_scan_kernel():
+def _half_scan_kernel(once):
     """The sequential scan of each unordered pair once, over slabs ``lo .. hi - 1``
     (``params = (r2, radii, reach_cells, inline_runs, slabs)``, ``radii`` in the grid's
     point order or empty, ``slabs`` the bounds of the slabs of cells in the order they
@@ -251,6 +257,9 @@ def _half_scan_kernel():
     the arithmetic of `pairs.pairs_scan_cells`, for grids whose pairs are not found by id.
     Each hit calls ``fn(i, j, d2, dx, dy, dz, *args)`` then
     ``fn(j, i, d2, -dx, -dy, -dz, *args)``.
+
+    With ``once`` (a constant of each compiled kernel), only ``fn(i, j, ...)``, for a
+    function that writes both rows (`Grid.for_each_pair` with ``once=True``).
 
     Half the distances of the full stencil, but ``fn(j, i)`` writes row ``j``, which lies
     in a cell of the half stencil: the parallel driver (`_slab_parallel_kernel`) runs at
@@ -324,7 +333,8 @@ def _half_scan_kernel():
                             oj, d2 = near_j[k], hit_d2[k]
                             dx, dy, dz = x - near_x[k], y - near_y[k], z - near_z[k]
                             fn(oi, oj, d2, dx, dy, dz, *args)
-                            fn(oj, oi, d2, -dx, -dy, -dz, *args)
+                            if not once:
+                                fn(oj, oi, d2, -dx, -dy, -dz, *args)
                     continue
                 for i in range(own_start, own_end):
                     x, y, z = points[0, i], points[1, i], points[2, i]
@@ -366,7 +376,8 @@ def _half_scan_kernel():
                                 dz = min_image(dz, box_z, half_z)
                             oj = np.int64(order[j])
                             fn(oi, oj, hit_d2[h], dx, dy, dz, *args)
-                            fn(oj, oi, hit_d2[h], -dx, -dy, -dz, *args)
+                            if not once:
+                                fn(oj, oi, hit_d2[h], -dx, -dy, -dz, *args)
 
     return scan
 
@@ -433,11 +444,18 @@ neighbor_function_queries_guarded = _jit_uncached(_guarded_kernel(neighbor_funct
 pair_function_parallel = _jit_uncached(
     _parallel_kernel(pair_function_cells_guarded, CELLS_PER_CHUNK), "pair_function_parallel",
     parallel=True)
-pair_function_half_cells = _jit_uncached(_half_scan_kernel(), "pair_function_half_cells")
+pair_function_half_cells = _jit_uncached(_half_scan_kernel(once=False),
+                                         "pair_function_half_cells")
 pair_function_half_cells_guarded = _jit_uncached(_guarded_kernel(pair_function_half_cells),
                                                  "pair_function_half_cells_guarded")
 pair_function_slabs = _jit_uncached(_slab_parallel_kernel(pair_function_half_cells_guarded),
                                     "pair_function_slabs", parallel=True)
+pair_once_half_cells = _jit_uncached(_half_scan_kernel(once=True), "pair_once_half_cells")
+pair_once_half_cells_guarded = _jit_uncached(_guarded_kernel(pair_once_half_cells),
+                                             "pair_once_half_cells_guarded")
+pair_once_slabs = _jit_uncached(_slab_parallel_kernel(pair_once_half_cells_guarded),
+                                "pair_once_slabs", parallel=True)
+pair_once_cells = _jit_uncached(_scan_kernel(over_cells=True, once=True), "pair_once_cells")
 neighbor_function_parallel = _jit_uncached(
     _parallel_kernel(neighbor_function_queries_guarded, QUERIES_PER_CHUNK),
     "neighbor_function_parallel", parallel=True)
