@@ -65,15 +65,18 @@ FORCE_BITS = 32
 PATHS = ("rebuild", "neighbor_list")
 
 
-_LJ_FORCE = []
+_LJ_FORCE: dict = {}
 
 
-def _lj_force():
-    """The numba function of one ordered pair: the force on ``i`` into ``force[i]``
-    (int64, fixed point), half the pair's energy into ``energy[i]``. Made once: each new
-    function compiles the scans again."""
-    if _LJ_FORCE:
-        return _LJ_FORCE[0]
+def _lj_force(once: bool = False):
+    """The numba function of one pair: the force on ``i`` into ``force[i]`` (int64, fixed
+    point), half the pair's energy into ``energy[i]``; with ``once`` (a function called once
+    a pair) the same for ``j`` too, the force negated. Made once each: each new function
+    compiles the scans again. The force on ``j`` is ``-rint(m * dx * scale)``, equal to
+    the both-orders function's ``rint(m * -dx * scale)`` (``rint`` is symmetric), so both
+    kinds give the same forces, bit for bit."""
+    if once in _LJ_FORCE:
+        return _LJ_FORCE[once]
     import numba
 
     @numba.njit
@@ -86,8 +89,26 @@ def _lj_force():
         force[i, 2] += np.int64(np.rint(magnitude * dz * scale))
         energy[i] += 0.5 * (4.0 * inv6 * (inv6 - 1.0) - shift)
 
-    _LJ_FORCE.append(lj_force)
-    return lj_force
+    @numba.njit
+    def lj_force_once(i, j, d2, dx, dy, dz, force, energy, scale, shift):
+        inv2 = 1.0 / d2
+        inv6 = inv2 * inv2 * inv2
+        magnitude = 24.0 * inv2 * inv6 * (2.0 * inv6 - 1.0)
+        fx = np.int64(np.rint(magnitude * dx * scale))
+        fy = np.int64(np.rint(magnitude * dy * scale))
+        fz = np.int64(np.rint(magnitude * dz * scale))
+        force[i, 0] += fx
+        force[i, 1] += fy
+        force[i, 2] += fz
+        force[j, 0] -= fx
+        force[j, 1] -= fy
+        force[j, 2] -= fz
+        half_energy = 0.5 * (4.0 * inv6 * (inv6 - 1.0) - shift)
+        energy[i] += half_energy
+        energy[j] += half_energy
+
+    _LJ_FORCE[once] = lj_force_once if once else lj_force
+    return _LJ_FORCE[once]
 
 
 def initial_state(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
@@ -110,13 +131,14 @@ def initial_state(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
 class Run:
     """One path's trajectory: positions, velocities, forces, and its search."""
 
-    def __init__(self, path: str, positions, velocities, box: float, n_threads) -> None:
-        self.path, self.box, self.n_threads = path, box, n_threads
+    def __init__(self, path: str, positions, velocities, box: float, n_threads,
+                 once: bool = False) -> None:
+        self.path, self.box, self.n_threads, self.once = path, box, n_threads, once
         self.positions, self.velocities = positions.copy(), velocities.copy()
         n = positions.shape[0]
         self.force_fixed = np.zeros((n, 3), np.int64)
         self.energy = np.zeros(n)
-        self.lj_force = _lj_force()
+        self.lj_force = _lj_force(once)
         self.shift = 4.0 * (R_CUT**-12 - R_CUT**-6)
         self.neighbors = None
         self.n_builds = 0
@@ -130,7 +152,7 @@ class Run:
         args = (self.force_fixed, self.energy, float(2**FORCE_BITS), self.shift)
         if self.path == "rebuild":
             grid = Grid(self.positions, cell_size=R_CUT, box=self.box, n_threads=self.n_threads)
-            grid.for_each_pair(R_CUT, self.lj_force, *args)
+            grid.for_each_pair(R_CUT, self.lj_force, *args, once=self.once)
             self.n_builds += 1
         else:
             if self.neighbors is None:
@@ -139,7 +161,7 @@ class Run:
             else:
                 self.neighbors.update(self.positions)
             self.n_builds = self.neighbors.n_builds
-            self.neighbors.for_each_pair(self.lj_force, *args)
+            self.neighbors.for_each_pair(self.lj_force, *args, once=self.once)
         return self.force_fixed * 2.0**-FORCE_BITS
 
     def step(self) -> float:
@@ -157,10 +179,10 @@ class Run:
         return float(0.5 * np.sum(self.velocities**2) + np.sum(self.energy))
 
 
-def run_path(path: str, n: int, steps: int, seed: int, n_threads) -> dict:
+def run_path(path: str, n: int, steps: int, seed: int, n_threads, once: bool) -> dict:
     positions, velocities, box = initial_state(n, seed)
-    Run(path, positions, velocities, box, n_threads).step()  # compiles; untimed
-    run = Run(path, positions, velocities, box, n_threads)
+    Run(path, positions, velocities, box, n_threads, once).step()  # compiles; untimed
+    run = Run(path, positions, velocities, box, n_threads, once)
     energies = [run.total_energy()]
     search, whole = [], []
     for _ in range(steps):
@@ -174,8 +196,8 @@ def run_path(path: str, n: int, steps: int, seed: int, n_threads) -> dict:
             "n_builds": run.n_builds}
 
 
-def compare(n: int, steps: int, seed: int, n_threads) -> tuple[list, dict]:
-    results = {path: run_path(path, n, steps, seed, n_threads) for path in PATHS}
+def compare(n: int, steps: int, seed: int, n_threads, once: bool) -> tuple[list, dict]:
+    results = {path: run_path(path, n, steps, seed, n_threads, once) for path in PATHS}
     rebuild, listed = results["rebuild"], results["neighbor_list"]
     same = rebuild["positions"].tobytes() == listed["positions"].tobytes()
     energies_close = np.allclose(rebuild["energies"], listed["energies"], rtol=1e-12, atol=0.0)
@@ -212,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="steps of the systems of 10,000 atoms or more")
     parser.add_argument("--n-threads", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--once", action="store_true",
+                        help="both paths call the force function once a pair "
+                             "(for_each_pair(..., once=True)), writing both atoms")
     parser.add_argument("--output-json", type=Path, default=None)
     args = parser.parse_args(argv)
     import numba
@@ -219,14 +244,15 @@ def main(argv: list[str] | None = None) -> int:
     all_rows, summaries = [], []
     for n in args.n:
         steps = args.steps if n < 10_000 else args.large_steps
-        rows, summary = compare(n, steps, args.seed, args.n_threads)
+        rows, summary = compare(n, steps, args.seed, args.n_threads, args.once)
         all_rows += rows
         summaries.append(summary)
     threads = args.n_threads or numba.get_num_threads()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    calls = "once a pair (once=True)" if args.once else "for both orders of each pair"
     print(f"Lennard-Jones fluid, density {DENSITY}, T {TEMPERATURE}, r_cut {R_CUT}, skin "
-          f"{SKIN}, dt {DT}; {common.cpu_model()}, {threads} threads, load average "
-          f"{load:.2f} at the end\n")
+          f"{SKIN}, dt {DT}; forces called {calls}; {common.cpu_model()}, {threads} "
+          f"threads, load average {load:.2f} at the end\n")
     print(common.markdown_table(
         ["atoms", "steps", "path", "search + force, median (ms)",
          "search + force, mean (ms)", "whole step, median (ms)", "run (s)", "builds",
