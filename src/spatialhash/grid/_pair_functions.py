@@ -42,12 +42,8 @@ if TYPE_CHECKING:
 _PAIR_SCAN = (pair_functions.pair_function_cells, pair_functions.pair_function_cells_guarded,
               pair_functions.pair_function_parallel, pair_functions.CELLS_PER_CHUNK, PAIR_CALL,
               "occupied cells")
-_HALF_SCAN = (pair_functions.pair_function_half_cells,
-              pair_functions.pair_function_half_cells_guarded,
-              pair_functions.pair_function_slabs, 1, PAIR_CALL, "slabs of cells")
-_ONCE_SCAN = (pair_functions.pair_once_half_cells,
-              pair_functions.pair_once_half_cells_guarded, pair_functions.pair_once_slabs, 1,
-              PAIR_CALL, "slabs of cells")
+_HALF_SCAN = (*pair_functions.HALF_CELLS, 1, PAIR_CALL, "slabs of cells")
+_ONCE_SCAN = (*pair_functions.ONCE_CELLS, 1, PAIR_CALL, "slabs of cells")
 #: On the calling thread only: no guard, no driver.
 _ONCE_FULL_SCAN = (pair_functions.pair_once_cells, None, None, None, PAIR_CALL,
                    "occupied cells")
@@ -59,12 +55,8 @@ _LIST_SCAN = (neighbor_list_functions.list_function_rows,
               neighbor_list_functions.list_function_rows_guarded,
               neighbor_list_functions.list_function_parallel,
               neighbor_list_functions.ROWS_PER_CHUNK, PAIR_CALL, "rows")
-_LIST_HALF_SCAN = (neighbor_list_functions.list_function_half_rows,
-                   neighbor_list_functions.list_function_half_rows_guarded,
-                   neighbor_list_functions.list_function_slabs, 1, PAIR_CALL, "slabs of rows")
-_LIST_ONCE_SCAN = (neighbor_list_functions.list_once_half_rows,
-                   neighbor_list_functions.list_once_half_rows_guarded,
-                   neighbor_list_functions.list_once_slabs, 1, PAIR_CALL, "slabs of rows")
+_LIST_HALF_SCAN = (*neighbor_list_functions.HALF_ROWS, 1, PAIR_CALL, "slabs of rows")
+_LIST_ONCE_SCAN = (*neighbor_list_functions.ONCE_ROWS, 1, PAIR_CALL, "slabs of rows")
 _RAY_SCAN = (ray_functions.ray_function_rays, ray_functions.ray_function_rays_guarded,
              ray_functions.ray_function_parallel, ray_functions.RAYS_PER_CHUNK, GRID_RAY_CALL,
              "rays")
@@ -112,7 +104,7 @@ def row_slabs(state, reach: float) -> np.ndarray | None:
 
 
 def slab_plan(state, reach_cells) -> np.ndarray | None:
-    """Slabs of cells for the half-stencil scan (`pair_functions.pair_function_half_cells`):
+    """Slabs of cells for the half-stencil scan (`pair_functions.HALF_CELLS`):
     ``(n_slabs, 2)`` int64, the first and one past the last cell id of each slab, the even
     slabs first then the odd ones (the order in which the scan runs them); None for fewer
     than `MIN_SLABS`.

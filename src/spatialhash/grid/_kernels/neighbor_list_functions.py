@@ -24,12 +24,7 @@ import numpy as np
 
 from ..._config import jit
 from ..._kernels.cells import min_image
-from .pair_functions import (
-    _guarded_kernel,
-    _jit_uncached,
-    _parallel_kernel,
-    _slab_parallel_kernel,
-)
+from .pair_functions import _guarded_kernel, _jit_uncached, _parallel_kernel, slab_scans
 
 #: Rows handed to a thread at a time.
 ROWS_PER_CHUNK = 64
@@ -139,15 +134,7 @@ list_function_rows_guarded = _jit_uncached(_guarded_kernel(list_function_rows),
 list_function_parallel = _jit_uncached(
     _parallel_kernel(list_function_rows_guarded, ROWS_PER_CHUNK), "list_function_parallel",
     parallel=True)
-list_function_half_rows = _jit_uncached(_list_scan_kernel(half=True),
-                                        "list_function_half_rows")
-list_function_half_rows_guarded = _jit_uncached(_guarded_kernel(list_function_half_rows),
-                                                "list_function_half_rows_guarded")
-list_function_slabs = _jit_uncached(_slab_parallel_kernel(list_function_half_rows_guarded),
-                                    "list_function_slabs", parallel=True)
-list_once_half_rows = _jit_uncached(_list_scan_kernel(half=True, once=True),
-                                    "list_once_half_rows")
-list_once_half_rows_guarded = _jit_uncached(_guarded_kernel(list_once_half_rows),
-                                            "list_once_half_rows_guarded")
-list_once_slabs = _jit_uncached(_slab_parallel_kernel(list_once_half_rows_guarded),
-                                "list_once_slabs", parallel=True)
+#: The half-row scans: (sequential scan, guarded scan, slab driver), for both orders and
+#: for ``once``.
+HALF_ROWS = slab_scans(_list_scan_kernel(half=True), "list_function_half_rows")
+ONCE_ROWS = slab_scans(_list_scan_kernel(half=True, once=True), "list_once_half_rows")

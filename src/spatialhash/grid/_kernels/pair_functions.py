@@ -434,6 +434,15 @@ def _slab_parallel_kernel(guarded):
     return scan_slabs
 
 
+def slab_scans(scan, name: str) -> tuple:
+    """The sequential scan over slabs ``scan`` (made by a factory) compiled uncached as
+    ``name``, its guard and its slab driver (`_slab_parallel_kernel`)."""
+    sequential = _jit_uncached(scan, name)
+    guarded = _jit_uncached(_guarded_kernel(sequential), f"{name}_guarded")
+    return sequential, guarded, _jit_uncached(_slab_parallel_kernel(guarded), f"{name}_slabs",
+                                              parallel=True)
+
+
 pair_function_cells = _jit_uncached(_scan_kernel(over_cells=True), "pair_function_cells")
 neighbor_function_queries = _jit_uncached(_scan_kernel(over_cells=False),
                                           "neighbor_function_queries")
@@ -444,17 +453,10 @@ neighbor_function_queries_guarded = _jit_uncached(_guarded_kernel(neighbor_funct
 pair_function_parallel = _jit_uncached(
     _parallel_kernel(pair_function_cells_guarded, CELLS_PER_CHUNK), "pair_function_parallel",
     parallel=True)
-pair_function_half_cells = _jit_uncached(_half_scan_kernel(once=False),
-                                         "pair_function_half_cells")
-pair_function_half_cells_guarded = _jit_uncached(_guarded_kernel(pair_function_half_cells),
-                                                 "pair_function_half_cells_guarded")
-pair_function_slabs = _jit_uncached(_slab_parallel_kernel(pair_function_half_cells_guarded),
-                                    "pair_function_slabs", parallel=True)
-pair_once_half_cells = _jit_uncached(_half_scan_kernel(once=True), "pair_once_half_cells")
-pair_once_half_cells_guarded = _jit_uncached(_guarded_kernel(pair_once_half_cells),
-                                             "pair_once_half_cells_guarded")
-pair_once_slabs = _jit_uncached(_slab_parallel_kernel(pair_once_half_cells_guarded),
-                                "pair_once_slabs", parallel=True)
+#: The half-stencil scans: (sequential scan, guarded scan, slab driver), for both orders
+#: and for ``once``.
+HALF_CELLS = slab_scans(_half_scan_kernel(once=False), "pair_function_half_cells")
+ONCE_CELLS = slab_scans(_half_scan_kernel(once=True), "pair_once_half_cells")
 pair_once_cells = _jit_uncached(_scan_kernel(over_cells=True, once=True), "pair_once_cells")
 neighbor_function_parallel = _jit_uncached(
     _parallel_kernel(neighbor_function_queries_guarded, QUERIES_PER_CHUNK),
