@@ -3,13 +3,16 @@ A Lennard-Jones fluid with a Verlet list
 ========================================
 
 A `~spatialhash.NeighborList` keeps the pairs within ``r`` of moving points, finding
-candidates at ``r + skin`` and searching again only when some point has moved more than
-``skin / 2``. Here 500 atoms (reduced units: sigma, epsilon and the masses are 1) start on
-a face-centred cubic lattice in a periodic box at density 0.8, with velocities at
-temperature 1, and move for 1,000 steps of velocity Verlet. The forces come from
-`~spatialhash.NeighborList.for_each_pair`, which calls a numba function for every ordered
-pair within the cut-off and stores no pairs: each call adds the force on ``i`` to row
-``i``, so each row is summed by one thread, the same way for any thread count.
+candidates at ``r + skin`` and searching again only when two points may have come closer
+by more than ``skin`` (some point has moved more than ``skin / 2`` from where it was, or
+from where the others went). Here 500 atoms (reduced units: sigma, epsilon and the masses
+are 1) start on a face-centred cubic lattice in a periodic box at density 0.8, with
+velocities at temperature 1, and move for 1,000 steps of velocity Verlet. The forces come
+from `~spatialhash.NeighborList.for_each_pair` with ``once=True``, which calls a numba
+function once for every pair within the cut-off and stores no pairs: each call adds the
+force to one atom and takes it from the other (Newton's third law), so each pair's force
+is computed once; no two threads write one atom at a time, and each atom's sums come out
+the same for any thread count.
 """
 
 import matplotlib.pyplot as plt
@@ -35,15 +38,19 @@ shift = 4.0 * (r_cut**-12 - r_cut**-6)  # the energy is shifted to 0 at the cut-
 def lennard_jones(i, j, d2, dx, dy, dz, forces, energies, shift):
     inv6 = 1.0 / (d2 * d2 * d2)
     magnitude = 24.0 * inv6 * (2.0 * inv6 - 1.0) / d2  # |F| / r
-    forces[i, 0] += magnitude * dx
-    forces[i, 1] += magnitude * dy
-    forces[i, 2] += magnitude * dz
-    energies[i] += 0.5 * (4.0 * inv6 * (inv6 - 1.0) - shift)  # half the pair's, each side
+    fx, fy, fz = magnitude * dx, magnitude * dy, magnitude * dz  # the force on i
+    forces[i, 0] += fx
+    forces[i, 1] += fy
+    forces[i, 2] += fz
+    forces[j, 0] -= fx
+    forces[j, 1] -= fy
+    forces[j, 2] -= fz
+    energies[i] += 4.0 * inv6 * (inv6 - 1.0) - shift
 
 
 def forces_and_energy(neighbors):
     forces, energies = np.zeros((n, 3)), np.zeros(n)
-    neighbors.for_each_pair(lennard_jones, forces, energies, shift)
+    neighbors.for_each_pair(lennard_jones, forces, energies, shift, once=True)
     return forces, energies.sum()
 
 
