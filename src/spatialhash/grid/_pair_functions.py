@@ -39,27 +39,20 @@ if TYPE_CHECKING:
 
 #: The kernels of each scan: (sequential scan, guarded scan, parallel driver, items a chunk,
 #: how it calls ``fn``, what its items are).
-_PAIR_SCAN = (pair_functions.pair_function_cells, pair_functions.pair_function_cells_guarded,
-              pair_functions.pair_function_parallel, pair_functions.CELLS_PER_CHUNK, PAIR_CALL,
+_PAIR_SCAN = (*pair_functions.PAIR_CELLS, pair_functions.CELLS_PER_CHUNK, PAIR_CALL,
               "occupied cells")
 _HALF_SCAN = (*pair_functions.HALF_CELLS, 1, PAIR_CALL, "slabs of cells")
 _ONCE_SCAN = (*pair_functions.ONCE_CELLS, 1, PAIR_CALL, "slabs of cells")
 #: On the calling thread only: no guard, no driver.
 _ONCE_FULL_SCAN = (pair_functions.pair_once_cells, None, None, None, PAIR_CALL,
                    "occupied cells")
-_NEIGHBOR_SCAN = (pair_functions.neighbor_function_queries,
-                  pair_functions.neighbor_function_queries_guarded,
-                  pair_functions.neighbor_function_parallel, pair_functions.QUERIES_PER_CHUNK,
+_NEIGHBOR_SCAN = (*pair_functions.NEIGHBOR_QUERIES, pair_functions.QUERIES_PER_CHUNK,
                   PAIR_CALL, "queries")
-_LIST_SCAN = (neighbor_list_functions.list_function_rows,
-              neighbor_list_functions.list_function_rows_guarded,
-              neighbor_list_functions.list_function_parallel,
-              neighbor_list_functions.ROWS_PER_CHUNK, PAIR_CALL, "rows")
+_LIST_SCAN = (*neighbor_list_functions.FULL_ROWS, neighbor_list_functions.ROWS_PER_CHUNK,
+              PAIR_CALL, "rows")
 _LIST_HALF_SCAN = (*neighbor_list_functions.HALF_ROWS, 1, PAIR_CALL, "slabs of rows")
 _LIST_ONCE_SCAN = (*neighbor_list_functions.ONCE_ROWS, 1, PAIR_CALL, "slabs of rows")
-_RAY_SCAN = (ray_functions.ray_function_rays, ray_functions.ray_function_rays_guarded,
-             ray_functions.ray_function_parallel, ray_functions.RAYS_PER_CHUNK, GRID_RAY_CALL,
-             "rays")
+_RAY_SCAN = (*ray_functions.RAYS, ray_functions.RAYS_PER_CHUNK, GRID_RAY_CALL, "rays")
 
 
 def for_each_pair(engine: CpuEngine, r2, radii, reach, fn, args, once: bool = False) -> None:

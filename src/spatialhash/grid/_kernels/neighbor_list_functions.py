@@ -24,7 +24,7 @@ import numpy as np
 
 from ..._config import jit
 from ..._kernels.cells import min_image
-from .pair_functions import _guarded_kernel, _jit_uncached, _parallel_kernel, slab_scans
+from .pair_functions import compiled_scans
 
 #: Rows handed to a thread at a time.
 ROWS_PER_CHUNK = 64
@@ -128,13 +128,9 @@ def _list_scan_kernel(half, once=False):
     return scan
 
 
-list_function_rows = _jit_uncached(_list_scan_kernel(half=False), "list_function_rows")
-list_function_rows_guarded = _jit_uncached(_guarded_kernel(list_function_rows),
-                                           "list_function_rows_guarded")
-list_function_parallel = _jit_uncached(
-    _parallel_kernel(list_function_rows_guarded, ROWS_PER_CHUNK), "list_function_parallel",
-    parallel=True)
-#: The half-row scans: (sequential scan, guarded scan, slab driver), for both orders and
-#: for ``once``.
-HALF_ROWS = slab_scans(_list_scan_kernel(half=True), "list_function_half_rows")
-ONCE_ROWS = slab_scans(_list_scan_kernel(half=True, once=True), "list_once_half_rows")
+#: Each scan's (sequential scan, guarded scan, parallel driver): full rows over chunks of
+#: rows, half rows over slabs for both orders and for ``once``.
+FULL_ROWS = compiled_scans(_list_scan_kernel(half=False), "list_function_rows",
+                           ROWS_PER_CHUNK)
+HALF_ROWS = compiled_scans(_list_scan_kernel(half=True), "list_function_half_rows")
+ONCE_ROWS = compiled_scans(_list_scan_kernel(half=True, once=True), "list_once_half_rows")

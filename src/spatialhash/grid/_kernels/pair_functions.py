@@ -434,30 +434,29 @@ def _slab_parallel_kernel(guarded):
     return scan_slabs
 
 
-def slab_scans(scan, name: str) -> tuple:
-    """The sequential scan over slabs ``scan`` (made by a factory) compiled uncached as
-    ``name``, its guard and its slab driver (`_slab_parallel_kernel`)."""
+def compiled_scans(scan, name: str, per_chunk: int | None = None) -> tuple:
+    """The sequential scan ``scan`` (made by a factory) compiled uncached as ``name``, its
+    guard, and its parallel driver: over chunks of ``per_chunk`` items
+    (`_parallel_kernel`), or over slabs where ``per_chunk`` is None
+    (`_slab_parallel_kernel`)."""
     sequential = _jit_uncached(scan, name)
     guarded = _jit_uncached(_guarded_kernel(sequential), f"{name}_guarded")
-    return sequential, guarded, _jit_uncached(_slab_parallel_kernel(guarded), f"{name}_slabs",
-                                              parallel=True)
+    if per_chunk is None:
+        driver = _jit_uncached(_slab_parallel_kernel(guarded), f"{name}_slabs", parallel=True)
+    else:
+        driver = _jit_uncached(_parallel_kernel(guarded, per_chunk), f"{name}_parallel",
+                               parallel=True)
+    return sequential, guarded, driver
 
 
-pair_function_cells = _jit_uncached(_scan_kernel(over_cells=True), "pair_function_cells")
-neighbor_function_queries = _jit_uncached(_scan_kernel(over_cells=False),
-                                          "neighbor_function_queries")
-pair_function_cells_guarded = _jit_uncached(_guarded_kernel(pair_function_cells),
-                                            "pair_function_cells_guarded")
-neighbor_function_queries_guarded = _jit_uncached(_guarded_kernel(neighbor_function_queries),
-                                                  "neighbor_function_queries_guarded")
-pair_function_parallel = _jit_uncached(
-    _parallel_kernel(pair_function_cells_guarded, CELLS_PER_CHUNK), "pair_function_parallel",
-    parallel=True)
-#: The half-stencil scans: (sequential scan, guarded scan, slab driver), for both orders
-#: and for ``once``.
-HALF_CELLS = slab_scans(_half_scan_kernel(once=False), "pair_function_half_cells")
-ONCE_CELLS = slab_scans(_half_scan_kernel(once=True), "pair_once_half_cells")
+#: Each scan's (sequential scan, guarded scan, parallel driver): the full stencil over
+#: chunks of cells, the queries over chunks of queries, the half stencil over slabs for
+#: both orders and for ``once``.
+PAIR_CELLS = compiled_scans(_scan_kernel(over_cells=True), "pair_function_cells",
+                            CELLS_PER_CHUNK)
+NEIGHBOR_QUERIES = compiled_scans(_scan_kernel(over_cells=False), "neighbor_function_queries",
+                                  QUERIES_PER_CHUNK)
+HALF_CELLS = compiled_scans(_half_scan_kernel(once=False), "pair_function_half_cells")
+ONCE_CELLS = compiled_scans(_half_scan_kernel(once=True), "pair_once_half_cells")
+#: On the calling thread only (grids without slabs, ``once``).
 pair_once_cells = _jit_uncached(_scan_kernel(over_cells=True, once=True), "pair_once_cells")
-neighbor_function_parallel = _jit_uncached(
-    _parallel_kernel(neighbor_function_queries_guarded, QUERIES_PER_CHUNK),
-    "neighbor_function_parallel", parallel=True)

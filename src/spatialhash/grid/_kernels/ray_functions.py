@@ -32,7 +32,7 @@ from ..._config import jit
 from ..._kernels.cells import sparse_row_slice
 from ..._kernels.dda import clip_to_cells, dda_start, leave_parameter, next_axis, ray_to_cells
 from ..._kernels.ray_functions import HEAP_ROOM, grown_hits, new_hits, pop_hit, push_hit
-from .pair_functions import _guarded_kernel, _jit_uncached, _parallel_kernel
+from .pair_functions import compiled_scans
 from .ray import point_on_ray, reach_cells
 
 #: Rays handed to a thread at a time.
@@ -205,9 +205,5 @@ def ray_function_rays(state, params, lo, hi, fn, args):
         out_distances[q] = answer_t
 
 
-ray_function_rays = _jit_uncached(ray_function_rays, "ray_function_rays")
-ray_function_rays_guarded = _jit_uncached(_guarded_kernel(ray_function_rays),
-                                          "ray_function_rays_guarded")
-ray_function_parallel = _jit_uncached(
-    _parallel_kernel(ray_function_rays_guarded, RAYS_PER_CHUNK), "ray_function_parallel",
-    parallel=True)
+#: (sequential scan, guarded scan, parallel driver over chunks of rays).
+RAYS = compiled_scans(ray_function_rays, "ray_function_rays", RAYS_PER_CHUNK)
