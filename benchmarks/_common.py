@@ -67,6 +67,36 @@ def clustered_points(n: int, seed: int, n_clusters: int = 1000, sigma: float = 0
 
 
 # ---------------------------------------------------------------------- timing
+def write_uniform_parquet(directory, n: int, n_dims: int, seed: int, rows_per_file: int,
+                          row_group: int | None = None, row_column: bool = False) -> None:
+    """``n`` uniform points in the unit cube of ``n_dims`` dimensions as Parquet files of
+    ``rows_per_file`` rows (columns ``x``, ``y``[, ``z``], and the point's number as
+    ``row`` with ``row_column``), once: a ``_complete`` marker is written last, and a
+    directory without it is made again."""
+    import shutil
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    directory = Path(directory)
+    done = directory / "_complete"
+    if done.exists():
+        return
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    rng = np.random.default_rng(seed)
+    for number, start in enumerate(range(0, n, rows_per_file)):
+        rows = min(rows_per_file, n - start)
+        points = rng.random((rows, n_dims))
+        columns = {name: points[:, axis] for axis, name in enumerate("xyz"[:n_dims])}
+        if row_column:
+            columns["row"] = np.arange(start, start + rows, dtype=np.int64)
+        pq.write_table(pa.table(columns), directory / f"points-{number:05d}.parquet",
+                       row_group_size=row_group)
+    done.write_text("")
+
+
 def time_call(func: Callable[[], object]) -> tuple[float, object]:
     """Seconds taken by one call of ``func`` and its result (the result is kept)."""
     gc.collect()

@@ -52,21 +52,7 @@ ROW_GROUP = 250_000
 
 def write_points(directory: Path, n: int, seed: int) -> None:
     """``n`` uniform 3-D points as Parquet files of `ROWS_PER_FILE` rows, once."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    done = directory / "_complete"
-    if done.exists():
-        return
-    shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir(parents=True)
-    rng = np.random.default_rng(seed)
-    for number, start in enumerate(range(0, n, ROWS_PER_FILE)):
-        rows = min(ROWS_PER_FILE, n - start)
-        points = rng.random((rows, 3))
-        pq.write_table(pa.table({"x": points[:, 0], "y": points[:, 1], "z": points[:, 2]}),
-                       directory / f"points-{number:05d}.parquet", row_group_size=ROW_GROUP)
-    done.write_text("")
+    common.write_uniform_parquet(directory, n, 3, seed, ROWS_PER_FILE, row_group=ROW_GROUP)
 
 
 def grid_child(data: Path, r: float, output: Path) -> dict:

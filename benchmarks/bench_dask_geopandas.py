@@ -67,23 +67,9 @@ LISTED_PAIRS = 20
 
 
 def write_points(directory: Path, n: int, seed: int) -> None:
-    """``n`` uniform 2-D points as Parquet files of `ROWS_PER_FILE` rows, once."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    done = directory / "_complete"
-    if done.exists():
-        return
-    shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir(parents=True)
-    rng = np.random.default_rng(seed)
-    for number, start in enumerate(range(0, n, ROWS_PER_FILE)):
-        rows = min(ROWS_PER_FILE, n - start)
-        points = rng.random((rows, 2))
-        pq.write_table(pa.table({"x": points[:, 0], "y": points[:, 1],
-                                 "row": np.arange(start, start + rows, dtype=np.int64)}),
-                       directory / f"points-{number:05d}.parquet")
-    done.write_text("")
+    """``n`` uniform 2-D points, numbered in a ``row`` column, as Parquet files of
+    `ROWS_PER_FILE` rows, once."""
+    common.write_uniform_parquet(directory, n, 2, seed, ROWS_PER_FILE, row_column=True)
 
 
 def read_points(source: Path, n: int | None) -> np.ndarray:
