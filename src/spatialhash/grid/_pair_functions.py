@@ -67,9 +67,7 @@ def for_each_pair(engine: CpuEngine, r2, radii, reach, fn, args, once: bool = Fa
     stencil (or, pairs found by cell id, the full one, keeping ``i < j``)."""
     state = engine.state
     n_occupied = engine.n_occupied_cells
-    reach_cells = pairs.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
-    by_id = pairs.stencil_by_id(state.n_cells, state.box, reach_cells, n_occupied)
-    slabs = None if by_id else slab_plan(state, reach_cells)
+    reach_cells, by_id, slabs = _cell_slabs(state, reach)
     parallel = engine.parallel_over_points(engine.n_points)
     full_params = (r2, radii, reach_cells)
     if slabs is None and not once:
@@ -89,11 +87,18 @@ def row_slabs(state, reach: float) -> np.ndarray | None:
     """The slabs of `slab_plan` for pairs within ``reach`` on the grid ``state`` as ranges
     of its sorted points (rows of a neighbour list built on that grid); None where the
     grid has no slabs."""
-    reach_cells = pairs.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
-    if pairs.stencil_by_id(state.n_cells, state.box, reach_cells, state.cell_coords.shape[0]):
-        return None
-    slabs = slab_plan(state, reach_cells)
+    slabs = _cell_slabs(state, reach)[2]
     return None if slabs is None else state.cell_start[slabs]
+
+
+def _cell_slabs(state, reach: float) -> tuple:
+    """``(reach_cells, by_id, slabs)`` of pairs within ``reach`` on the grid ``state``:
+    the reach in cells, whether pairs are found by cell id, and the `slab_plan` (None by
+    id or without slabs)."""
+    reach_cells = pairs.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
+    by_id = pairs.stencil_by_id(state.n_cells, state.box, reach_cells,
+                                state.cell_coords.shape[0])
+    return reach_cells, by_id, None if by_id else slab_plan(state, reach_cells)
 
 
 def slab_plan(state, reach_cells) -> np.ndarray | None:
