@@ -29,7 +29,7 @@ import signal
 import struct
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -117,13 +117,15 @@ def write_table(path: str, fields: Fields, chunks: Iterable[Sequence[np.ndarray]
     suffix = check_output(path)
     writer_class = {".npy": NpyWriter, ".csv": CsvWriter, ".parquet": ParquetWriter}[suffix]
     try:
-        with _signals_end_the_write():
+        with _signals_end_the_write() as end_if_signalled:
             _report_removed(prog, Path(path).name, remove_stale_partials(path))
             with atomic_path(path) as temporary:
                 writer = writer_class(temporary, fields)
                 try:
                     for chunk in chunks:
+                        end_if_signalled()
                         writer.write(chunk)
+                    end_if_signalled()
                 finally:
                     writer.close()
     except (Terminated, KeyboardInterrupt):
@@ -155,8 +157,15 @@ CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
 
 
 @contextlib.contextmanager
-def _signals_end_the_write() -> Iterator[None]:
+def _signals_end_the_write() -> Iterator[Callable[[], None]]:
     """Turn SIGTERM and SIGHUP into `Terminated` in the body, then restore the handlers.
+
+    The body gets a function that raises `Terminated` once such a signal has arrived; it
+    calls it between chunks. The handler itself only records the signal: an exception
+    raised from it lands wherever the main thread is, and raised inside numba's loading
+    of a cached kernel (between two chunks' searches) it left that half done, and the
+    process ended in a segmentation fault (1 run in 40, both cores busy). The signal
+    therefore ends the write at the next chunk.
 
     Only signals left at their default action are taken over: one that is ignored (SIGHUP
     under ``nohup``) stays ignored, and a handler a program calling `spatialhash.cli.main`
@@ -164,21 +173,27 @@ def _signals_end_the_write() -> Iterator[None]:
     from any other thread nothing is installed. The first signal makes the others ignored
     until the body has ended, so that a second one cannot cut the clean-up short.
     """
+    received: list[int] = []
+
+    def end_if_signalled() -> None:
+        if received:
+            raise Terminated(received[0])
+
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield end_if_signalled
         return
     taken = [number for number in CLEANUP_SIGNALS
              if signal.getsignal(number) is signal.SIG_DFL]
 
-    def end(number, frame):
+    def record(number, frame):
         for other in taken:
             signal.signal(other, signal.SIG_IGN)
-        raise Terminated(number)
+        received.append(number)
 
     for number in taken:
-        signal.signal(number, end)
+        signal.signal(number, record)
     try:
-        yield
+        yield end_if_signalled
     finally:
         for number in taken:
             signal.signal(number, signal.SIG_DFL)
