@@ -11,7 +11,7 @@ import pytest
 from numba import njit
 
 from spatialhash import Grid, NeighborList
-from spatialhash.grid import _neighbor_list
+from spatialhash.grid import _pair_functions
 
 
 def _expected(points, r, **box):
@@ -265,7 +265,7 @@ def test_for_each_pair_over_slabs_meets_the_calls_on_any_thread_count(n_dims, bo
     lists = [NeighborList(points, r, skin, n_threads=n, **box) for n in (1, 2, None)]
     assert lists[0]._slabs is not None
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_neighbor_list, "PARALLEL_MIN_POINTS", 0)
+        patch.setattr(_pair_functions, "PARALLEL_MIN_PAIR_POINTS", 0)
         for step in range(4):
             got, counts = _records(lists[0], points)
             expected, _ = _records(Grid(points, cell_size=r, **box), points, r)
@@ -282,22 +282,52 @@ def test_for_each_pair_over_slabs_meets_the_calls_on_any_thread_count(n_dims, bo
                 neighbors.update(points)
 
 
+@pytest.mark.parametrize("box", [{}, {"box": [1.0, 1.0, 0.2]}])
+def test_lists_without_slabs_scan_full_rows_on_any_thread_count(box):
+    """Too few planes for slabs, from `PARALLEL_MIN_PAIR_POINTS` points on (patched):
+    each row with its transposed row, on every thread; the calls of `Grid.for_each_pair`,
+    and the same bytes for any thread count."""
+    rng = np.random.default_rng(40)
+    points = rng.random((3000, 3)) * [1.0, 1.0, 0.2]
+    r, skin = 0.06, 0.01
+    lists = [NeighborList(points, r, skin, n_threads=n, **box) for n in (1, 2, None)]
+    assert lists[0]._slabs is None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_pair_functions, "PARALLEL_MIN_PAIR_POINTS", 0)
+        for step in range(3):
+            got, counts = _records(lists[0], points)
+            expected, _ = _records(Grid(points, cell_size=r, **box), points, r)
+            assert counts.max() < 64 and got.shape[0] > 1000
+            np.testing.assert_array_equal(got, expected)
+            outputs = []
+            for neighbors in lists:
+                sums = np.zeros((len(points), 2))
+                neighbors.for_each_pair(_weigh, sums)
+                outputs.append(sums.tobytes())
+            assert outputs[1] == outputs[0] and outputs[2] == outputs[0]
+            points = points + rng.normal(0.0, 0.02 if step == 1 else 0.001, points.shape)
+            for neighbors in lists:
+                neighbors.update(points)
+            if box:
+                points = np.mod(points, [1.0, 1.0, 0.2])
+
+
 @njit
 def _weigh_both(i, j, d2, dx, dy, dz, sums):
     _weigh(i, j, d2, dx, dy, dz, sums)
     _weigh(j, i, d2, -dx, -dy, -dz, sums)
 
 
-@pytest.mark.parametrize("n", [1500, 24_000])  # without slabs, and over slabs
+@pytest.mark.parametrize("n", [600, 24_000])  # without slabs, and over slabs
 def test_for_each_pair_once_meets_each_pair_once(n):
     """``once``: each pair of `pairs` once, in either order, with the separation of that
     order; sums written to both rows agree with the calls for both orders and are the same
     bytes for any thread count."""
     rng = np.random.default_rng(14)
     points = rng.random((n, 3))
-    r = 0.12 if n == 1500 else 0.035
+    r = 0.25 if n == 600 else 0.035  # 3 planes of cells: too few for slabs
     lists = [NeighborList(points, r, 0.01, box=1.0, n_threads=t) for t in (1, 2, None)]
-    assert (lists[0]._slabs is None) == (n == 1500)
+    assert (lists[0]._slabs is None) == (n == 600)
     moved = points + rng.normal(0.0, 0.0005, points.shape)
     outputs = []
     for neighbors in lists:

@@ -460,12 +460,6 @@ def test_slab_plans_cover_every_cell_in_slabs_no_thinner_than_the_reach(scene):
         if np.isfinite(state.box[axis]):
             assert n_slabs % 2 == 0
             gaps.append((n_slabs - 1, 1, state.n_cells[axis]))
-            # A neighbour list's half rows reach from the first slab back across the
-            # period into the last one, whose other end the slab before it reaches.
-            (lo, hi), (later_lo, later_hi) = in_order[n_slabs - 2], in_order[0]
-            if hi > lo and later_hi > later_lo:
-                assert (coords[later_lo] + state.n_cells[axis] - coords[hi - 1]
-                        > 2 * reach_cells)
         for earlier, later, period in gaps:
             (lo, hi), (later_lo, later_hi) = in_order[earlier], in_order[later]
             if hi > lo and later_hi > later_lo:
@@ -496,6 +490,7 @@ def test_slabs_on_many_threads_give_the_same_bytes_as_one(scene):
     grid_for, _, r, radii, _ = scene
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_cpu_engine, "PARALLEL_MIN_POINTS", 0)  # every grid on many threads
+        patch.setattr(_pair_functions, "PARALLEL_MIN_PAIR_POINTS", 0)
         thread_counts_agree(grid_for, r)
         thread_counts_agree(grid_for, radii=radii)
 
@@ -537,6 +532,7 @@ def test_once_over_slabs_meets_each_pair_once_on_any_thread_count(scene):
     assert_once_matches(grid_for(), points, radii=radii, box3=box3)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_cpu_engine, "PARALLEL_MIN_POINTS", 0)  # every grid on many threads
+        patch.setattr(_pair_functions, "PARALLEL_MIN_PAIR_POINTS", 0)
         counts, _ = thread_counts_agree_once(grid_for, r)
         np.testing.assert_array_equal(
             counts, np.bincount(grid_for().query_pairs(r).indices.ravel(),
@@ -581,10 +577,11 @@ def test_large_slab_grids_give_the_same_bytes_on_any_thread_count(scene):
 
 
 def test_grids_without_slabs_scan_the_full_stencil():
-    """Too few planes for `MIN_SLABS` slabs: each point scans its full stencil, on any
-    number of threads."""
+    """Too few planes for `MIN_SLABS` slabs: from `PARALLEL_MIN_PAIR_POINTS` points on,
+    each point scans its full stencil, on any number of threads."""
     rng = np.random.default_rng(6)
-    points = rng.random((N_LARGE, 3)) * [1.0, 1.0, 0.1]
+    points = rng.random((N_LARGE, 3)) * [1.0, 1.0, 0.06]
+    assert N_LARGE >= _pair_functions.PARALLEL_MIN_PAIR_POINTS
 
     def grid_for(n_threads):
         return Grid(points, 0.03, n_threads=n_threads)

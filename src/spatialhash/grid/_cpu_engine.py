@@ -68,6 +68,7 @@ class CpuEngine:
 
     # ------------------------------------------------------------------ pairs
     query_pairs = _pair_search.query_pairs
+    found_pairs = _pair_search.found_pairs
     iter_pairs = _pair_search.iter_pairs
     for_each_pair = _pair_functions.for_each_pair
     for_each_neighbor = _pair_functions.for_each_neighbor

@@ -11,15 +11,18 @@ drift of all the points, as a falling body), no two points have come closer by m
 ``skin``, and every pair now within reach is a candidate: an update recomputes the
 candidates' distances and keeps those within reach. A larger move rebuilds.
 
-The candidates are kept as rows over the build's cell order, both ways round, with the
-positions copied into that order at each update (``_kernels/neighbor_list.py``): a row's
-candidates lie in nearby cells, so their positions are read from nearby memory, and 4-byte
-indices (under 2**31 points) keep the rows half the size of a list of (i, j) int64 pairs.
+The candidates are kept as rows over the build's cell order, each pair once, in the row
+of the point whose scan found it in the build's pair search (`_pair_search.found_pairs`),
+with the positions copied into that order at each update (``_kernels/neighbor_list.py``):
+a row's candidates lie in nearby cells, so their positions are read from nearby memory, and
+4-byte indices (under 2**31 points) keep the rows a quarter the size of a list of (i, j)
+int64 pairs.
 An update checks the moves (one pass, a second about the centre when some point moved
 beyond ``skin / 2``) and copies the positions; `NeighborList.pairs` keeps the candidates
 within reach when asked for, and `NeighborList.for_each_pair` calls a user's function for
-them without storing them (each pair once, over the rows' halves, where the build's grid
-cuts into slabs; see `_pair_functions.slab_plan`). The distances are computed as the pair
+them without storing them (each pair once, in slabs of rows where the build's grid cuts
+into slabs, `_pair_functions.slab_plan`; else over the rows and their transposes on every
+thread, or over the rows on the calling thread). The distances are computed as the pair
 kernels compute them: positions through the same wrapping into the periodic box as `Grid`
 (`_validation.grid_points`), the difference per axis, brought to the nearest image on
 periodic axes (`cells.min_image`), squared and summed in the order x, y, z, and compared
@@ -36,14 +39,14 @@ from .. import _config
 from .._results import Pairs
 from .._validation import as_box, as_points, as_positive_scalar, as_radii, grid_points
 from . import _pair_functions
-from ._cpu_engine import PARALLEL_MIN_POINTS
 from ._grid import Grid
-from ._inputs import pair_function
+from ._inputs import pair_function, pair_search_inputs
 from ._kernels.neighbor_list import (
-    candidate_rows,
     candidates_within,
+    lower_rows,
     moved_beyond,
     positions_in_order,
+    rows_of_found_pairs,
 )
 from ._kernels.neighbor_list_functions import ListState
 
@@ -173,7 +176,7 @@ class NeighborList:
             with _config.threads(self._n_threads):
                 indices, distances = candidates_within(
                     state.positions, state.radii, state.order, state.indptr, state.neighbours,
-                    self._split, state.box, state.half_box, self._r2())
+                    state.box, state.half_box, self._r2())
             n = self._shape[0]
             self._pairs = Pairs(indices, distances, (n, n))
         return self._pairs
@@ -252,11 +255,9 @@ class NeighborList:
         True
         """
         fn = pair_function(fn)
-        state = self._state
-        # From as many points as `Grid.for_each_pair`.
-        parallel = self._n_threads != 1 and self._shape[0] >= PARALLEL_MIN_POINTS
-        _pair_functions.for_each_listed_pair(state, self._r2(), self._split, self._slabs,
-                                             self._n_threads, parallel, fn, args, bool(once))
+        _pair_functions.for_each_listed_pair(self._state, self._r2(), self._slabs,
+                                             self._lower_rows, self._n_threads, fn, args,
+                                             bool(once))
 
     def _r2(self) -> float:
         """``r * r`` (0 with radii: the kernels take each pair's own distance)."""
@@ -284,22 +285,28 @@ class NeighborList:
                     n_threads=self._n_threads)
         order = grid.state.order
         n = order.shape[0]
-        rank = np.empty(n, np.int64)
-        rank[order] = np.arange(n)
-        candidates = grid.query_pairs(**search).indices
+        found = grid._engine.found_pairs(*pair_search_inputs(grid, search.get("r"),
+                                                             search.get("radii")))
         self._slabs = _pair_functions.row_slabs(grid.state, reach)
         indptr = np.empty(n + 1, np.int64)
-        neighbours = np.empty(2 * candidates.shape[0], order.dtype)
-        self._split = np.empty(n, np.int64)
-        with _config.threads(self._n_threads):
-            candidate_rows(rank, candidates, indptr, neighbours, self._split)
+        neighbours = np.empty(found.shape[0], order.dtype)
+        rows_of_found_pairs(found, indptr, neighbours)
         radii = _NO_RADII if self._radii is None else self._radii[order]
         self._state = ListState(np.empty((n, 3)), order, indptr, neighbours, self._box,
                                 self._half_box, radii)
+        self._lower = None
         self._built_at = coords.copy()
         self.n_builds += 1
         wrapped, _, _ = grid_points(coords, self._box)
         self._take_positions(wrapped)
+
+    def _lower_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows transposed (`lower_rows`), made on first use after each build."""
+        if self._lower is None:
+            state = self._state
+            self._lower = (np.empty_like(state.indptr), np.empty_like(state.neighbours))
+            lower_rows(state.indptr, state.neighbours, *self._lower)
+        return self._lower
 
     def _take_positions(self, wrapped: np.ndarray) -> None:
         """The positions ``wrapped`` (through `grid_points`) copied into the cell order;

@@ -30,9 +30,19 @@ from .._user_functions import GRID_RAY_CALL, PAIR_CALL, arg_types, typed_call
 from ._kernels import neighbor_list_functions, pair_functions, pairs, ray_functions
 
 #: The most slabs, and the fewest, of a half-stencil scan (`slab_plan`): enough for every
-#: thread to take slabs of about equal work in each of the two phases.
+#: thread to take slabs of about equal work in each of the two phases. Below
+#: `FEW_SLABS`, a multiple of 4 (two phases of an even number of slabs).
 MAX_SLABS = 128
-MIN_SLABS = 8
+MIN_SLABS = 4
+FEW_SLABS = 16
+#: From this many points, `for_each_pair` (on the grid or a neighbour list) runs on every
+#: thread, and a grid without slabs scans the full stencil, whatever the thread count (so
+#: that the order of the calls does not depend on it); with fewer, everything runs on the
+#: calling thread, on the half stencil where the grid allows it. As `query_pairs`'s
+#: threshold (``_pair_search.PARALLEL_MIN_POINTS_ONE_PASS``): with the work of a function
+#: at every pair, two threads beat one well below it (Lennard-Jones forces on 2,048
+#: atoms, 2 cores: 0.77 against 1.12 ms on the grid, 0.32 against 0.54 ms on a list).
+PARALLEL_MIN_PAIR_POINTS = 2_000
 
 if TYPE_CHECKING:
     from ._cpu_engine import CpuEngine
@@ -62,19 +72,22 @@ def for_each_pair(engine: CpuEngine, r2, radii, reach, fn, args, once: bool = Fa
 
     Each unordered pair is found once, on the half stencil, and ``fn`` called for both
     orders (or, ``once``, the one it was found in), where the grid cuts into slabs
-    (`slab_plan`). Otherwise each point scans its full stencil and meets each pair from
-    its own side; with ``once`` the grid is scanned on the calling thread, on the half
-    stencil (or, pairs found by cell id, the full one, keeping ``i < j``)."""
+    (`slab_plan`), and on the calling thread where it does not and has fewer than
+    `PARALLEL_MIN_PAIR_POINTS` points. Otherwise (more points without slabs, or pairs
+    found by cell id) each point scans its full stencil and meets each pair from its own
+    side; with ``once``, on the calling thread (the half stencil, or by cell id the full
+    one, keeping ``i < j``). The choice depends on the grid, never on the threads."""
     state = engine.state
     n_occupied = engine.n_occupied_cells
     reach_cells, by_id, slabs = _cell_slabs(state, reach)
-    parallel = engine.parallel_over_points(engine.n_points)
+    many = engine.n_points >= PARALLEL_MIN_PAIR_POINTS
+    parallel = many and engine.n_threads != 1
     full_params = (r2, radii, reach_cells)
-    if slabs is None and not once:
-        _scan(engine, parallel, _PAIR_SCAN, full_params, n_occupied, fn, args)
-        return
-    if slabs is None and by_id:
+    if by_id and once:
         _scan(engine, False, _ONCE_FULL_SCAN, full_params, n_occupied, fn, args)
+        return
+    if by_id or (slabs is None and many and not once):
+        _scan(engine, parallel, _PAIR_SCAN, full_params, n_occupied, fn, args)
         return
     if slabs is None:
         slabs, parallel = np.array([[0, n_occupied]], dtype=np.int64), False
@@ -110,14 +123,13 @@ def slab_plan(state, reach_cells) -> np.ndarray | None:
     A slab is a range of planes across the slowest axis of more than one cell (z, or y in
     a plane, or x on a line): a range of cell ids, cells being in row-major order. Each
     slab is at least ``reach`` planes thick, so the half stencils of a slab's cells (which
-    reach ``reach`` planes forward) end in the next slab. On a periodic axis the number of
-    slabs is even, so that the last slab and the first, whose rows the last one's stencils
-    reach, never run together (an odd number of slabs loses the cut between the two
-    neighbours of fewest points); and the last slab is at least ``2 * reach`` planes thick,
-    so that a neighbour list's half rows (``t > s`` in the cell order), which reach from
-    the first slab back into the last one's last ``reach`` planes, write other rows there
-    than those of the slab before the last. Up to `MAX_SLABS` slabs of about equal numbers
-    of points. The plan depends on the grid alone, so the order of the calls does too.
+    reach ``reach`` planes forward) end in the next slab, and those of the last slab, on a
+    periodic axis, in the first. On a periodic axis the number of slabs is even, so that
+    the last slab and the first never run together (an odd number of slabs loses the cut
+    between the two neighbours of fewest points). Up to `MAX_SLABS` slabs of about equal
+    numbers of points; with room for fewer than `FEW_SLABS`, a multiple of 4, so that
+    each phase splits evenly over two threads. The plan depends on the grid alone, so the
+    order of the calls does too.
     """
     n_cells = state.n_cells
     axis = next((axis for axis in (2, 1, 0) if n_cells[axis] > 1), None)
@@ -125,16 +137,20 @@ def slab_plan(state, reach_cells) -> np.ndarray | None:
         return None
     thickness = max(int(reach_cells[axis]), 1)
     n_planes = int(n_cells[axis])
+    n_slabs = min(MAX_SLABS, n_planes // thickness)
+    if n_slabs < FEW_SLABS:
+        n_slabs -= n_slabs % 4
+    if n_slabs < MIN_SLABS:
+        return None
     coords = state.cell_coords[:, axis]
     cell_start = state.cell_start
     points_before = np.cumsum(np.bincount(coords, weights=np.diff(cell_start),
                                           minlength=n_planes))
     wanted = np.searchsorted(points_before,
-                             np.arange(1, MAX_SLABS) * (cell_start[-1] / MAX_SLABS)) + 1
-    last_thickness = thickness * (1 if np.isinf(state.box[axis]) else 2)
+                             np.arange(1, n_slabs) * (cell_start[-1] / n_slabs)) + 1
     cuts = [0]
     for plane in wanted.tolist():
-        if plane - cuts[-1] >= thickness and n_planes - plane >= last_thickness:
+        if plane - cuts[-1] >= thickness and n_planes - plane >= thickness:
             cuts.append(plane)
     if not np.isinf(state.box[axis]) and len(cuts) % 2 == 1:
         # Merge the two neighbouring slabs of fewest points: the phases stay balanced.
@@ -156,22 +172,28 @@ def for_each_neighbor(engine: CpuEngine, query_points, radii, fn, args) -> None:
           fn, args)
 
 
-def for_each_listed_pair(state, r2: float, split, slabs, n_threads, parallel: bool, fn,
-                         args, once: bool = False) -> None:
+def for_each_listed_pair(state, r2: float, slabs, lower_rows, n_threads, fn, args,
+                         once: bool = False) -> None:
     """``fn(i, j, d2, dx, dy, dz, *args)`` for every ordered pair of a neighbour list's
     candidates within ``r2`` (`NeighborList.for_each_pair`; ``state`` a
     `neighbor_list_functions.ListState`, whose ``order`` has the index dtype of its
-    points): over the half rows (from ``split``) in ``slabs`` of rows, or the full rows
-    where ``slabs`` is None. With ``once``, every pair in one of its orders, over the half
-    rows (all in one slab, on the calling thread, where ``slabs`` is None)."""
+    points): over the rows in ``slabs`` of rows, each pair met once and ``fn`` called for
+    both orders (or, ``once``, one); where ``slabs`` is None, with
+    `PARALLEL_MIN_PAIR_POINTS` points or more and both orders, over the full rows (with
+    ``lower_rows()``, the transposed rows), else all rows as one slab on the calling
+    thread. As `for_each_pair`: on every thread from `PARALLEL_MIN_PAIR_POINTS` points,
+    and the choice of the scan does not depend on the threads."""
     owner = SimpleNamespace(state=state, index_dtype=state.order.dtype, n_threads=n_threads)
-    if slabs is None and not once:
-        _scan(owner, parallel, _LIST_SCAN, (r2,), state.order.shape[0], fn, args)
+    n_rows = state.order.shape[0]
+    many = n_rows >= PARALLEL_MIN_PAIR_POINTS
+    parallel = many and n_threads != 1
+    if slabs is None and many and not once:
+        _scan(owner, parallel, _LIST_SCAN, (r2, *lower_rows()), n_rows, fn, args)
         return
     if slabs is None:
-        slabs = np.array([[0, state.order.shape[0]]], dtype=np.int64)
+        slabs = np.array([[0, n_rows]], dtype=np.int64)
         parallel = False
-    _scan(owner, parallel, _LIST_ONCE_SCAN if once else _LIST_HALF_SCAN, (r2, split, slabs),
+    _scan(owner, parallel, _LIST_ONCE_SCAN if once else _LIST_HALF_SCAN, (r2, slabs),
           slabs.shape[0], fn, args)
 
 

@@ -20,6 +20,7 @@ Every function takes the engine (`_cpu_engine.CpuEngine`): its ``state``,
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -73,16 +74,31 @@ _NO_POSITIONS = np.empty(0, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------- strategies
-def query_pairs(engine: CpuEngine, r2, radii, reach, return_distances) -> Pairs:
+def query_pairs(engine: CpuEngine, r2, radii, reach, return_distances,
+                as_found: bool = False) -> Pairs:
     """All pairs (`GridEngine.query_pairs`): one pass, on the calling thread for small
-    inputs, else by regions of cells on every thread."""
+    inputs, else by regions of cells on every thread. With ``as_found``, each pair ``(i,
+    j)`` as found, ``i`` the point whose scan met ``j``, rather than ``(min, max)`` (see
+    ``pairs.pairs_scan_cells``; `found_pairs` uses it)."""
     if engine.n_points < PARALLEL_MIN_POINTS_ONE_PASS:
-        return append_pairs(engine, r2, radii, reach, return_distances)
+        return append_pairs(engine, r2, radii, reach, return_distances, as_found)
     with _config.threads(engine.n_threads):
-        return append_pairs_parallel(engine, r2, radii, reach, return_distances)
+        return append_pairs_parallel(engine, r2, radii, reach, return_distances, as_found)
 
 
-def append_pairs(engine: CpuEngine, r2, radii, reach, return_distances) -> Pairs:
+def found_pairs(engine: CpuEngine, r2, radii, reach) -> np.ndarray:
+    """The pairs of `query_pairs` as ``(s, t)`` positions in the grid's point order
+    (``(m, 2)``, the index dtype), grouped by ``s`` in increasing order: each point with
+    the points its scan met, those after it in its cell and those in its cell's half
+    stencil (`NeighborList` keeps them as its rows). ``radii`` in the grid's point order."""
+    in_grid_order = copy.copy(engine)
+    in_grid_order.state = engine.state._replace(
+        order=np.arange(engine.n_points, dtype=engine.index_dtype))
+    return query_pairs(in_grid_order, r2, radii, reach, False, as_found=True).indices
+
+
+def append_pairs(engine: CpuEngine, r2, radii, reach, return_distances,
+                 as_found: bool = False) -> Pairs:
     """All pairs in one sequential pass into growing outputs (small inputs): the same
     rows in the same order as the count and fill passes, without the count pass."""
     n = engine.n_points
@@ -93,7 +109,7 @@ def append_pairs(engine: CpuEngine, r2, radii, reach, return_distances) -> Pairs
     distances = np.empty(capacity if return_distances else 0, dtype=np.float64)
     indices, distances, n_pairs = pair_kernel(state)(
         state, r2, radii, reach_cells, 0, engine.n_occupied_cells, 0,
-        np.empty(0, np.int64), indices, distances, True,
+        np.empty(0, np.int64), indices, distances, True, as_found,
     )
     # Keep the rows written; copy them out when the buffer is mostly empty.
     indices = indices[:n_pairs]
@@ -103,7 +119,8 @@ def append_pairs(engine: CpuEngine, r2, radii, reach, return_distances) -> Pairs
     return Pairs(indices, distances if return_distances else None, (n, n))
 
 
-def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances) -> Pairs:
+def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances,
+                          as_found: bool = False) -> Pairs:
     """All pairs in one pass on every thread: the cells are cut into regions of about
     equal point counts, each appending its pairs to rows of its own, sized from a sample
     of its cells; the regions' rows are then moved down into one block. The same rows in
@@ -129,7 +146,7 @@ def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances)
             # than a count pass: count, then fill in place.
             reach_cells, counts = count_pairs(engine, r2, radii, reach)
             return fill_pairs(engine, r2, radii, reach_cells, counts, 0, counts.shape[0],
-                              return_distances)
+                              return_distances, as_found)
     region_rows = regions.region_rows(region_cells, state.cell_start, estimates,
                                     PAIRS_PER_POINT_RESERVED, PAIR_ROWS_MARGIN,
                                     PAIR_ROWS_SLACK)
@@ -139,7 +156,7 @@ def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances)
     n_written = np.empty(region_cells.shape[0] - 1, dtype=np.int64)
     parts = np.column_stack((region_cells[:-1], region_cells[1:]))
     scan_parts(engine, r2, radii, reach_cells, parts, 0, _NO_POSITIONS, region_rows,
-               indices, distances, True, n_written)
+               indices, distances, True, n_written, as_found)
     rows_written = n_written.tolist()
     if min(rows_written) >= 0:
         total = move_regions_down(indices, distances, region_rows, rows_written)
@@ -152,7 +169,7 @@ def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances)
             index_piece, distance_piece, written = pair_kernel(state)(
                 state, r2, radii, reach_cells, region_cells[k], region_cells[k + 1],
                 region_cells[k], np.empty(0, np.int64), indices[rows],
-                distances[rows] if return_distances else distances, True,
+                distances[rows] if return_distances else distances, True, as_found,
             )
         else:
             index_piece, distance_piece = indices[rows], distances[rows]
@@ -171,7 +188,7 @@ def estimate_region_pairs(engine: CpuEngine, r2, radii, reach_cells, region_cell
     sampled = np.arange(0, counts.shape[0], PAIR_SAMPLE_STRIDE)
     scan_parts(engine, r2, radii, reach_cells, np.column_stack((sampled, sampled + 1)), 0,
                counts, _NO_POSITIONS, np.empty((0, 2), engine.index_dtype), _NO_DISTANCES,
-               False, _NO_POSITIONS)
+               False, _NO_POSITIONS, False)
     sampled_points = np.zeros(engine.n_occupied_cells, dtype=np.int64)
     sampled_points[::PAIR_SAMPLE_STRIDE] = np.diff(cell_start)[::PAIR_SAMPLE_STRIDE]
     starts = region_cells[:-1]
@@ -228,7 +245,7 @@ def count_pairs(engine: CpuEngine, r2, radii, reach):
 
 
 def fill_pairs(engine: CpuEngine, r2, radii, reach_cells, counts, begin, end,
-               return_distances) -> Pairs:
+               return_distances, as_found: bool = False) -> Pairs:
     """The fill pass over cells ``begin .. end - 1``, sized by the count pass."""
     offsets = np.zeros(end - begin + 1, dtype=np.int64)
     np.cumsum(counts[begin:end], out=offsets[1:])
@@ -236,14 +253,14 @@ def fill_pairs(engine: CpuEngine, r2, radii, reach_cells, counts, begin, end,
     indices = np.empty((n_pairs, 2), dtype=engine.index_dtype)
     distances = np.empty(n_pairs if return_distances else 0, dtype=np.float64)
     scan_pairs(engine, r2, radii, reach_cells, begin, end - begin, offsets, indices,
-               distances, True)
+               distances, True, as_found)
     n = engine.n_points
     return Pairs(indices, distances if return_distances else None, (n, n))
 
 
 # ---------------------------------------------------------------------- kernels
 def scan_pairs(engine: CpuEngine, r2, radii, reach_cells, begin, n_cells, positions,
-               indices, distances, write):
+               indices, distances, write, as_found: bool = False):
     """A count (``write`` False) or fill pass over ``n_cells`` cells from ``begin``: in
     chunks of ``pairs.CELLS_PER_CHUNK`` cells on every thread, or on the calling thread."""
     if engine.parallel_over_points(engine.n_points):
@@ -251,23 +268,23 @@ def scan_pairs(engine: CpuEngine, r2, radii, reach_cells, begin, n_cells, positi
         parts = np.column_stack((chunk_starts, np.minimum(
             chunk_starts + pairs.CELLS_PER_CHUNK, begin + n_cells)))
         scan_parts(engine, r2, radii, reach_cells, parts, begin, positions, _NO_POSITIONS,
-                   indices, distances, write, _NO_POSITIONS)
+                   indices, distances, write, _NO_POSITIONS, as_found)
     else:
         state = engine.state
         pair_kernel(state)(state, r2, radii, reach_cells, begin, begin + n_cells, begin,
-                           positions, indices, distances, write)
+                           positions, indices, distances, write, as_found)
 
 
 def scan_parts(engine: CpuEngine, r2, radii, reach_cells, parts, cell_begin, positions,
-               part_rows, indices, distances, write, n_written):
+               part_rows, indices, distances, write, n_written, as_found: bool = False):
     """The parallel driver ``pairs.pairs_parts`` over ``parts`` (rows of first and end
     cells), calling the kernel of `pair_kernel` through its address."""
     state = engine.state
     kernel = indirect.kernel_target(pair_kernel(state), (
-        state, r2, radii, reach_cells, 0, 0, 0, positions, indices, distances, write),
-        engine.index_dtype)
+        state, r2, radii, reach_cells, 0, 0, 0, positions, indices, distances, write,
+        as_found), engine.index_dtype)
     pairs.pairs_parts(state, r2, radii, reach_cells, parts, cell_begin, positions,
-                      part_rows, indices, distances, write, n_written, kernel)
+                      part_rows, indices, distances, write, as_found, n_written, kernel)
 
 
 def pair_kernel(state):

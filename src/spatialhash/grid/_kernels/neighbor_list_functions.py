@@ -2,14 +2,13 @@
 storing nothing (`NeighborList.for_each_pair`).
 
 The list's state is a `ListState`: its candidate rows over the build's cell order and the
-current positions in that order (``_kernels/neighbor_list.py``). The scan of rows ``lo ..
-hi - 1`` computes the distances of a row's candidates first, in a loop of its own, then
-calls ``fn(i, j, d2, dx, dy, dz, *args)`` for those within ``r`` (with the arithmetic of
-the pair kernels: a pair is met here exactly when ``query_pairs`` reports it, with the
-same ``d2``; ``(dx, dy, dz)`` of ``(j, i)`` is that of ``(i, j)`` negated). A row's ``j``
-come in the order of the row (those before ``i`` in the build's cell order, then those
-after, each in the order of the build's pairs), and each row is scanned by one thread: the
-same calls in the same order for any thread count.
+current positions in that order (``_kernels/neighbor_list.py``). The scan of a row
+computes the distances of its candidates first, in a loop of its own, then calls ``fn(i,
+j, d2, dx, dy, dz, *args)`` for those within ``r`` (with the arithmetic of the pair
+kernels: a pair is met here exactly when ``query_pairs`` reports it, with the same ``d2``;
+``(dx, dy, dz)`` of ``(j, i)`` is that of ``(i, j)`` negated). A row's ``j`` come in the
+order of the row, and each row is scanned by one thread: the same calls in the same order
+for any thread count.
 
 The guard and the parallel driver are those of ``pair_functions.py`` (a chunk that raised
 is marked failed and run again on the calling thread), and like those these kernels are
@@ -59,17 +58,18 @@ def _hit_buffers(size):
 def _list_scan_kernel(half, once=False):
     """The sequential scan of a list's rows, compiled three times from this one source.
 
-    Full rows (not ``half``; ``params = (r2,)``): ``fn`` over the pairs within
-    ``sqrt(r2)`` (or within ``radii[s] + radii[t]``, where the state has radii) of rows
-    ``lo .. hi - 1``, each row's candidates on both sides.
+    Full rows (not ``half``; ``params = (r2, lower_indptr, lower_neighbours)``): ``fn``
+    over the pairs within ``sqrt(r2)`` (or within ``radii[s] + radii[t]``, where the state
+    has radii) of rows ``lo .. hi - 1``, each row's candidates on both sides: first those
+    of its transposed row (`neighbor_list.lower_rows`), then those of its own.
 
-    Half rows (``half``; ``params = (r2, split, slabs)``): slabs ``lo .. hi - 1`` of
-    ``slabs``, each the rows ``slabs[k, 0] .. slabs[k, 1] - 1``, in the order they run
-    (`_pair_functions.slab_plan`, on the build's grid); each row's candidates after it in
-    the cell order (from ``split[s]``), each pair met once and ``fn`` called for ``(i,
-    j)`` then ``(j, i)``. Row ``t`` lies in the slab of ``s``, the next one, or (across a
-    period) the last one's last planes: the driver runs only slabs that write disjoint rows
-    at the same time. With ``once`` (half rows only), ``fn`` is called for ``(i, j)`` only.
+    Half rows (``half``; ``params = (r2, slabs)``): slabs ``lo .. hi - 1`` of ``slabs``,
+    each the rows ``slabs[k, 0] .. slabs[k, 1] - 1``, in the order they run
+    (`_pair_functions.slab_plan`, on the build's grid); each row's own candidates, each
+    pair met once and ``fn`` called for ``(i, j)`` then ``(j, i)``. Row ``t`` lies in the
+    slab of ``s`` or the next one (the last slab's next is the first): the driver runs
+    only slabs that write disjoint rows at the same time. With ``once`` (half rows only),
+    ``fn`` is called for ``(i, j)`` only.
 
     A row's candidates within reach are first written, without a branch on their distance,
     to buffers of hits (a hit's place is taken by the next candidate unless it is kept),
@@ -77,8 +77,7 @@ def _list_scan_kernel(half, once=False):
     twice."""
 
     def scan(state, params, lo, hi, fn, args):
-        positions, order, indptr, neighbours = (state.positions, state.order, state.indptr,
-                                                state.neighbours)
+        positions, order = state.positions, state.order
         box_x, box_y, box_z = state.box[0], state.box[1], state.box[2]
         half_x, half_y, half_z = state.half_box[0], state.half_box[1], state.half_box[2]
         r2 = params[0]
@@ -86,10 +85,12 @@ def _list_scan_kernel(half, once=False):
         with_radii = radii.shape[0] > 0
         hit_t, hit_d2, hit_dx, hit_dy, hit_dz = _hit_buffers(256)
         if half:
-            split, slabs = params[1], params[2]
+            slabs = params[1]
             n_ranges = hi - lo
+            n_sides = 1
         else:
             n_ranges = 1
+            n_sides = 2
         for k in range(n_ranges):
             if half:
                 rows_lo, rows_hi = slabs[lo + k, 0], slabs[lo + k, 1]
@@ -97,33 +98,39 @@ def _list_scan_kernel(half, once=False):
                 rows_lo, rows_hi = lo, hi
             for s in range(rows_lo, rows_hi):
                 x, y, z = positions[s, 0], positions[s, 1], positions[s, 2]
-                first = split[s] if half else indptr[s]
-                last = indptr[s + 1]
-                if last - first > hit_t.shape[0]:
-                    hit_t, hit_d2, hit_dx, hit_dy, hit_dz = _hit_buffers(last - first)
-                n_hits = 0
-                for c in range(first, last):
-                    t = neighbours[c]
-                    dx = min_image(x - positions[t, 0], box_x, half_x)
-                    dy = min_image(y - positions[t, 1], box_y, half_y)
-                    dz = min_image(z - positions[t, 2], box_z, half_z)
-                    d2 = dx * dx + dy * dy + dz * dz
-                    hit_t[n_hits] = t
-                    hit_d2[n_hits] = d2
-                    hit_dx[n_hits] = dx
-                    hit_dy[n_hits] = dy
-                    hit_dz[n_hits] = dz
-                    if with_radii:
-                        limit = radii[s] + radii[t]
-                        n_hits += 1 if d2 <= limit * limit else 0
-                    else:
-                        n_hits += 1 if d2 <= r2 else 0
                 own = np.int64(order[s])
-                for h in range(n_hits):
-                    other = np.int64(order[hit_t[h]])
-                    fn(own, other, hit_d2[h], hit_dx[h], hit_dy[h], hit_dz[h], *args)
-                    if half and not once:
-                        fn(other, own, hit_d2[h], -hit_dx[h], -hit_dy[h], -hit_dz[h], *args)
+                for side in range(n_sides):
+                    # Full rows: the transposed row, then the own one.
+                    if half or side == 1:
+                        indptr, neighbours = state.indptr, state.neighbours
+                    else:
+                        indptr, neighbours = params[1], params[2]
+                    first, last = indptr[s], indptr[s + 1]
+                    if last - first > hit_t.shape[0]:
+                        hit_t, hit_d2, hit_dx, hit_dy, hit_dz = _hit_buffers(last - first)
+                    n_hits = 0
+                    for c in range(first, last):
+                        t = neighbours[c]
+                        dx = min_image(x - positions[t, 0], box_x, half_x)
+                        dy = min_image(y - positions[t, 1], box_y, half_y)
+                        dz = min_image(z - positions[t, 2], box_z, half_z)
+                        d2 = dx * dx + dy * dy + dz * dz
+                        hit_t[n_hits] = t
+                        hit_d2[n_hits] = d2
+                        hit_dx[n_hits] = dx
+                        hit_dy[n_hits] = dy
+                        hit_dz[n_hits] = dz
+                        if with_radii:
+                            limit = radii[s] + radii[t]
+                            n_hits += 1 if d2 <= limit * limit else 0
+                        else:
+                            n_hits += 1 if d2 <= r2 else 0
+                    for h in range(n_hits):
+                        other = np.int64(order[hit_t[h]])
+                        fn(own, other, hit_d2[h], hit_dx[h], hit_dy[h], hit_dz[h], *args)
+                        if half and not once:
+                            fn(other, own, hit_d2[h], -hit_dx[h], -hit_dy[h], -hit_dz[h],
+                               *args)
 
     return scan
 

@@ -221,6 +221,11 @@ def _pair_scan_kernel(gather):
     slower for grids of few points per cell (register spills, most likely; the assembly
     was not checked).
 
+    Pairs are written as ``(min, max)`` of the points' caller indices (``state.order``);
+    with ``as_found`` as ``(i, j)`` as found, ``i`` the point whose scan met ``j`` (its
+    cell's half stencil holds ``j``): a neighbour list passes a state whose ``order`` is
+    the identity, and gets its rows, grouped by ``i`` in the grid's point order.
+
     Besides counting and writing at counted offsets, it can append in one pass: with
     ``write`` true and ``positions`` empty, pairs are written one after the other and the
     outputs grow as needed (``out_distances`` empty: no distances; otherwise it must be as
@@ -234,7 +239,7 @@ def _pair_scan_kernel(gather):
     """
 
     def scan_cells(state, r2, radii, reach_cells, cell_lo, cell_hi, cell_begin, positions,
-                   out_indices, out_distances, write):
+                   out_indices, out_distances, write, as_found):
         points, order, cell_start = state.points, state.order, state.cell_start
         cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
         dense_lookup, dense_start = state.dense_lookup, state.dense_start
@@ -415,8 +420,8 @@ def _pair_scan_kernel(gather):
                     for h in range(n_hits):
                         k = hit_index[h]
                         oj = near_j[k]
-                        out_indices[position + h, 0] = min(oi, oj)
-                        out_indices[position + h, 1] = max(oi, oj)
+                        out_indices[position + h, 0] = oi if as_found else min(oi, oj)
+                        out_indices[position + h, 1] = oj if as_found else max(oi, oj)
                         if want_distances:
                             out_distances[position + h] = math.sqrt(hit_d2[k])
                     position += n_hits
@@ -476,8 +481,8 @@ def _pair_scan_kernel(gather):
                         oi = order[i]
                         for h in range(n_hits):
                             oj = order[hit_index[h]]
-                            out_indices[position + h, 0] = min(oi, oj)
-                            out_indices[position + h, 1] = max(oi, oj)
+                            out_indices[position + h, 0] = oi if as_found else min(oi, oj)
+                            out_indices[position + h, 1] = oj if as_found else max(oi, oj)
                             if want_distances:
                                 out_distances[position + h] = math.sqrt(hit_d2[h])
                     position += n_hits
@@ -539,7 +544,7 @@ _check_scan_cells, _call_scan_cells = kernel_caller(pairs_scan_cells,
 
 @jit_parallel
 def pairs_parts(state, r2, radii, reach_cells, parts, cell_begin, positions, part_rows,
-                out_indices, out_distances, write, n_written, kernel):
+                out_indices, out_distances, write, as_found, n_written, kernel):
     """Scan the parts of the cells on every thread with the pair kernel at ``kernel`` (see
     `indirect`): `pairs_scan_cells` or `pairs_scan_cells_gathered`, which take the same
     arguments. Part ``k`` is cells ``parts[k, 0]`` to ``parts[k, 1] - 1``.
@@ -555,14 +560,15 @@ def pairs_parts(state, r2, radii, reach_cells, parts, cell_begin, positions, par
       ``n_written[k]`` receives the number it wrote, or -1 when they did not fit (the caller
       redoes that part). Every part must have at least one row.
 
-    ``out_distances`` is empty when distances are not wanted. The outputs are those of
-    the count and fill passes, in their order, for any thread count.
+    ``out_distances`` is empty when distances are not wanted; ``as_found`` writes the
+    pairs as found (see `pairs_scan_cells`). The outputs are those of the count and fill
+    passes, in their order, for any thread count.
     """
     appending = part_rows.shape[0] > 0
     want_distances = out_distances.shape[0] > 0
     no_positions = np.empty(0, np.int64)
     _check_scan_cells(kernel, (state, r2, radii, reach_cells, cell_begin, cell_begin, cell_begin,
-                       positions, out_indices, out_distances, write))
+                       positions, out_indices, out_distances, write, as_found))
     for k in prange(parts.shape[0]):
         if appending:
             rows_lo, rows_hi = part_rows[k], part_rows[k + 1]
@@ -574,7 +580,7 @@ def pairs_parts(state, r2, radii, reach_cells, parts, cell_begin, positions, par
         distances = out_distances[rows_lo:rows_hi] if want_distances else out_distances
         written, _, n = _call_scan_cells(kernel, (
             state, r2, radii, reach_cells, parts[k, 0], parts[k, 1], begin, part_positions,
-            indices, distances, write))
+            indices, distances, write, as_found))
         if appending:
             # Outputs that had to grow are copies: what they hold is lost, the part is
             # redone.
