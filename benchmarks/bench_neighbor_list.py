@@ -9,14 +9,17 @@ Run from the repository root::
 Atoms start on a face-centred cubic lattice in a periodic cube at reduced density 0.8,
 with Maxwell velocities at temperature 1.0 (no net momentum); the potential is
 Lennard-Jones cut at 2.5 sigma (the energy shifted to 0 there), integrated by velocity
-Verlet with a time step of 0.005 and unit masses. Two paths run from the same initial
+Verlet with a time step of 0.005 and unit masses. Three paths run from the same initial
 state, one after the other in this process:
 
 - ``rebuild``: at every step ``Grid(positions, cell_size=r_cut, box=L).for_each_pair(r_cut,
-  lj_force, ...)``, a new grid and a new search;
+  lj_force, ...)``, a new grid and a new search, storing no list (the fastest way without
+  a list);
+- ``list_every_step``: at every step a new ``NeighborList(positions, r_cut, 0.0, box=L)``
+  (no skin) and its ``for_each_pair(lj_force, ...)``: a list rebuilt at every step;
 - ``neighbor_list``: ``NeighborList(positions, r_cut, skin, box=L)`` built once,
-  ``update(positions)`` at every step (it rebuilds when some atom has moved more than
-  ``skin / 2``), then ``for_each_pair(lj_force, ...)``.
+  ``update(positions)`` at every step (it rebuilds when two atoms may have come closer by
+  more than ``skin``), then ``for_each_pair(lj_force, ...)``.
 
 The forces are summed in 64-bit fixed point (units of 2**-32): integer sums do not depend on
 the order of their terms, and the two paths meet each atom's neighbours in different
@@ -29,12 +32,14 @@ floating point (it does not feed back into the motion); the two paths' energies 
 compared to a relative 1e-12.
 
 The table gives the median and the mean over the steps of the time spent finding pairs
-and computing forces (``search + force``: the grid build and ``for_each_pair``, or
-``update`` and ``for_each_pair``; the mean counts the list's rebuilds, the median mostly
-not), the median of the whole step (with the integration, the same for both), the time of
-the whole run, the builds, the ratio of the medians of ``search + force`` and that of the
-runs (rebuilds included); then the drift of the total energy over the run
-per atom. A first step of each path, untimed, compiles ``lj_force`` into its scans.
+and computing forces (``search + force``: the grid build and ``for_each_pair``, the list's
+build and ``for_each_pair``, or ``update`` and ``for_each_pair``; the skin list's mean
+counts its rebuilds, its median mostly not), the median of the whole step (with the
+integration, the same for all), the time of the whole run, the builds, and for the skin
+list the ratios of the medians of ``search + force`` and of the runs (rebuilds included)
+against each of the two paths that search at every step; then the drift of the total
+energy over the run per atom. A first step of each path, untimed, compiles ``lj_force``
+into its scans.
 """
 
 from __future__ import annotations
@@ -62,7 +67,7 @@ SKIN = 0.3
 DT = 0.005
 #: Forces are summed as integers in units of 2**-FORCE_BITS.
 FORCE_BITS = 32
-PATHS = ("rebuild", "neighbor_list")
+PATHS = ("rebuild", "list_every_step", "neighbor_list")
 
 
 _LJ_FORCE: dict = {}
@@ -154,6 +159,11 @@ class Run:
             grid = Grid(self.positions, cell_size=R_CUT, box=self.box, n_threads=self.n_threads)
             grid.for_each_pair(R_CUT, self.lj_force, *args, once=self.once)
             self.n_builds += 1
+        elif self.path == "list_every_step":
+            neighbors = NeighborList(self.positions, R_CUT, 0.0, box=self.box,
+                                     n_threads=self.n_threads)
+            neighbors.for_each_pair(self.lj_force, *args, once=self.once)
+            self.n_builds += 1
         else:
             if self.neighbors is None:
                 self.neighbors = NeighborList(self.positions, R_CUT, SKIN, box=self.box,
@@ -198,22 +208,28 @@ def run_path(path: str, n: int, steps: int, seed: int, n_threads, once: bool) ->
 
 def compare(n: int, steps: int, seed: int, n_threads, once: bool) -> tuple[list, dict]:
     results = {path: run_path(path, n, steps, seed, n_threads, once) for path in PATHS}
-    rebuild, listed = results["rebuild"], results["neighbor_list"]
-    same = rebuild["positions"].tobytes() == listed["positions"].tobytes()
-    energies_close = np.allclose(rebuild["energies"], listed["energies"], rtol=1e-12, atol=0.0)
+    rebuild, every_step, listed = (results[path] for path in PATHS)
+    same = all(results[path]["positions"].tobytes() == rebuild["positions"].tobytes()
+               for path in PATHS[1:])
+    energies_close = all(np.allclose(rebuild["energies"], results[path]["energies"],
+                                     rtol=1e-12, atol=0.0) for path in PATHS[1:])
     energies = listed["energies"]
     drift = (energies[-1] - energies[0]) / n
     spread = (energies.max() - energies.min()) / n
-    rows = [
-        [f"{n:,}", steps, "rebuild every step", f"{rebuild['search'] * 1e3:.3f}",
-         f"{rebuild['search_mean'] * 1e3:.3f}", f"{rebuild['step'] * 1e3:.3f}",
-         f"{rebuild['total']:.2f}", rebuild["n_builds"], "", ""],
-        [f"{n:,}", steps, f"NeighborList, skin {SKIN}", f"{listed['search'] * 1e3:.3f}",
-         f"{listed['search_mean'] * 1e3:.3f}", f"{listed['step'] * 1e3:.3f}",
-         f"{listed['total']:.2f}", listed["n_builds"],
-         f"{rebuild['search'] / listed['search']:.2f}x",
-         f"{rebuild['total'] / listed['total']:.2f}x"],
-    ]
+    labels = {"rebuild": "grid, every step", "list_every_step": "list, rebuilt every step",
+              "neighbor_list": f"NeighborList, skin {SKIN}"}
+    rows = []
+    for path in PATHS:
+        result = results[path]
+        ratios = ["", "", "", ""]
+        if path == "neighbor_list":
+            ratios = [f"{rebuild['search'] / result['search']:.2f}x",
+                      f"{rebuild['total'] / result['total']:.2f}x",
+                      f"{every_step['search'] / result['search']:.2f}x",
+                      f"{every_step['total'] / result['total']:.2f}x"]
+        rows.append([f"{n:,}", steps, labels[path], f"{result['search'] * 1e3:.3f}",
+                     f"{result['search_mean'] * 1e3:.3f}", f"{result['step'] * 1e3:.3f}",
+                     f"{result['total']:.2f}", result["n_builds"], *ratios])
     summary = {"n": n, "steps": steps, "positions_equal": same,
                "energies_close": bool(energies_close), "drift_per_atom": float(drift),
                "spread_per_atom": float(spread),
@@ -256,11 +272,13 @@ def main(argv: list[str] | None = None) -> int:
     print(common.markdown_table(
         ["atoms", "steps", "path", "search + force, median (ms)",
          "search + force, mean (ms)", "whole step, median (ms)", "run (s)", "builds",
-         "ratio of medians", "ratio of runs"], all_rows))
+         "vs grid: medians", "vs grid: runs", "vs list every step: medians",
+         "vs list every step: runs"], all_rows))
     ok = True
     for summary in summaries:
         print(f"\n{summary['n']:,} atoms: positions after {summary['steps']} steps equal bit "
-              f"for bit: {summary['positions_equal']}; total energies equal to 1e-12: "
+              f"for bit on the three paths: {summary['positions_equal']}; total energies "
+              f"equal to 1e-12: "
               f"{summary['energies_close']}; total energy per atom "
               f"{summary['energy_per_atom_start']:.4f}, drift "
               f"{summary['drift_per_atom']:.2e} (largest minus smallest "

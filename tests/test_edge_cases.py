@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import spatialhash
 from spatialhash import Grid, Neighbors, Pairs
 from spatialhash._kernels.points import wrap_columns
+from spatialhash._validation import grid_points
 from spatialhash.grid import _build, _cpu_engine, _pair_search
 from spatialhash.grid._kernels import pairs as pair_kernels
 
@@ -223,6 +224,28 @@ def test_periodic_coordinates_outside_the_box_are_wrapped():
     pairs = grid.query_pairs(0.5, return_distances=True).sorted()
     assert pairs.indices.tolist() == [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]]
     np.testing.assert_array_equal(pairs.distances, [0.5, 0.25, 0.0, 0.25, 0.5, 0.25])
+
+
+def test_periodic_points_inside_the_box_are_read_in_place():
+    """Points strictly inside the periodic box are read as given (no wrapped copy) and
+    left unchanged; the same points a period away, wrapped, give the same grid and pairs,
+    bit for bit. A coordinate of 0 (either sign) takes the wrapping path."""
+    rng = np.random.default_rng(12)
+    # Multiples of 2**-20 of the period: a shift by a period, and back, is exact.
+    inside = rng.integers(1, 2**20, (500, 3)) * ([4.0, 4.0, 9.0] / np.float64(2**20))
+    for points in (inside, np.vstack([inside, [[0.0, 1.0, 1.0]]]),
+                   np.vstack([inside, [[-0.0, 1.0, 1.0]]])):
+        given = points.copy()
+        wrapped, lowest, highest = grid_points(points, np.array([4.0, np.inf, 9.0]))
+        assert (wrapped is points) == (points is inside)
+        assert points.tobytes() == given.tobytes()
+        shifted = points + [4.0, 0.0, -9.0]
+        pairs = Grid(points, 0.5, box=[4.0, 1.0, 9.0], periodic=[True, False, True]) \
+            .query_pairs(0.5, return_distances=True)
+        moved = Grid(shifted, 0.5, box=[4.0, 1.0, 9.0], periodic=[True, False, True]) \
+            .query_pairs(0.5, return_distances=True)
+        assert pairs.indices.tobytes() == moved.indices.tobytes()
+        assert pairs.distances.tobytes() == moved.distances.tobytes()
 
 
 def test_periodic_tiny_negative_coordinate_wraps_to_zero():

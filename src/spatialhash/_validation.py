@@ -128,10 +128,11 @@ def grid_points(points: np.ndarray, box: np.ndarray, name: str = "points"
     coordinate per axis (three axes, zeros for the missing ones and for no points). One
     compiled pass bounds and checks finiteness.
 
-    Open, writable points are not copied: the result is the C-contiguous (n, d) input
-    itself, which the build kernels read as (n, 3) points with zeros for the missing
-    coordinates, and no kernel writes. Otherwise the result is an (n, 3) copy, wrapped into
-    the periodic axes of ``box``.
+    Writable points that need no wrapping (open axes, or every coordinate strictly inside
+    its periodic axis, as a simulation that wraps its own positions keeps them) are not
+    copied: the result is the C-contiguous (n, d) input itself, which the build kernels
+    read as (n, 3) points with zeros for the missing coordinates, and no kernel writes.
+    Otherwise the result is an (n, 3) copy, wrapped into the periodic axes of ``box``.
 
     Raises when some coordinate (wrapped, on periodic axes) lies beyond
     `COORDINATE_LIMIT` (squared distances of such coordinates overflow to infinity), or is
@@ -139,13 +140,18 @@ def grid_points(points: np.ndarray, box: np.ndarray, name: str = "points"
     """
     array = np.ascontiguousarray(points)
     periodic = np.isfinite(box).any()
-    if not periodic and array.flags.writeable:
+    if array.flags.writeable:
         # Nothing to wrap: the build reads the caller's array instead of an (n, 3) copy (a
         # pass and n * 24 bytes fewer to bring into the cache on every frame of a
-        # simulation). Read-only arrays are copied: numba compiles every kernel again for
-        # them.
+        # simulation, and the largest allocation of a build of periodic points). Read-only
+        # arrays are copied: numba compiles every kernel again for them.
         points3 = array
         lowest, highest, poison, smallest = pad_with_bounds(array, _NO_COPY)
+        if periodic and not _inside_box(lowest, highest, box, array.shape[1]):
+            points3 = np.empty((array.shape[0], N_AXES), dtype=np.float64)
+            pad_columns(array, points3)
+        else:
+            periodic = False
     else:
         points3 = np.empty((array.shape[0], N_AXES), dtype=np.float64)
         lowest, highest, poison, smallest = pad_with_bounds(array, points3)
@@ -168,6 +174,14 @@ def grid_points(points: np.ndarray, box: np.ndarray, name: str = "points"
                 f"larger coordinates overflow float64); got {value} on axis {axis}."
             )
     return points3, lowest, highest
+
+
+def _inside_box(lowest, highest, box: np.ndarray, n_dims: int) -> bool:
+    """Whether every coordinate on the periodic axes of ``box`` lies strictly inside
+    ``(0, box)``, from the bounds of `pad_with_bounds`: there, wrapping leaves every
+    coordinate as it is (`points.wrap_columns`), zeros of either sign aside."""
+    return all(lowest[axis] > 0.0 and highest[axis] < box[axis]
+               for axis in range(n_dims) if np.isfinite(box[axis]))
 
 
 #: Passed to `pad_with_bounds` for bounds and checks without a copy.
