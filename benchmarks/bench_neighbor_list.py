@@ -10,7 +10,8 @@ Atoms start on a face-centred cubic lattice in a periodic cube at reduced densit
 with Maxwell velocities at temperature 1.0 (no net momentum); the potential is
 Lennard-Jones cut at 2.5 sigma (the energy shifted to 0 there), integrated by velocity
 Verlet with a time step of 0.005 and unit masses. Three paths run from the same initial
-state, one after the other in this process:
+state in this process, in lockstep (each step taken by every path in turn, so that all
+meet the same phases of a machine whose speed drifts):
 
 - ``rebuild``: at every step ``Grid(positions, cell_size=r_cut, box=L).for_each_pair(r_cut,
   lj_force, ...)``, a new grid and a new search, storing no list (the fastest way without
@@ -189,25 +190,36 @@ class Run:
         return float(0.5 * np.sum(self.velocities**2) + np.sum(self.energy))
 
 
-def run_path(path: str, n: int, steps: int, seed: int, n_threads, once: bool) -> dict:
+def run_paths(n: int, steps: int, seed: int, n_threads, once: bool) -> dict:
+    """Every path of `PATHS` from the same initial state, in lockstep: each step of the run
+    is taken by every path in turn (the first path of each step rotating), so that the
+    paths meet the same phases of a machine whose speed drifts, rather than one path the
+    fast minutes and another the slow ones."""
     positions, velocities, box = initial_state(n, seed)
-    Run(path, positions, velocities, box, n_threads, once).step()  # compiles; untimed
-    run = Run(path, positions, velocities, box, n_threads, once)
-    energies = [run.total_energy()]
-    search, whole = [], []
-    for _ in range(steps):
-        start = time.perf_counter()
-        search.append(run.step())
-        whole.append(time.perf_counter() - start)
-        energies.append(run.total_energy())
-    return {"positions": run.positions, "energies": np.array(energies),
-            "search": common.median(search), "step": common.median(whole),
-            "search_mean": float(np.mean(search)), "total": float(np.sum(whole)),
-            "n_builds": run.n_builds}
+    for path in PATHS:
+        Run(path, positions, velocities, box, n_threads, once).step()  # compiles; untimed
+    runs = {path: Run(path, positions, velocities, box, n_threads, once) for path in PATHS}
+    energies = {path: [run.total_energy()] for path, run in runs.items()}
+    search = {path: [] for path in PATHS}
+    whole = {path: [] for path in PATHS}
+    for step in range(steps):
+        for k in range(len(PATHS)):
+            path = PATHS[(step + k) % len(PATHS)]
+            run = runs[path]
+            start = time.perf_counter()
+            search[path].append(run.step())
+            whole[path].append(time.perf_counter() - start)
+            energies[path].append(run.total_energy())
+    return {path: {"positions": run.positions, "energies": np.array(energies[path]),
+                   "search": common.median(search[path]),
+                   "step": common.median(whole[path]),
+                   "search_mean": float(np.mean(search[path])),
+                   "total": float(np.sum(whole[path])), "n_builds": run.n_builds}
+            for path, run in runs.items()}
 
 
 def compare(n: int, steps: int, seed: int, n_threads, once: bool) -> tuple[list, dict]:
-    results = {path: run_path(path, n, steps, seed, n_threads, once) for path in PATHS}
+    results = run_paths(n, steps, seed, n_threads, once)
     rebuild, every_step, listed = (results[path] for path in PATHS)
     same = all(results[path]["positions"].tobytes() == rebuild["positions"].tobytes()
                for path in PATHS[1:])

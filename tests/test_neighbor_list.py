@@ -11,7 +11,8 @@ import pytest
 from numba import njit
 
 from spatialhash import Grid, NeighborList
-from spatialhash.grid import _pair_functions
+from spatialhash.grid import _pair_functions, _pair_search
+from spatialhash.grid._inputs import pair_search_inputs
 
 
 def _expected(points, r, **box):
@@ -44,6 +45,44 @@ def test_pairs_equal_query_pairs_at_every_step(n_dims, box):
         _assert_current(neighbors, points, **box)
     assert any(rebuilt) and not all(rebuilt)
     assert neighbors.n_builds == 1 + sum(rebuilt)
+
+
+@pytest.mark.parametrize("case", ["open 3-D", "periodic 3-D", "2-D by cell id", "1-D radii",
+                                  "one thread", "count and fill", "few points a cell"])
+def test_found_pairs_are_rows_of_the_pairs_of_query_pairs(case):
+    """The build's search (`_pair_search.found_pairs`, pairs written as found) on each of
+    its paths: the pairs of `Grid.query_pairs`, each once, in the same order, grouped by
+    the point that found them in increasing grid order, as `rows_of_found_pairs` needs."""
+    rng = np.random.default_rng(41)
+    options, search, patches = {}, {"r": 0.05}, {}
+    points = rng.random((5000, 3))
+    if case == "open 3-D":  # several points a cell: the kernel that gathers each cell's runs
+        points = rng.random((30_000, 3))
+    elif case == "periodic 3-D":
+        options = {"box": 1.0}
+    elif case == "2-D by cell id":  # three cells a side: stencils alias, pairs by cell id
+        points, options, search = rng.random((3000, 2)), {"box": 1.0}, {"r": 0.3}
+    elif case == "1-D radii":
+        points, search = rng.random((3000, 1)), {"radii": rng.uniform(0.0, 1e-3, 3000)}
+    elif case == "one thread":
+        options = {"n_threads": 1}
+    elif case == "count and fill":  # the path of very many pairs a point
+        patches = {"ONE_PASS_MAX_PAIRS_PER_POINT": 0, "PAIR_ESTIMATE_MIN_POINTS": 0}
+    elif case == "few points a cell":  # the kernel that reads each run in place
+        search = {"r": 0.035}
+    reach = search.get("r") or 2 * float(search["radii"].max())
+    grid = Grid(points, reach, **options)
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in patches.items():
+            patch.setattr(_pair_search, name, value)
+        found = grid._engine.found_pairs(*pair_search_inputs(grid, search.get("r"),
+                                                             search.get("radii")))
+        listed = grid.query_pairs(**search)
+    assert found.shape[0] == len(listed) > 1000
+    assert np.all(np.diff(found[:, 0]) >= 0)
+    order = grid.state.order
+    mapped = np.column_stack([order[found[:, 0]], order[found[:, 1]]])
+    np.testing.assert_array_equal(np.sort(mapped, axis=1), listed.indices)
 
 
 def test_a_move_of_exactly_half_the_skin_keeps_the_candidates_and_finds_the_pair():
@@ -255,15 +294,32 @@ def test_for_each_pair_meets_the_calls_of_grid_for_each_pair(n_dims, box):
                                          (2, {"box": [1.0, 4.0],
                                               "periodic": [False, True]})])
 def test_for_each_pair_over_slabs_meets_the_calls_on_any_thread_count(n_dims, box):
-    """Lists whose build grid cuts into slabs meet each pair once on the half rows and
-    call ``fn`` for both orders, slabs in two phases on many threads (even small lists,
-    here, with the threshold patched): the calls of `Grid.for_each_pair`, and the same
-    bytes for any thread count."""
+    """Lists whose build grid cuts into slabs meet each pair once on their rows and call
+    ``fn`` for both orders, slabs in two phases on many threads (even small lists, here,
+    with the threshold patched): the calls of `Grid.for_each_pair`, and the same bytes
+    for any thread count."""
     rng = np.random.default_rng(20 + n_dims)
     points = rng.random((3000, n_dims)) * ([1.0] * (n_dims - 1) + [4.0])
     r, skin = (0.1, 0.02) if n_dims == 3 else (0.03, 0.01)
+    _assert_grid_calls_on_any_thread_count(points, r, skin, box, rng, slabs=True)
+
+
+@pytest.mark.parametrize("box", [{}, {"box": [1.0, 1.0, 0.2]}])
+def test_lists_without_slabs_scan_full_rows_on_any_thread_count(box):
+    """Too few planes for slabs, from `PARALLEL_MIN_PAIR_POINTS` points on (patched):
+    each row with its transposed row, on every thread; the calls of `Grid.for_each_pair`,
+    and the same bytes for any thread count."""
+    rng = np.random.default_rng(40)
+    points = rng.random((3000, 3)) * [1.0, 1.0, 0.2]
+    _assert_grid_calls_on_any_thread_count(points, 0.06, 0.01, box, rng, slabs=False)
+
+
+def _assert_grid_calls_on_any_thread_count(points, r, skin, box, rng, slabs):
+    """Lists of ``points`` on 1, 2 and the default number of threads, on the parallel path
+    from any size, over four steps of moves (one large enough to rebuild): the calls of
+    `Grid.for_each_pair` at every step, and sums of the same bytes."""
     lists = [NeighborList(points, r, skin, n_threads=n, **box) for n in (1, 2, None)]
-    assert lists[0]._slabs is not None
+    assert (lists[0]._slabs is not None) == slabs
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_pair_functions, "PARALLEL_MIN_PAIR_POINTS", 0)
         for step in range(4):
@@ -280,36 +336,7 @@ def test_for_each_pair_over_slabs_meets_the_calls_on_any_thread_count(n_dims, bo
             points = points + rng.normal(0.0, 0.02 if step == 1 else 0.001, points.shape)
             for neighbors in lists:
                 neighbors.update(points)
-
-
-@pytest.mark.parametrize("box", [{}, {"box": [1.0, 1.0, 0.2]}])
-def test_lists_without_slabs_scan_full_rows_on_any_thread_count(box):
-    """Too few planes for slabs, from `PARALLEL_MIN_PAIR_POINTS` points on (patched):
-    each row with its transposed row, on every thread; the calls of `Grid.for_each_pair`,
-    and the same bytes for any thread count."""
-    rng = np.random.default_rng(40)
-    points = rng.random((3000, 3)) * [1.0, 1.0, 0.2]
-    r, skin = 0.06, 0.01
-    lists = [NeighborList(points, r, skin, n_threads=n, **box) for n in (1, 2, None)]
-    assert lists[0]._slabs is None
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_pair_functions, "PARALLEL_MIN_PAIR_POINTS", 0)
-        for step in range(3):
-            got, counts = _records(lists[0], points)
-            expected, _ = _records(Grid(points, cell_size=r, **box), points, r)
-            assert counts.max() < 64 and got.shape[0] > 1000
-            np.testing.assert_array_equal(got, expected)
-            outputs = []
-            for neighbors in lists:
-                sums = np.zeros((len(points), 2))
-                neighbors.for_each_pair(_weigh, sums)
-                outputs.append(sums.tobytes())
-            assert outputs[1] == outputs[0] and outputs[2] == outputs[0]
-            points = points + rng.normal(0.0, 0.02 if step == 1 else 0.001, points.shape)
-            for neighbors in lists:
-                neighbors.update(points)
-            if box:
-                points = np.mod(points, [1.0, 1.0, 0.2])
+    assert lists[0].n_builds > 1
 
 
 @njit

@@ -245,13 +245,16 @@ class Grid:
         Most grids are cut into slabs of cells across their slowest axis, at least the
         reach thick: each pair is then found once, from the lower cell, and ``fn`` called
         for ``(i, j)`` and right after for ``(j, i)``, the slabs running in two phases so
-        that no two threads write one row. Grids with too few planes for 8 slabs (or
-        whose pairs are found by cell id) scan every point's full stencil instead, each
-        pair met from each side; with ``once`` these scan on the calling thread.
+        that no two threads write one row. From 2,000 points the scan runs on every
+        thread. Grids with too few planes for 4 slabs scan on the calling thread under
+        2,000 points, and from there on (or where pairs are found by cell id) scan every
+        point's full stencil, each pair met from each side; with ``once`` these scan on
+        the calling thread. The choice depends on the grid and the number of points,
+        never on the threads.
 
         Numba compiles the scan anew for each ``fn`` (and types of ``args``), ``fn``
         inlined: about 2 s for each new ``fn`` on one thread, 3.5 s on the multi-threaded
-        path (from 20,000 points), more with an empty disk cache (idle 2-core machine;
+        path (from 2,000 points), more with an empty disk cache (idle 2-core machine;
         first call less the second, in a fresh process). Not cached on disk: numba's cache keys
         that code by the ``fn`` object, new in every process, and never hits. Define ``fn``
         once, at module level.

@@ -95,16 +95,17 @@ class NeighborList:
 
     An update only checks the moves and copies the positions; the candidates' distances
     are computed when `pairs` is read or `for_each_pair` runs. Both read every candidate,
-    about ``(1 + skin / r) ** 3`` times as many as the pairs (in 3-D), while a new `Grid`
-    and its search read the points of the cells around each point, and a build costs
-    about two such searches. The list gains where the search is a large part of a step
-    and rebuilds are rare; where the search is cheap next to the work ``fn`` does for
-    each pair, it gains little. A Lennard-Jones fluid (``r = 2.5``, skin 0.3, 2 threads,
+    about ``(1 + skin / r) ** 3`` times as many as the pairs (in 3-D), one by one from
+    memory, while a new `Grid` and its search read the points of the cells around each
+    point, many at a time, and a build costs about a new grid's search at the reach ``r +
+    skin``. The list gains where the search is a large part of a step and rebuilds are
+    rare; where the search is cheap next to the work ``fn`` does for each pair, it gains
+    little. A Lennard-Jones fluid (``r = 2.5``, skin 0.3, ``once=True``, 2 threads,
     ``benchmarks/bench_neighbor_list.py``): forces by the list against a new grid's
-    `Grid.for_each_pair` at every step, 1.8 times faster on the median step with 4,000
-    atoms, 1.1-1.2 times with 32,000, where the rebuilds take back that gain over a
-    whole run; with ``once=True`` on both, 2.0 and 1.2-1.3 times. Measure both on your
-    data before choosing the list.
+    `Grid.for_each_pair` at every step, 1.7 times faster on the median step with 4,000
+    atoms and 1.4 times with 32,000, and 1.4 and 1.2 times over whole runs, rebuilds
+    included; against a list rebuilt at every step, 2.1 and 1.7 times over whole runs.
+    Measure both on your data before choosing the list.
 
     Examples
     --------
@@ -233,11 +234,13 @@ class NeighborList:
         The calls for each ``i`` come in an order fixed by the build (not that of
         `Grid.for_each_pair`), for any thread count: sums into ``out[i]`` are the same,
         bit for bit, for any ``n_threads`` (but may differ from `Grid.for_each_pair`'s in
-        the last bits). Where the build's grid cuts into slabs (as in
-        `Grid.for_each_pair`), each pair is met once and ``fn`` called for ``(i, j)``
-        then ``(j, i)``. ``fn`` may write to row ``i`` only:
-        writes to row ``j`` race. An exception raised in ``fn`` is raised here. Numba
-        compiles the scan anew for each ``fn``, as for `Grid.for_each_pair`.
+        the last bits). Each pair is met once and ``fn`` called for ``(i, j)`` then
+        ``(j, i)``, on every thread where the build's grid cuts into slabs (as in
+        `Grid.for_each_pair`), on the calling thread where it does not and the list has
+        fewer than 2,000 points; larger lists without slabs meet each pair from both of
+        its rows, on every thread. ``fn`` may write to row ``i`` only: writes to row ``j``
+        race. An exception raised in ``fn`` is raised here. Numba compiles the scan anew
+        for each ``fn``, as for `Grid.for_each_pair`.
 
         Examples
         --------

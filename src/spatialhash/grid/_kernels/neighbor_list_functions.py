@@ -135,8 +135,9 @@ def _list_scan_kernel(half, once=False):
     return scan
 
 
-#: Each scan's (sequential scan, guarded scan, parallel driver): full rows over chunks of
-#: rows, half rows over slabs for both orders and for ``once``.
+#: Each scan's (sequential scan, guarded scan, parallel driver): full rows (a row and its
+#: transposed row) over chunks of rows, the rows over slabs for both orders and for
+#: ``once``.
 FULL_ROWS = compiled_scans(_list_scan_kernel(half=False), "list_function_rows",
                            ROWS_PER_CHUNK)
 HALF_ROWS = compiled_scans(_list_scan_kernel(half=True), "list_function_half_rows")
