@@ -17,6 +17,8 @@ with the poly6 kernel ``W(r) = C * (h**2 - r**2)**3`` for ``r <= h``. The paths:
 - ``for_each_pair``: the same grid, then ``Grid.for_each_pair(h, fn, density)``, where the
   numba function ``fn`` adds ``W`` to ``density[i]`` (each ordered pair once, so every row
   is written by one thread);
+- ``for_each_pair_once``: the same with ``once=True``, a function called once a pair that
+  adds ``W`` to ``density[i]`` and ``density[j]`` (the kernel is symmetric: half the calls);
 - ``warp``, with ``--open`` only (NVIDIA Warp's hash grid does not wrap): a CPU
   ``wp.HashGrid`` with a cell per ``h`` across the cube, ``grid.build(points, radius=h)``,
   and a ``@wp.kernel`` that loops ``wp.hash_grid_query`` over the neighbours of each point
@@ -60,9 +62,9 @@ except ImportError:  # run as a script, or loaded by path
     import _common as common
 
 NEIGHBORS = 30
-PATHS = ("query_pairs", "for_each_pair", "warp")
+PATHS = ("query_pairs", "for_each_pair", "for_each_pair_once", "warp")
 #: Relative agreement asked of each path's densities with those of ``query_pairs``.
-RTOL = {"for_each_pair": 1e-12, "warp": 1e-6}
+RTOL = {"for_each_pair": 1e-12, "for_each_pair_once": 1e-12, "warp": 1e-6}
 
 
 def _setup(n: int, seed: int, open_box: bool) -> tuple[np.ndarray, float]:
@@ -88,7 +90,7 @@ def _density_by_pairs(points: np.ndarray, h: float, box) -> np.ndarray:
             + np.bincount(pairs.indices[:, 1], weight, n) + _poly6(h) * h**6)
 
 
-def _density_by_function(points: np.ndarray, h: float, box):
+def _density_by_function(points: np.ndarray, h: float, box, once: bool = False):
     import numba
 
     from spatialhash import Grid
@@ -97,10 +99,17 @@ def _density_by_function(points: np.ndarray, h: float, box):
     def add_weight(i, j, d2, dx, dy, dz, density, h2, c):
         density[i] += c * (h2 - d2) ** 3
 
+    @numba.njit
+    def add_weight_to_both(i, j, d2, dx, dy, dz, density, h2, c):
+        weight = c * (h2 - d2) ** 3
+        density[i] += weight
+        density[j] += weight
+
     def run():
         grid = Grid(points, cell_size=h, box=box)
         density = np.full(grid.n_points, _poly6(h) * h**6)
-        grid.for_each_pair(h, add_weight, density, h * h, _poly6(h))
+        grid.for_each_pair(h, add_weight_to_both if once else add_weight, density, h * h,
+                           _poly6(h), once=once)
         return density
 
     return run
@@ -169,8 +178,8 @@ def child(path: str, n: int, seed: int, repeat: int, open_box: bool,
     if path == "query_pairs":
         def run():
             return _density_by_pairs(points, h, box)
-    elif path == "for_each_pair":
-        run = _density_by_function(points, h, box)
+    elif path.startswith("for_each_pair"):
+        run = _density_by_function(points, h, box, once=path.endswith("_once"))
     else:
         run, cached_modules = _density_by_warp(points, h)
         before = cached_modules()
