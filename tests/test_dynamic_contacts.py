@@ -18,6 +18,14 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import dynamic_oracles as oracle
+from dynamic_machines import (
+    draw_boxes,
+    insert_boxes,
+    remove_one,
+    remove_some,
+    shift_as_boxes,
+    where_it_was,
+)
 from spatialhash import Contacts, DynamicHash
 
 IDS = st.integers(0, 30)
@@ -104,13 +112,8 @@ class ContactMachine(RuleBasedStateMachine):
     @rule(ids=st.lists(IDS, min_size=1, max_size=10, unique=True), data=st.data())
     def insert_many(self, ids, data):
         ids = [id for id in ids if id not in self.model]
-        if not ids:
-            return
-        lower = np.array([[data.draw(COORD) for _ in range(self.n_dims)] for _ in ids])
-        upper = lower + data.draw(SIZE)
-        self.hash.insert_many(ids, lower, upper)
-        for row, id in enumerate(ids):
-            self.model[id] = oracle.make_shape(lower[row], upper[row], None, self.n_dims)
+        if ids:
+            insert_boxes(self, ids, *draw_boxes(data, ids, COORD, SIZE, self.n_dims))
 
     @precondition(lambda self: self.model)
     @rule(data=st.data())
@@ -126,28 +129,17 @@ class ContactMachine(RuleBasedStateMachine):
     def move_many(self, data, step):
         """A step of a simulation: some objects shift a little, so a few contacts change."""
         ids = data.draw(st.lists(st.sampled_from(sorted(self.model)), min_size=1, unique=True))
-        lower = np.array([self.model[id].lower[: self.n_dims] for id in ids]) + step
-        upper = np.array([self.model[id].upper[: self.n_dims] for id in ids]) + step
-        self.hash.move_many(ids, lower, upper)
-        for row, id in enumerate(ids):
-            old = self.model[id]
-            self.model[id] = oracle.make_shape(lower[row], upper[row], None, self.n_dims,
-                                               old.category, old.mask)
+        shift_as_boxes(self, ids, step)
 
     @precondition(lambda self: self.model)
     @rule(data=st.data())
     def remove(self, data):
-        id = data.draw(st.sampled_from(sorted(self.model)))
-        self.hash.remove(id)
-        del self.model[id]
+        remove_one(self, data)
 
     @precondition(lambda self: self.model)
     @rule(data=st.data())
     def remove_many(self, data):
-        ids = data.draw(st.lists(st.sampled_from(sorted(self.model)), min_size=1, unique=True))
-        self.hash.remove_many(ids)
-        for id in ids:
-            del self.model[id]
+        remove_some(self, data)
 
     @precondition(lambda self: len(self.model) >= 2)
     @rule(data=st.data(), same_shape=st.booleans())
@@ -163,12 +155,8 @@ class ContactMachine(RuleBasedStateMachine):
             del self.model[id]
         for id in reversed(ids) if data.draw(st.booleans()) else ids:
             old = shapes[id]
-            if same_shape:
-                args = ((old.lower if old.radius is None else old.center)[: self.n_dims],
-                        None if old.radius is not None else old.upper[: self.n_dims],
-                        old.radius)
-            else:
-                args = draw_shape(data, self.n_dims)
+            args = where_it_was(old, self.n_dims) if same_shape else draw_shape(data,
+                                                                                self.n_dims)
             self.put(id, args, old.category, old.mask)
 
     @rule()
@@ -185,9 +173,7 @@ class ContactMachine(RuleBasedStateMachine):
         shapes = {id: self.model[id] for id in kept}
         self.clear()
         for id, old in shapes.items():
-            args = ((old.lower if old.radius is None else old.center)[: self.n_dims],
-                    None if old.radius is not None else old.upper[: self.n_dims], old.radius)
-            self.put(id, args, old.category, old.mask)
+            self.put(id, where_it_was(old, self.n_dims), old.category, old.mask)
 
     @rule()
     def pickle_round_trip(self):
@@ -249,13 +235,8 @@ class MixedIdContactMachine(RuleBasedStateMachine):
 
     @rule(ids=st.lists(BULK_IDS, min_size=1, max_size=6, unique=True), data=st.data())
     def insert_many(self, ids, data):
-        if any(id in self.model for id in ids):
-            return
-        lower = np.array([[data.draw(NEAR_COORD) for _ in range(self.n_dims)] for _ in ids])
-        upper = lower + data.draw(SIZE)
-        self.hash.insert_many(np.array(ids), lower, upper)
-        for row, id in enumerate(ids):
-            self.model[id] = oracle.make_shape(lower[row], upper[row], None, self.n_dims)
+        if not any(id in self.model for id in ids):
+            insert_boxes(self, ids, *draw_boxes(data, ids, NEAR_COORD, SIZE, self.n_dims))
 
     @precondition(lambda self: self.model)
     @rule(data=st.data())
@@ -268,9 +249,7 @@ class MixedIdContactMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.model)
     @rule(data=st.data())
     def remove(self, data):
-        id = data.draw(st.sampled_from(list(self.model)))
-        self.hash.remove(id)
-        del self.model[id]
+        remove_one(self, data, list)
 
     @precondition(lambda self: self.model)
     @rule(data=st.data())
@@ -285,8 +264,7 @@ class MixedIdContactMachine(RuleBasedStateMachine):
             self.hash.insert(other, [0.0] * self.n_dims)
             self.model[other] = oracle.make_shape([0.0] * self.n_dims, None, None,
                                                   self.n_dims)
-        args = ((old.lower if old.radius is None else old.center)[: self.n_dims],
-                None if old.radius is not None else old.upper[: self.n_dims], old.radius)
+        args = where_it_was(old, self.n_dims)
         self.hash.insert(id, args[0], args[1], radius=args[2])
         self.model[id] = oracle.make_shape(*args, self.n_dims)
 

@@ -23,6 +23,7 @@ from hypothesis.stateful import (
 )
 
 import dynamic_oracles as oracle
+from dynamic_machines import remove_one, remove_some, shift_as_boxes
 from spatialhash import DynamicHash, UnknownIdError
 
 IDS = st.integers(0, 40)
@@ -94,14 +95,7 @@ class DynamicHashMachine(RuleBasedStateMachine):
     @rule(data=st.data(), step=COORD)
     def move_many(self, data, step):
         ids = data.draw(st.lists(st.sampled_from(sorted(self.model)), min_size=1, unique=True))
-        # A small step: most objects stay in their cells (the cheap path).
-        lower = np.array([self.model[id].lower[: self.n_dims] for id in ids]) + step / 8
-        upper = np.array([self.model[id].upper[: self.n_dims] for id in ids]) + step / 8
-        self.hash.move_many(ids, lower, upper)
-        for i, id in enumerate(ids):
-            old = self.model[id]
-            self.model[id] = oracle.make_shape(lower[i], upper[i], None, self.n_dims,
-                                               old.category, old.mask)
+        shift_as_boxes(self, ids, step / 8)  # a small step: most objects keep their cells
 
     @precondition(lambda self: self.model)
     @rule(data=st.data(), bulk=st.booleans())
@@ -134,15 +128,7 @@ class DynamicHashMachine(RuleBasedStateMachine):
     def nudge_all(self, data):
         """Every object moves by 1/64 (most stay in their cells): what a simulation step
         does; bulk moves of most objects take the path that drops the bucket lists."""
-        ids = sorted(self.model)
-        step = data.draw(st.sampled_from([-1, 1])) / 64
-        lower = np.array([self.model[id].lower[: self.n_dims] for id in ids]) + step
-        upper = np.array([self.model[id].upper[: self.n_dims] for id in ids]) + step
-        self.hash.move_many(ids, lower, upper)
-        for i, id in enumerate(ids):
-            old = self.model[id]
-            self.model[id] = oracle.make_shape(lower[i], upper[i], None, self.n_dims,
-                                               old.category, old.mask)
+        shift_as_boxes(self, sorted(self.model), data.draw(st.sampled_from([-1, 1])) / 64)
 
     @rule()
     def pairs_twice(self):
@@ -174,12 +160,7 @@ class DynamicHashMachine(RuleBasedStateMachine):
             self.model[new_id] = oracle.make_shape([0.0] * self.n_dims, [1.0] * self.n_dims,
                                                    None, self.n_dims)
         elif then == "move_many":
-            shape = self.model[id]
-            lower = np.array([shape.lower[: self.n_dims]]) + 0.5
-            upper = np.array([shape.upper[: self.n_dims]]) + 0.5
-            self.hash.move_many([id], lower, upper)
-            self.model[id] = oracle.make_shape(lower[0], upper[0], None, self.n_dims,
-                                               shape.category, shape.mask)
+            shift_as_boxes(self, [id], 0.5)
         elif then == "sphere":
             shape = self.model[id]
             self.hash.move(id, [0.5] * self.n_dims, radius=0.25)
@@ -198,17 +179,12 @@ class DynamicHashMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.model)
     @rule(data=st.data())
     def remove(self, data):
-        id = data.draw(st.sampled_from(sorted(self.model)))
-        self.hash.remove(id)
-        del self.model[id]
+        remove_one(self, data)
 
     @precondition(lambda self: self.model)
     @rule(data=st.data())
     def remove_many(self, data):
-        ids = data.draw(st.lists(st.sampled_from(sorted(self.model)), min_size=1, unique=True))
-        self.hash.remove_many(np.array(ids))
-        for id in ids:
-            del self.model[id]
+        remove_some(self, data)
 
     @rule(ids=st.lists(IDS, min_size=1, max_size=5, unique=True))
     def failed_calls_change_nothing(self, ids):

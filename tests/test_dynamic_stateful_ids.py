@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import dynamic_oracles as oracle
+from dynamic_machines import draw_boxes, insert_boxes, remove_one, shift_as_boxes
 from spatialhash import DynamicHash, UnknownIdError
 
 #: Ids of every kind, some equal across types (``1 == 1.0``: one key, as in a dict).
@@ -81,13 +82,8 @@ class MixedIdMachine(RuleBasedStateMachine):
 
     @rule(ids=st.lists(BULK_IDS, min_size=1, max_size=6, unique=True), data=st.data())
     def insert_many(self, ids, data):
-        if any(id in self.model for id in ids):
-            return
-        lower = np.array([[data.draw(COORD) for _ in range(self.n_dims)] for _ in ids])
-        upper = lower + data.draw(SIZE)
-        self.hash.insert_many(np.array(ids), lower, upper)
-        for row, id in enumerate(ids):
-            self.model[id] = oracle.make_shape(lower[row], upper[row], None, self.n_dims)
+        if not any(id in self.model for id in ids):
+            insert_boxes(self, ids, *draw_boxes(data, ids, COORD, SIZE, self.n_dims))
 
     @precondition(lambda self: self.model)
     @rule(data=st.data())
@@ -103,18 +99,12 @@ class MixedIdMachine(RuleBasedStateMachine):
         """Bulk moves reach the objects whose ids are integers, whatever call made them."""
         ints = sorted(id for id in self.model if isinstance(id, int))
         ids = data.draw(st.lists(st.sampled_from(ints), min_size=1, unique=True))
-        lower = np.array([self.model[id].lower[: self.n_dims] for id in ids]) + step
-        upper = np.array([self.model[id].upper[: self.n_dims] for id in ids]) + step
-        self.hash.move_many(np.array(ids), lower, upper)
-        for row, id in enumerate(ids):
-            self.model[id] = oracle.make_shape(lower[row], upper[row], None, self.n_dims)
+        shift_as_boxes(self, np.array(ids), step)
 
     @precondition(lambda self: self.model)
     @rule(data=st.data())
     def remove(self, data):
-        id = data.draw(st.sampled_from(list(self.model)))
-        self.hash.remove(id)
-        del self.model[id]
+        remove_one(self, data, list)
 
     @rule(id=OBJECT_IDS)
     def unknown_ids_change_nothing(self, id):
