@@ -103,6 +103,22 @@ class GridEngine(Protocol):
             Rows in the engine's deterministic order; shape ``(n, n)``.
         """
 
+    def found_pairs(self, r2: float, radii: np.ndarray, reach: float) -> np.ndarray:
+        """The pairs of `query_pairs` as the search found them, for `NeighborList`'s rows.
+
+        Parameters
+        ----------
+        r2, radii, reach
+            As `query_pairs`.
+
+        Returns
+        -------
+        ndarray of the index dtype, shape (m, 2)
+            ``(s, t)``: positions in the engine's point order (``state.order``), ``s`` the
+            point whose search met ``t``, each pair once, grouped by ``s`` in increasing
+            order.
+        """
+
     def iter_pairs(self, r2: float, radii: np.ndarray, reach: float, chunk_size: int,
                    return_distances: bool) -> Iterator[Pairs]:
         """The pairs of `query_pairs`, in its order, as chunks of at most ``chunk_size``
