@@ -200,13 +200,13 @@ class NeighborList:
         if coords.shape != self._shape:
             raise ValueError(f"`points` must keep the shape {self._shape} of the first "
                              f"positions; got {coords.shape}.")
-        wrapped, _, _ = grid_points(coords, self._box)
         half_skin = 0.5 * self._skin
         with _config.threads(self._n_threads):
             beyond = moved_beyond(coords, self._built_at, self._box, half_skin * half_skin)
         if beyond:
             self._build(coords)
             return True
+        wrapped, _, _ = grid_points(coords, self._box)
         self._take_positions(wrapped)
         return False
 
@@ -295,13 +295,14 @@ class NeighborList:
         neighbours = np.empty(found.shape[0], order.dtype)
         rows_of_found_pairs(found, indptr, neighbours)
         radii = _NO_RADII if self._radii is None else self._radii[order]
-        self._state = ListState(np.empty((n, 3)), order, indptr, neighbours, self._box,
+        # The grid's own points, wrapped and in its order: the positions of this build.
+        positions = np.ascontiguousarray(grid.state.points.T)
+        self._state = ListState(positions, order, indptr, neighbours, self._box,
                                 self._half_box, radii)
         self._lower = None
+        self._pairs = None
         self._built_at = coords.copy()
         self.n_builds += 1
-        wrapped, _, _ = grid_points(coords, self._box)
-        self._take_positions(wrapped)
 
     def _lower_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """The rows transposed (`lower_rows`), made on first use after each build."""
