@@ -111,7 +111,7 @@ def moved_beyond(coords, built_at, box, limit2):
 def _displacement(now, then, period):
     """``now - then``, its nearest image on a periodic axis (``period`` finite). Within
     half a period the nearest image is the difference itself (up to the sign of a zero),
-    and the division is skipped: it was most of the time of `moved_beyond`."""
+    and the division is skipped: it was about half the time of `moved_beyond`."""
     delta = now - then
     if np.isfinite(period) and abs(delta) > 0.5 * period:
         delta = delta - period * np.rint(delta / period)
