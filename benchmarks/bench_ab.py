@@ -35,7 +35,10 @@ each process drops its own cloth and the two step in lockstep, so a round's two 
 are the same frames; the digest is that of the positions), ``dynamic1``, ``dynamic10``,
 ``dynamic100`` (steps of `bench_dynamic`: 100,000 boxes, that percentage moved, then all
 overlapping pairs; both processes make the same steps, outside the timed calls),
-``dynamic3d10`` (the same in 3-D, 10% moved, boxes in a cube of side `WORLD_3D`).
+``dynamic3d10`` (the same in 3-D, 10% moved, boxes in a cube of side `WORLD_3D`),
+``rays`` (the first hits of 20,000 rays among 100,000 spheres, on a grid built once, the
+data of ``benchmarks/bench_rays.py``), ``rays_all`` (every hit of those rays) and
+``rays_fn`` (the first hit of each that a numba function accepts: odd indices).
 """
 
 from __future__ import annotations
@@ -58,7 +61,10 @@ sys.path.insert(0, str(BENCHMARKS))
 import _common as common  # noqa: E402 (the benchmarks folder, put on the path above)
 
 WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d", "particles", "cloth", "dynamic1",
-             "dynamic10", "dynamic100", "dynamic3d10")
+             "dynamic10", "dynamic100", "dynamic3d10", "rays", "rays_all", "rays_fn")
+#: Spheres and rays of the ray workloads.
+RAY_SPHERES = 100_000
+RAY_COUNT = 20_000
 #: Side of the cube of `dynamic3d10`'s boxes: 0.1 box a unit of volume.
 WORLD_3D = 100.0
 #: Untimed calls a process makes before its first batch.
@@ -66,6 +72,27 @@ WARM_CALLS = 20
 
 
 # ---------------------------------------------------------------------- child process
+def _ray_workload(name: str):
+    """``(call, digest)`` of a ray workload: `bench_rays`' spheres and rays, fewer."""
+    import numba
+
+    import bench_rays
+    from spatialhash import Grid
+
+    centres, radii, origins, directions = bench_rays.make_data(RAY_SPHERES, RAY_COUNT, seed=0)
+    grid = Grid(centres, cell_size=2.0 * float(radii.max()))
+    options = {"all_hits": name == "rays_all"}
+    if name == "rays_fn":
+        options["fn"] = numba.njit(lambda ray, index, distance: index % 2 == 1)
+
+    def digest(hits) -> str:
+        parts = (hits.indptr, hits.indices, hits.distances) if name == "rays_all" else (
+            hits.indices, hits.distances)
+        return hashlib.sha1(b"".join(np.asarray(a).tobytes() for a in parts)).hexdigest()[:12]
+
+    return lambda: grid.query_ray(origins, directions, radii, **options), digest
+
+
 def _pair_digest(pairs) -> str:
     """Digest of a pair set, whatever the order of its rows."""
     indices = np.asarray(pairs.indices if hasattr(pairs, "indices") else pairs, np.int64)
@@ -94,6 +121,8 @@ def _workload(name: str, inputs: str):
         reach = 2.0 * float(radii.max())
         return none, lambda: Grid(positions, cell_size=reach).query_pairs(radii=radii), \
             _pair_digest
+    if name.startswith("rays"):
+        return none, *_ray_workload(name)
     if name == "cloth":
         from spatialhash.demos.cloth import Cloth
 

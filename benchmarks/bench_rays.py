@@ -50,6 +50,26 @@ RADIUS_MIN = 0.001
 RADIUS_MAX = 0.004
 
 
+# ---------------------------------------------------------------------- data
+def radius_range(n: int) -> tuple[float, float]:
+    """The smallest and largest radius for ``n`` spheres: `RADIUS_MIN` and `RADIUS_MAX`
+    scaled with the spacing of the centres, so that fewer spheres keep the same number of
+    spheres a cell (and the grid dense)."""
+    scale = (1e6 / n) ** (1.0 / 3.0)
+    return RADIUS_MIN * scale, RADIUS_MAX * scale
+
+
+def make_data(n: int, m: int, seed: int) -> tuple:
+    """``(centers, radii, origins, directions)``: ``n`` spheres and ``m`` rays (see the
+    module docstring)."""
+    rng = np.random.default_rng(seed)
+    centers = rng.random((n, 3))
+    radii = rng.uniform(*radius_range(n), n)
+    origins = rng.random((m, 3))
+    directions = rng.normal(size=(m, 3))
+    return centers, radii, origins, directions
+
+
 # ---------------------------------------------------------------------- brute force
 def brute_force(origins3, units3, centers3, radii, max_distance=np.inf):
     """First hits and all hits of each ray against every sphere (the kernels' arithmetic,
@@ -196,15 +216,8 @@ def main(argv=None) -> int:
         args.pymunk_n, args.pymunk_m = 20_000, 2_000
     if args.threads:
         numba.set_num_threads(args.threads)
-    rng = np.random.default_rng(args.seed)
-    centers = rng.random((args.n, 3))
-    # Radii scale with the spacing of the centres, so fewer spheres keep the same number of
-    # spheres a cell (and the grid dense).
-    scale = (1e6 / args.n) ** (1.0 / 3.0)
-    radius_min, radius_max = RADIUS_MIN * scale, RADIUS_MAX * scale
-    radii = rng.uniform(radius_min, radius_max, args.n)
-    origins = rng.random((args.m, 3))
-    directions = rng.normal(size=(args.m, 3))
+    centers, radii, origins, directions = make_data(args.n, args.m, args.seed)
+    radius_min, radius_max = radius_range(args.n)
     cell = args.cell_factor * radius_max
     print(f"{args.n:,} spheres (radii {radius_min:.4g} to {radius_max:.4g}), {args.m:,} rays, "
           f"cell size {cell:.4g}, {numba.get_num_threads()} threads, numba {numba.__version__}")

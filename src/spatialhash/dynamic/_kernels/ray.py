@@ -25,13 +25,12 @@ the current cell's exit.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..._config import jit
 from ..._kernels.cells import cell_tolerance, floor_to_int
 from ..._kernels.dda import clip_to_cells, dda_exit, dda_start, dda_step, ray_to_cells
+from ..._kernels.ray_sphere import sphere_entry
 from .query import SCAN_FACTOR
 from .state import (
     BOUNDS,
@@ -84,27 +83,11 @@ def ray_object(bounds, spheres, slot, origin, direction, max_distance):
         # test above decided exactly (the sphere arithmetic could lose a ray through it
         # to rounding).
         return t_lo
-    # The batch grid's arithmetic (`ray`'s module docstring; ``direction`` is a unit
-    # vector): ``disc`` from the centre's distance to the line, not as ``b^2 - c``, which
-    # cancels for a sphere far along the ray (a ray from 1e8 away that passed 1.0001 from
-    # the centre of a unit sphere hit it), and the near root without cancellation.
-    dx, dy, dz = direction[0], direction[1], direction[2]
-    mx = origin[0] - spheres[slot, 0]
-    my = origin[1] - spheres[slot, 1]
-    mz = origin[2] - spheres[slot, 2]
-    c = (mx * mx + my * my + mz * mz) - radius * radius
-    if c <= 0.0:
-        return 0.0
-    b = mx * dx + my * dy + mz * dz
-    if not b < 0.0:
-        return -1.0
-    qx = mx - b * dx
-    qy = my - b * dy
-    qz = mz - b * dz
-    disc = radius * radius - (qx * qx + qy * qy + qz * qz)
-    if not disc >= 0.0:
-        return -1.0
-    t = c / (math.sqrt(disc) - b)
+    # The arithmetic of every ray cast (`ray_sphere`; ``direction`` is a unit vector); a
+    # miss is -1.0.
+    t = sphere_entry(origin[0] - spheres[slot, 0], origin[1] - spheres[slot, 1],
+                     origin[2] - spheres[slot, 2], direction[0], direction[1], direction[2],
+                     radius)
     return t if t <= max_distance else -1.0
 
 

@@ -14,16 +14,7 @@ widened by ``k``) and stops once it has left it. A ray whose walk would look up 
 than there are points (a long ray through a sparse, hashed grid) or whose reach spans the
 whole grid tests every sphere instead, in one run: same answers, bounded cost.
 
-Ray-sphere arithmetic (the oracle's, `tests/ray_oracles.py`): ``m = origin - center``,
-``c = |m|^2 - r^2``; ``c <= 0`` (origin in the closed ball) is a hit at ``t = 0``; otherwise
-``b = m . unit`` and the ray hits when ``b < 0`` and ``disc = r^2 - |m - b unit|^2 >= 0``
-(tangent rays hit), at ``t = c / (sqrt(disc) - b)``: the near root written without
-cancellation. ``m - b unit`` runs from the centre to the nearest point of the line; taking
-``disc`` from it rather than as ``b^2 - c`` keeps a sphere far along the ray from being hit
-by rounding (Haines et al., "Precision improvements for ray/sphere intersection", Ray
-Tracing Gems, 2019). A sphere of radius 0 is a point, met where the ray's parameter is the
-same on every axis (`point_on_ray`): ``disc = -|q|^2`` would lose a ray through it to the
-rounding of ``q``. A hit counts when ``t <= max_distance``.
+Ray-sphere arithmetic: `ray_sphere.sphere_entry`, the oracle's (`tests/ray_oracles.py`).
 
 First hit: the best ``(t, index)`` so far is final once ``t <= t_exit`` of the current cell:
 every hit point before it lies in a cell already visited (up to the tolerance), whose
@@ -42,10 +33,11 @@ import math
 import numpy as np
 from numba import prange
 
-from ..._config import jit, jit_parallel
+from ..._config import jit, jit_inline, jit_parallel
 from ..._kernels.cells import cell_tolerance, sparse_row_slice
 from ..._kernels.dda import clip_to_cells, dda_start, leave_parameter, next_axis, ray_to_cells
 from ..._kernels.indirect import kernel_caller
+from ..._kernels.ray_sphere import sphere_entry
 
 #: Rays handed to a thread at a time.
 RAYS_PER_CHUNK = 64
@@ -60,28 +52,6 @@ INSERTION_SORT_MAX = 64
 #: passes ``WALK_COST_PER_POINT * n_points`` as ``walk_limit``; tests set it to 0 or ``inf``
 #: to check both paths.
 WALK_COST_PER_POINT = 1.0
-
-
-@jit
-def point_on_ray(mx, my, mz, dx, dy, dz):
-    """Where the ray meets a point of radius 0 (``m = origin - point``), or -1.0.
-
-    The ray parameter of the point on each axis, ``-m / d``, must be the same on every
-    axis where ``d`` is not zero, and ``m`` zero on the others: the slab test of a box of
-    size zero, exact where the sphere arithmetic (``disc = -|q|^2``, ``q`` rounded) would
-    lose a ray through the point, such as ``(1, 1)`` through ``(5, 5)``.
-    """
-    t = np.nan
-    for m, d in ((mx, dx), (my, dy), (mz, dz)):
-        if d == 0.0:
-            if m != 0.0:
-                return -1.0
-        else:
-            axis_t = -m / d
-            if not math.isnan(t) and axis_t != t:
-                return -1.0
-            t = axis_t
-    return t if t >= 0.0 else -1.0
 
 
 @jit
@@ -128,6 +98,120 @@ def sort_hits(indices, distances, start, end):
 
 
 @jit
+def walk_buffers():
+    """The arrays `walk_start` fills: the ray in cell units (``u_start``, ``u_rate``), the
+    start of its DDA (``cell``, ``step``, ``t_next``) and the clipping box."""
+    return (np.empty(3), np.empty(3), np.empty(3, np.int64), np.empty(3, np.int64),
+            np.empty(3), np.empty(3), np.empty(3))
+
+
+@jit
+def walk_start(state, max_radius, walk_limit, origin, unit, t_end, buffers):
+    """How the ray ``origin + t * unit``, ``0 <= t <= t_end``, meets the grid's spheres:
+    ``(missed, walk, k, t_lo, t_hi, at)``.
+
+    ``missed``: no sphere can be hit (the ray misses the occupied cells widened by ``k``,
+    or there are no points). ``walk``: the ray walks the cells of ``[t_lo, t_hi]`` (else
+    it tests every sphere, in one run: see `WALK_COST_PER_POINT`), its first cell's
+    neighbourhood in ``at``, the walk's position (`walk_step`); ``u_start`` and ``u_rate``
+    of ``buffers`` (`walk_buffers`) hold the ray in cell units."""
+    u_start, u_rate, cell, step, t_next, box_lower, box_upper = buffers
+    n_cells = state.n_cells
+    n_x, n_y, n_z = n_cells[0], n_cells[1], n_cells[2]
+    ray_to_cells(origin, unit, state.origin, state.inv_cell_size, u_start, u_rate)
+    reach, k = reach_cells(max_radius, state.inv_cell_size, u_start, n_cells)
+    for axis in range(3):
+        box_lower[axis] = -reach
+        box_upper[axis] = n_cells[axis] + reach
+    t_lo, t_hi = clip_to_cells(u_start, u_rate, box_lower, box_upper, 0.0, t_end)
+    missed = t_lo > t_hi or state.order.shape[0] == 0
+    # Steps the walk would take, times the cells each step looks up: past `walk_limit`
+    # (a long ray through a sparse grid), testing every sphere is cheaper.
+    n_steps = 1.0
+    if not missed and t_hi < np.inf:
+        for axis in range(3):
+            n_steps += abs(u_rate[axis]) * (t_hi - t_lo) + 1.0
+    # A reach past the whole grid (huge spheres, or an origin so far away that rounding
+    # blurs its cell): every sphere is a candidate from every cell, so no walk.
+    walk = (not missed and k <= max(n_x, max(n_y, n_z))
+            and n_steps * (2 * k + 1) * (2 * k + 1) <= walk_limit)
+    zero = np.int64(0)
+    at = (zero, zero, zero, zero, zero, zero, 0.0, 0.0, 0.0, zero, zero, zero, zero, zero,
+          zero)
+    if walk:
+        dda_start(u_start, u_rate, t_lo, cell, step, t_next)
+        cx, cy, cz = cell[0], cell[1], cell[2]
+        at = (cx, cy, cz, step[0], step[1], step[2], t_next[0], t_next[1], t_next[2],
+              cx - k, cx + k, cy - k, cy + k, cz - k, cz + k)
+    ray = (u_start[0], u_start[1], u_start[2], u_rate[0], u_rate[1], u_rate[2])
+    return missed, walk, k, t_lo, t_hi, at, ray
+
+
+@jit_inline
+def slab_cells(at, shape, walk):
+    """``(x_lo, x_hi, y_lo, y_hi, z_lo, z_hi)``: the cells of the walk's new slab (those
+    that entered its neighbourhood) clipped to the grid; not walking, the one run of
+    every point (`row_points`). Empty when ``x_lo > x_hi``."""
+    if not walk:
+        zero = np.int64(0)
+        return zero, zero, zero, zero, zero, zero
+    x_first, x_last, y_first, y_last, z_first, z_last = at[9:]
+    n_x, n_y, n_z = shape
+    return (max(x_first, 0), min(x_last, n_x - 1), max(y_first, 0), min(y_last, n_y - 1),
+            max(z_first, 0), min(z_last, n_z - 1))
+
+
+@jit
+def row_points(walk, n_points, n_x, n_y, dense_start, hash_keys, hash_ids, cell_start,
+               cell_coords, row_y, row_z, x_lo, x_hi):
+    """``(start, end)``: the sorted points of cells ``x_lo .. x_hi`` of row ``(row_y,
+    row_z)`` of the grid (its arrays passed one by one: taken out of a tuple at each call,
+    they would cost reference counting on every row); not walking, every point."""
+    if not walk:
+        return np.int64(0), n_points
+    if dense_start.shape[0] > 0:
+        base = (row_z * n_y + row_y) * n_x
+        return dense_start[base + x_lo], dense_start[base + x_hi + 1]
+    return sparse_row_slice(hash_keys, hash_ids, cell_start, cell_coords, x_lo, x_hi, row_y,
+                            row_z)
+
+
+@jit_inline
+def walk_exit(at, t_enter, t_hi):
+    """Where the ray leaves the walk's cell, within ``[t_enter, t_hi]`` (`dda.dda_exit`)."""
+    return min(max(min(at[6], min(at[7], at[8])), t_enter), t_hi)
+
+
+@jit_inline
+def walk_step(at, k, shape, ray, t_exit):
+    """``(at, ended)``: the walk moved to the next cell (`dda.dda_step`) and its new slab,
+    one layer of cells on the axis stepped; ``ended`` once past the grid (plus the reach
+    ``k``) along that axis, where no sphere is left to meet. The walk is kept in a tuple
+    of scalars: helpers passing arrays, not inlined, cost reference-count updates on every
+    step (46 against 31 us a ray for the count pass, 1e6 spheres)."""
+    cx, cy, cz, sx, sy, sz, tnx, tny, tnz = at[:9]
+    n_x, n_y, n_z = shape
+    ux, uy, uz, rx, ry, rz = ray
+    axis = next_axis(tnx, tny, tnz)
+    if axis == 0:
+        cx += sx
+        tnx = leave_parameter(ux, rx, cx, sx, t_exit)
+        ended = (cx - k >= n_x) if sx > 0 else (cx + k < 0)
+        slab = (cx + sx * k, cx + sx * k, cy - k, cy + k, cz - k, cz + k)
+    elif axis == 1:
+        cy += sy
+        tny = leave_parameter(uy, ry, cy, sy, t_exit)
+        ended = (cy - k >= n_y) if sy > 0 else (cy + k < 0)
+        slab = (cx - k, cx + k, cy + sy * k, cy + sy * k, cz - k, cz + k)
+    else:
+        cz += sz
+        tnz = leave_parameter(uz, rz, cz, sz, t_exit)
+        ended = (cz - k >= n_z) if sz > 0 else (cz + k < 0)
+        slab = (cx - k, cx + k, cy - k, cy + k, cz + sz * k, cz + sz * k)
+    return (cx, cy, cz, sx, sy, sz, tnx, tny, tnz) + slab, ended
+
+
+@jit
 def cast_rays(state, radii, max_radius, walk_limit, origins, units, max_distance, visit_order,
               r_lo, r_hi, mode, positions, out_indices, out_distances):
     """Cast rays ``visit_order[r_lo:r_hi]`` on the calling thread.
@@ -136,23 +220,16 @@ def cast_rays(state, radii, max_radius, walk_limit, origins, units, max_distance
     ``mode`` `MODE_FIRST` writes ``out_indices[q]`` and ``out_distances[q]`` (-1 and ``inf``
     for a miss); `MODE_COUNT` writes the number of hits to ``positions[q]``; `MODE_FILL`
     writes the hits of ray ``q`` from ``positions[q]`` on, sorted by distance, then index.
+    The walk is that of `walk_start`, `slab_cells`, `row_points` and `walk_step`.
     """
-    points, order, cell_start = state.points, state.order, state.cell_start
-    n_cells, dense_start = state.n_cells, state.dense_start
-    hash_keys, hash_ids, cell_coords = state.hash_keys, state.hash_ids, state.cell_coords
-    grid_origin, inv_cell_size = state.origin, state.inv_cell_size
-    n_x, n_y, n_z = n_cells[0], n_cells[1], n_cells[2]
-    dense = dense_start.shape[0] > 0
-    n_points = order.shape[0]
+    points, order, n_cells = state.points, state.order, state.n_cells
+    dense_start, cell_start, cell_coords = state.dense_start, state.cell_start, state.cell_coords
+    hash_keys, hash_ids = state.hash_keys, state.hash_ids
+    n_points = np.int64(order.shape[0])
+    shape = (n_cells[0], n_cells[1], n_cells[2])
     first_only = mode == MODE_FIRST
     write = mode == MODE_FILL
-    u_start = np.empty(3)
-    u_rate = np.empty(3)
-    cell = np.empty(3, np.int64)
-    step = np.empty(3, np.int64)
-    t_next = np.empty(3)
-    box_lower = np.empty(3)
-    box_upper = np.empty(3)
+    buffers = walk_buffers()
     for t in range(r_lo, r_hi):
         q = visit_order[t]
         ox, oy, oz = origins[q, 0], origins[q, 1], origins[q, 2]
@@ -162,88 +239,22 @@ def cast_rays(state, radii, max_radius, walk_limit, origins, units, max_distance
         best_index = -1
         row_start = positions[q] if write else 0
         position = row_start
-        ray_to_cells(origins[q], units[q], grid_origin, inv_cell_size, u_start, u_rate)
-        reach, k = reach_cells(max_radius, inv_cell_size, u_start, n_cells)
-        for axis in range(3):
-            box_lower[axis] = -reach
-            box_upper[axis] = n_cells[axis] + reach
-        t_lo, t_hi = clip_to_cells(u_start, u_rate, box_lower, box_upper, 0.0, t_end)
-        missed = t_lo > t_hi or n_points == 0
-        # Steps the walk would take, times the cells each step looks up: past `walk_limit`
-        # (a long ray through a sparse grid), testing every sphere is cheaper.
-        n_steps = 1.0
-        if not missed and t_hi < np.inf:
-            for axis in range(3):
-                n_steps += abs(u_rate[axis]) * (t_hi - t_lo) + 1.0
-        # A reach past the whole grid (huge spheres, or an origin so far away that rounding
-        # blurs its cell): every sphere is a candidate from every cell, so no walk.
-        walk = (not missed and k <= max(n_x, max(n_y, n_z))
-                and n_steps * (2 * k + 1) * (2 * k + 1) <= walk_limit)
-        # The walk is kept in scalars (cell, step, t_next per axis): helper calls passing
-        # the arrays cost reference-count updates on every step (46 against 31 us a ray
-        # for the count pass, 1e6 spheres, on the development machine).
-        cx = cy = cz = sx = sy = sz = np.int64(0)
-        tnx = tny = tnz = 0.0
-        x_first = x_last = y_first = y_last = z_first = z_last = np.int64(0)
-        if walk:
-            dda_start(u_start, u_rate, t_lo, cell, step, t_next)
-            cx, cy, cz = cell[0], cell[1], cell[2]
-            sx, sy, sz = step[0], step[1], step[2]
-            tnx, tny, tnz = t_next[0], t_next[1], t_next[2]
-            x_first, x_last = cx - k, cx + k
-            y_first, y_last = cy - k, cy + k
-            z_first, z_last = cz - k, cz + k
-        ux, uy, uz = u_start[0], u_start[1], u_start[2]
-        rx, ry, rz = u_rate[0], u_rate[1], u_rate[2]
+        missed, walk, k, t_lo, t_hi, at, ray = walk_start(
+            state, max_radius, walk_limit, origins[q], units[q], t_end, buffers)
         t_enter = t_lo
         while not missed:
-            # Spheres centred in the cells first..last (clipped to the grid), or all of
-            # them, as one run, when not walking.
-            x_lo, x_hi = max(x_first, 0), min(x_last, n_x - 1)
-            y_lo, y_hi = max(y_first, 0), min(y_last, n_y - 1)
-            z_lo, z_hi = max(z_first, 0), min(z_last, n_z - 1)
-            if not walk:
-                x_lo = x_hi = y_lo = y_hi = z_lo = z_hi = 0
+            x_lo, x_hi, y_lo, y_hi, z_lo, z_hi = slab_cells(at, shape, walk)
             if x_lo <= x_hi:
                 for row_z in range(z_lo, z_hi + 1):
                     for row_y in range(y_lo, y_hi + 1):
-                        if not walk:
-                            start, end = 0, n_points
-                        elif dense:
-                            base = (row_z * n_y + row_y) * n_x
-                            start, end = dense_start[base + x_lo], dense_start[base + x_hi + 1]
-                        else:
-                            start, end = sparse_row_slice(hash_keys, hash_ids, cell_start,
-                                                          cell_coords, x_lo, x_hi, row_y,
-                                                          row_z)
+                        start, end = row_points(walk, n_points, shape[0], shape[1],
+                                                dense_start, hash_keys, hash_ids, cell_start,
+                                                cell_coords, row_y, row_z, x_lo, x_hi)
                         # Unsigned bounds: see `cells` (no wrap-around checks on loads).
                         for j in range(np.uint64(start), np.uint64(end)):
-                            mx = ox - points[0, j]
-                            my = oy - points[1, j]
-                            mz = oz - points[2, j]
-                            radius = radii[j]
-                            c = (mx * mx + my * my + mz * mz) - radius * radius
-                            if c <= 0.0:
-                                hit_t = 0.0
-                            else:
-                                # Negated tests: NaN (overflowed squares) misses.
-                                b = mx * dx + my * dy + mz * dz
-                                if not b < 0.0:
-                                    continue
-                                if radius == 0.0:
-                                    hit_t = point_on_ray(mx, my, mz, dx, dy, dz)
-                                    if not hit_t >= 0.0:
-                                        continue
-                                else:
-                                    # Centre to the nearest point of the line.
-                                    qx = mx - b * dx
-                                    qy = my - b * dy
-                                    qz = mz - b * dz
-                                    disc = radius * radius - (qx * qx + qy * qy + qz * qz)
-                                    if not disc >= 0.0:
-                                        continue
-                                    hit_t = c / (math.sqrt(disc) - b)
-                            if not hit_t <= t_end:
+                            hit_t = sphere_entry(ox - points[0, j], oy - points[1, j],
+                                                 oz - points[2, j], dx, dy, dz, radii[j])
+                            if not (hit_t >= 0.0 and hit_t <= t_end):
                                 continue
                             if first_only:
                                 index = order[j]
@@ -257,37 +268,13 @@ def cast_rays(state, radii, max_radius, walk_limit, origins, units, max_distance
                                 position += 1
             if not walk:
                 break
-            t_exit = min(max(min(tnx, min(tny, tnz)), t_enter), t_hi)  # `dda.dda_exit`
+            t_exit = walk_exit(at, t_enter, t_hi)
             if t_exit >= t_hi or (first_only and best_t <= t_exit):
                 break
-            # `dda.dda_step`, then the new slab of the neighbourhood: one layer of cells on
-            # the axis stepped. Past the grid (plus the reach) along that axis: nothing more.
             t_enter = t_exit
-            axis = next_axis(tnx, tny, tnz)
-            if axis == 0:
-                cx += sx
-                tnx = leave_parameter(ux, rx, cx, sx, t_exit)
-                if (cx - k >= n_x) if sx > 0 else (cx + k < 0):
-                    break
-                x_first = x_last = cx + sx * k
-                y_first, y_last = cy - k, cy + k
-                z_first, z_last = cz - k, cz + k
-            elif axis == 1:
-                cy += sy
-                tny = leave_parameter(uy, ry, cy, sy, t_exit)
-                if (cy - k >= n_y) if sy > 0 else (cy + k < 0):
-                    break
-                y_first = y_last = cy + sy * k
-                x_first, x_last = cx - k, cx + k
-                z_first, z_last = cz - k, cz + k
-            else:
-                cz += sz
-                tnz = leave_parameter(uz, rz, cz, sz, t_exit)
-                if (cz - k >= n_z) if sz > 0 else (cz + k < 0):
-                    break
-                z_first = z_last = cz + sz * k
-                x_first, x_last = cx - k, cx + k
-                y_first, y_last = cy - k, cy + k
+            at, ended = walk_step(at, k, shape, ray, t_exit)
+            if ended:
+                break
         if first_only:
             out_indices[q] = best_index
             out_distances[q] = best_t
