@@ -49,10 +49,11 @@ class ListState(NamedTuple):
 
 @jit
 def _hit_buffers(size):
-    """Buffers of a row's hits: positions in the cell order, ``d2``, ``dx``, ``dy``,
-    ``dz``."""
-    return (np.empty(size, np.int64), np.empty(size, np.float64), np.empty(size, np.float64),
-            np.empty(size, np.float64), np.empty(size, np.float64))
+    """Buffers of a row's hits: their positions in the cell order, and ``(d2, dx, dy, dz)``
+    of each in a row of its own: one row written a candidate rather than four arrays, which
+    took the Lennard-Jones forces of 4,000 and 32,000 atoms 5-11% less time (old and new
+    code in alternating processes)."""
+    return np.empty(size, np.int64), np.empty((size, 4), np.float64)
 
 
 def _list_scan_kernel(half, once=False):
@@ -83,7 +84,7 @@ def _list_scan_kernel(half, once=False):
         r2 = params[0]
         radii = state.radii
         with_radii = radii.shape[0] > 0
-        hit_t, hit_d2, hit_dx, hit_dy, hit_dz = _hit_buffers(256)
+        hit_t, hit = _hit_buffers(256)
         if half:
             slabs = params[1]
             n_ranges = hi - lo
@@ -107,7 +108,7 @@ def _list_scan_kernel(half, once=False):
                         indptr, neighbours = params[1], params[2]
                     first, last = indptr[s], indptr[s + 1]
                     if last - first > hit_t.shape[0]:
-                        hit_t, hit_d2, hit_dx, hit_dy, hit_dz = _hit_buffers(last - first)
+                        hit_t, hit = _hit_buffers(last - first)
                     n_hits = 0
                     for c in range(first, last):
                         t = neighbours[c]
@@ -116,10 +117,10 @@ def _list_scan_kernel(half, once=False):
                         dz = min_image(z - positions[t, 2], box_z, half_z)
                         d2 = dx * dx + dy * dy + dz * dz
                         hit_t[n_hits] = t
-                        hit_d2[n_hits] = d2
-                        hit_dx[n_hits] = dx
-                        hit_dy[n_hits] = dy
-                        hit_dz[n_hits] = dz
+                        hit[n_hits, 0] = d2
+                        hit[n_hits, 1] = dx
+                        hit[n_hits, 2] = dy
+                        hit[n_hits, 3] = dz
                         if with_radii:
                             limit = radii[s] + radii[t]
                             n_hits += 1 if d2 <= limit * limit else 0
@@ -127,10 +128,10 @@ def _list_scan_kernel(half, once=False):
                             n_hits += 1 if d2 <= r2 else 0
                     for h in range(n_hits):
                         other = np.int64(order[hit_t[h]])
-                        fn(own, other, hit_d2[h], hit_dx[h], hit_dy[h], hit_dz[h], *args)
+                        d2, dx, dy, dz = hit[h, 0], hit[h, 1], hit[h, 2], hit[h, 3]
+                        fn(own, other, d2, dx, dy, dz, *args)
                         if half and not once:
-                            fn(other, own, hit_d2[h], -hit_dx[h], -hit_dy[h], -hit_dz[h],
-                               *args)
+                            fn(other, own, d2, -dx, -dy, -dz, *args)
 
     return scan
 
