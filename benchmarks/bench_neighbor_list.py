@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/bench_neighbor_list.py                    # 4,000 and 32,000 atoms
     python benchmarks/bench_neighbor_list.py --n 4000 --steps 1000
     python benchmarks/bench_neighbor_list.py --n 32000 --large-steps 200
+    python benchmarks/bench_neighbor_list.py --both-orders      # fn for (i, j) and (j, i)
 
 Atoms start on a face-centred cubic lattice in a periodic cube at reduced density 0.8,
 with Maxwell velocities at temperature 1.0 (no net momentum); the potential is
@@ -21,6 +22,12 @@ meet the same phases of a machine whose speed drifts):
 - ``neighbor_list``: ``NeighborList(positions, r_cut, skin, box=L)`` built once,
   ``update(positions)`` at every step (it rebuilds when two atoms may have come closer by
   more than ``skin``), then ``for_each_pair(lj_force, ...)``.
+
+Each path calls the force function once a pair (``for_each_pair(..., once=True)``), adding
+the force to one atom and taking it from the other, as molecular dynamics codes do
+(Newton's third law; LAMMPS's default ``newton on``). With ``--both-orders`` every path calls
+it for ``(i, j)`` and for ``(j, i)``, each call writing one atom: twice the calls, the same
+forces.
 
 The forces are summed in 64-bit fixed point (units of 2**-32): integer sums do not depend on
 the order of their terms, and the two paths meet each atom's neighbours in different
@@ -262,9 +269,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="steps of the systems of 10,000 atoms or more")
     parser.add_argument("--n-threads", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--once", action="store_true",
-                        help="both paths call the force function once a pair "
-                             "(for_each_pair(..., once=True)), writing both atoms")
+    parser.add_argument("--both-orders", action="store_true",
+                        help="every path calls the force function for both orders of each "
+                             "pair, each call writing one atom (default: once a pair, "
+                             "for_each_pair(..., once=True), writing both atoms)")
     parser.add_argument("--output-json", type=Path, default=None)
     args = parser.parse_args(argv)
     import numba
@@ -272,12 +280,12 @@ def main(argv: list[str] | None = None) -> int:
     all_rows, summaries = [], []
     for n in args.n:
         steps = args.steps if n < 10_000 else args.large_steps
-        rows, summary = compare(n, steps, args.seed, args.n_threads, args.once)
+        rows, summary = compare(n, steps, args.seed, args.n_threads, not args.both_orders)
         all_rows += rows
         summaries.append(summary)
     threads = args.n_threads or numba.get_num_threads()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    calls = "once a pair (once=True)" if args.once else "for both orders of each pair"
+    calls = "for both orders of each pair" if args.both_orders else "once a pair (once=True)"
     print(f"Lennard-Jones fluid, density {DENSITY}, T {TEMPERATURE}, r_cut {R_CUT}, skin "
           f"{SKIN}, dt {DT}; forces called {calls}; {common.cpu_model()}, {threads} "
           f"threads, load average {load:.2f} at the end\n")
