@@ -102,9 +102,10 @@ class NeighborList:
     rare; where the search is cheap next to the work ``fn`` does for each pair, it gains
     little. A Lennard-Jones fluid (``r = 2.5``, skin 0.3, ``once=True``, 2 threads,
     ``benchmarks/bench_neighbor_list.py``): forces by the list against a new grid's
-    `Grid.for_each_pair` at every step, 1.7 times faster on the median step with 4,000
-    atoms and 1.4 times with 32,000, and 1.4 and 1.2 times over whole runs, rebuilds
-    included; against a list rebuilt at every step, 2.1 and 1.7 times over whole runs.
+    `Grid.for_each_pair` at every step, 1.7-1.8 times faster on the median step with
+    4,000 atoms and 1.3 times with 32,000, and 1.4-1.5 and 1.2 times over whole runs,
+    rebuilds included; against a list rebuilt at every step, 2.1 and 1.7 times over whole
+    runs.
     Measure both on your data before choosing the list.
 
     Examples
