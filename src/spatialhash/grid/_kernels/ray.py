@@ -108,13 +108,13 @@ def walk_buffers():
 @jit
 def walk_start(state, max_radius, walk_limit, origin, unit, t_end, buffers):
     """How the ray ``origin + t * unit``, ``0 <= t <= t_end``, meets the grid's spheres:
-    ``(missed, walk, k, t_lo, t_hi, at)``.
+    ``(missed, walk, k, t_lo, t_hi, at, ray)``.
 
     ``missed``: no sphere can be hit (the ray misses the occupied cells widened by ``k``,
     or there are no points). ``walk``: the ray walks the cells of ``[t_lo, t_hi]`` (else
     it tests every sphere, in one run: see `WALK_COST_PER_POINT`), its first cell's
-    neighbourhood in ``at``, the walk's position (`walk_step`); ``u_start`` and ``u_rate``
-    of ``buffers`` (`walk_buffers`) hold the ray in cell units."""
+    neighbourhood in ``at``, the walk's position (`walk_step`); ``ray`` is the ray in cell
+    units, ``u(t) = u_start + t * u_rate`` (``u_start`` then ``u_rate``, per axis)."""
     u_start, u_rate, cell, step, t_next, box_lower, box_upper = buffers
     n_cells = state.n_cells
     n_x, n_y, n_z = n_cells[0], n_cells[1], n_cells[2]
@@ -165,8 +165,9 @@ def slab_cells(at, shape, walk):
 def row_points(walk, n_points, n_x, n_y, dense_start, hash_keys, hash_ids, cell_start,
                cell_coords, row_y, row_z, x_lo, x_hi):
     """``(start, end)``: the sorted points of cells ``x_lo .. x_hi`` of row ``(row_y,
-    row_z)`` of the grid (its arrays passed one by one: taken out of a tuple at each call,
-    they would cost reference counting on every row); not walking, every point."""
+    row_z)`` of the grid; not walking, every point. A call of its own: inlined into the
+    kernels by numba (`jit_inline`), it made the all-hits casts 1.9 times as slow (one
+    thread, old and new code in alternating processes)."""
     if not walk:
         return np.int64(0), n_points
     if dense_start.shape[0] > 0:
@@ -186,9 +187,9 @@ def walk_exit(at, t_enter, t_hi):
 def walk_step(at, k, shape, ray, t_exit):
     """``(at, ended)``: the walk moved to the next cell (`dda.dda_step`) and its new slab,
     one layer of cells on the axis stepped; ``ended`` once past the grid (plus the reach
-    ``k``) along that axis, where no sphere is left to meet. The walk is kept in a tuple
-    of scalars: helpers passing arrays, not inlined, cost reference-count updates on every
-    step (46 against 31 us a ray for the count pass, 1e6 spheres)."""
+    ``k``) along that axis, where no sphere is left to meet. The walk is kept in tuples of
+    scalars, and this helper inlined: helpers passing arrays cost reference-count updates
+    on every step (46 against 31 us a ray for the count pass, 1e6 spheres)."""
     cx, cy, cz, sx, sy, sz, tnx, tny, tnz = at[:9]
     n_x, n_y, n_z = shape
     ux, uy, uz, rx, ry, rz = ray
