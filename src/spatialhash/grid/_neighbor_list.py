@@ -104,9 +104,8 @@ class NeighborList:
     ``benchmarks/bench_neighbor_list.py``): forces by the list against a new grid's
     `Grid.for_each_pair` at every step, 1.7-1.8 times faster on the median step with
     4,000 atoms and 1.3 times with 32,000, and 1.4-1.5 and 1.2 times over whole runs,
-    rebuilds included; against a list rebuilt at every step, 2.1 and 1.7 times over whole
-    runs.
-    Measure both on your data before choosing the list.
+    rebuilds included; against a list rebuilt at every step, 2.0-2.1 and 1.7 times over
+    whole runs. Measure both on your data before choosing the list.
 
     Examples
     --------
