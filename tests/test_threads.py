@@ -232,7 +232,8 @@ def test_a_libgomp_already_loaded_is_left_alone(tmp_path):
 
 def _fresh_process(code: str, env: dict, preexec_fn=None) -> str:
     environment = {key: value for key, value in os.environ.items()
-                   if key not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "NUMBA_NUM_THREADS")}
+                   if key not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "NUMBA_NUM_THREADS",
+                                  "NUMBA_THREADING_LAYER")}
     environment.update(env)
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=environment,
                             capture_output=True, text=True, check=True, preexec_fn=preexec_fn,
@@ -240,18 +241,30 @@ def _fresh_process(code: str, env: dict, preexec_fn=None) -> str:
     return result.stdout.strip()
 
 
-def test_a_fresh_process_gets_the_short_spin_and_a_users_policy_wins():
+def test_a_fresh_process_under_openmp_gets_the_short_spin_and_a_users_policy_wins():
+    code = """
+        import os, spatialhash
+        from spatialhash import _threads
+        print(os.environ.get("GOMP_SPINCOUNT"), "|", _threads.wait_policy())
+    """
+    openmp = {"NUMBA_THREADING_LAYER": "omp"}
+    spin, policy = _fresh_process(code, openmp).split(" | ")
+    assert spin == str(_threads.SPIN_COUNT)
+    assert "spatialhash's default" in policy
+    spin, policy = _fresh_process(code, {**openmp, "OMP_WAIT_POLICY": "active"}).split(" | ")
+    assert spin == "None"
+    assert policy == "the user's (OMP_WAIT_POLICY=active)"
+
+
+def test_a_fresh_process_on_the_default_layer_leaves_libgomp_alone():
     code = """
         import os, spatialhash
         from spatialhash import _threads
         print(os.environ.get("GOMP_SPINCOUNT"), "|", _threads.wait_policy())
     """
     spin, policy = _fresh_process(code, {}).split(" | ")
-    assert spin == str(_threads.SPIN_COUNT)
-    assert "spatialhash's default" in policy
-    spin, policy = _fresh_process(code, {"OMP_WAIT_POLICY": "active"}).split(" | ")
     assert spin == "None"
-    assert policy == "the user's (OMP_WAIT_POLICY=active)"
+    assert policy.startswith("not set")
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no affinity masks here")

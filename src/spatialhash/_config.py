@@ -8,25 +8,16 @@ plain-NumPy oracles that use the same arithmetic, and reassociation would break 
 
 from __future__ import annotations
 
-import os
 import threading
 
 import numba
 
-from . import _compile_notice, _numba_internals, _threads
+from . import _compile_notice, _layer, _numba_internals, _threads
 
-# On the 2-core development machine the OpenMP layer starts a parallel region in 4.7 us
-# back to back and 72 us after 5 ms idle; the workqueue layer takes 30 us and 263 us
-# (benchmarks/bench_threading.py; TBB would not load with numba 0.68). Code that asks for
-# pairs every frame pays that start on every call, so OpenMP goes first. A user's explicit
-# NUMBA_THREADING_LAYER still wins.
-# The OpenMP layer is also the one that serves parallel calls from several Python threads at
-# once (the workqueue layer aborts the process on concurrent use). Its waiting threads spin
-# for a short while only (`_threads`), so that a machine whose cores are busy does not make
-# every call wait for descheduled threads.
-if "NUMBA_THREADING_LAYER" not in os.environ:
-    numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
-_threads.configure_wait_policy()
+# The threading layer: one that survives fork and serves several Python threads (`_layer`).
+_layer.choose(numba.config)
+if _layer.may_run_openmp():
+    _threads.configure_wait_policy()
 # A line on stderr when a first call compiles (`_compile_notice`).
 _compile_notice.install()
 

@@ -21,14 +21,13 @@ time slices. `default_n_threads` is at most the CPUs the process may really use
 (`usable_cpus`), and at most numba's own count (``NUMBA_NUM_THREADS``,
 ``numba.set_num_threads``).
 
-The wait policy. Numba's OpenMP layer (the one spatialhash asks for first, see `_config`)
-runs on libgomp, whose waiting threads spin for 300,000 iterations at every barrier before
-they sleep, whatever the load: a thread that lost its core makes the others spin until it
-runs again. With the thread count following the load this matters less, but it still
-applies to explicit thread counts and to the first moments of a new load.
-`configure_wait_policy` sets `SPIN_COUNT` (``GOMP_SPINCOUNT``) before libgomp starts:
-idle, the 1e6-point rows ran as fast as with libgomp's spin (within the noise of two runs;
-10,000 iterations cost them about 3%). A user's ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``
+The wait policy, under numba's OpenMP layer only (spatialhash asks for TBB first, see
+`_layer`; a user may name OpenMP). Its libgomp makes waiting threads spin for 300,000
+iterations at every barrier before they sleep, whatever the load: a thread that lost its
+core makes the others spin until it runs again. `configure_wait_policy` sets `SPIN_COUNT`
+(``GOMP_SPINCOUNT``) before libgomp starts, when numba may run OpenMP: idle, the 1e6-point
+rows ran as fast as with libgomp's spin (within the noise of two runs; 10,000 iterations
+cost them about 3%). A user's ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``
 always wins, and a libgomp that another package loaded first keeps its own setting
 (`wait_policy` says which applies).
 """
@@ -92,7 +91,7 @@ def wait_policy() -> str:
         return "libgomp's own (it was loaded before spatialhash)"
     if state == "set":
         return f"GOMP_SPINCOUNT={SPIN_COUNT} (spatialhash's default)"
-    return "not configured"
+    return "not set (spatialhash sets it for numba's OpenMP layer only)"
 
 
 def cgroup_cpu_limit(cgroup_root: str = "/sys/fs/cgroup",
