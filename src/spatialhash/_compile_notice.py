@@ -53,7 +53,7 @@ FAMILY_SECONDS = {
     # second, in a fresh process on an empty cache (its cell helpers compile too).
     "functions run over pairs": (3, 4),
     # Likewise: `Grid.query_ray` with a new ``fn``, 100 and 5,000 rays (one thread, the
-    # multi-threaded driver); `DynamicHash.query_ray`'s takes about 2.4 s.
+    # multi-threaded driver); `DynamicHash.query_ray`'s falls within the same range.
     "functions run over ray hits": (2, 4),
 }
 

@@ -94,9 +94,8 @@ class threads:  # noqa: N801 (used as a function: ``with threads(n):``)
     parallel regions at once ("Concurrent access has been detected"), the bodies run one
     at a time (`_WORKQUEUE_LOCK`); the OpenMP and TBB layers run them side by side.
 
-    A class rather than a generator context manager, which cost about 1.4 us more a use
-    (ad hoc, timeit); entering and leaving with ``None``, the thread choice included, takes
-    about 1.8 us, paid twice by a grid built and queried every frame."""
+    A class rather than a generator context manager, which cost nearly twice as much a use
+    (ad hoc, timeit): a grid built and queried every frame enters it twice."""
 
     __slots__ = ("_n_threads", "_previous", "_locked")
 

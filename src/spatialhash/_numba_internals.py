@@ -43,7 +43,7 @@ def type_calls_without_literals(dispatcher):
     Numba types a constant argument in a call between kernels as a literal
     (``Literal[bool](True)``, ``Literal[int](32)``) and compiles a separate specialization
     of the callee for it: a kernel called with a flag, with ``True`` and with ``False``,
-    was compiled three times, 8 to 13 s each on a cold cache. Literal types buy nothing
+    was compiled three times, each a whole cold compile of it. Literal types buy nothing
     here (no kernel uses ``numba.literally``), so calls are typed with the literals
     widened to their plain types, as calls from Python are.
     """

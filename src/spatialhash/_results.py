@@ -55,7 +55,7 @@ class Pairs:
         order = np.lexsort((self.indices[:, 1], self.indices[:, 0]))
         distances = None if self.distances is None else self.distances[order]
         # `np.take`: indexing the rows with ``[order]`` took ten times longer (NumPy 2.4,
-        # 100,000 rows of two columns: 2.4 against 0.23 ms).
+        # 100,000 rows of two columns).
         return Pairs(np.take(self.indices, order, axis=0), distances, self.shape)
 
     def to_scipy(self, symmetric: bool = False):

@@ -183,7 +183,7 @@ def process_cpus() -> int:
 
 
 #: Seconds between two readings of the other programs' CPU use (``/proc/stat`` counts in
-#: ticks of 10 ms: a shorter window would be mostly rounding).
+#: clock ticks, a hundredth of a second: a shorter window would be mostly rounding).
 LOAD_SAMPLE_SECONDS = 0.25
 
 
@@ -198,7 +198,7 @@ class LoadMonitor:
     `free_cpus` compares the busy time of the CPUs in ``cpus`` (all of them where ``None``)
     between two readings at least `LOAD_SAMPLE_SECONDS` apart, less the CPU time this
     process used meanwhile; it reads again only when that long has passed, so a call pays a
-    clock read, and one call in many a ~30 us file read. Stolen time (a hypervisor's) counts
+    clock read, and one call in many a file read. Stolen time (a hypervisor's) counts
     as busy. Until the first window closes, and where ``/proc/stat`` cannot be read, nothing
     is known (``None``).
     """
@@ -281,7 +281,7 @@ def _load_monitor() -> LoadMonitor:
 def adapts_to_load() -> bool:
     """Whether calls that name no thread count follow the load (``SPATIALHASH_ADAPT_THREADS``,
     on unless set to ``0``). Read once, at the first such call (a lookup in `os.environ`
-    cost 0.75 us, more than the rest of the choice); `adapts_to_load.cache_clear` reads it
+    cost more than the rest of the choice); `adapts_to_load.cache_clear` reads it
     again."""
     return os.environ.get("SPATIALHASH_ADAPT_THREADS", "1") != "0"
 

@@ -28,8 +28,8 @@ DYNAMIC_RAY_CALL = ("fn(ray, id, distance, *args), ray (0) and id int64, distanc
 
 
 #: The return type of each ``fn`` for the types of its ``args``, found once: asking numba
-#: again took 29 us a call (`return_type_of`), three times a `DynamicHash.query_ray`. The
-#: kernels compiled for ``fn`` keep it alive anyway.
+#: again (`return_type_of`) took three times as long as a whole `DynamicHash.query_ray`.
+#: The kernels compiled for ``fn`` keep it alive anyway.
 _RETURN_TYPES: dict = {}
 
 

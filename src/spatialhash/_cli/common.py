@@ -164,7 +164,7 @@ class _TextProgress:
 
 
 def progress(quiet: bool, total: float | None = None, **options):
-    """A tqdm progress bar on stderr, shown only if the work takes longer than 2 s.
+    """A tqdm progress bar on stderr, shown only once the work has taken `PROGRESS_DELAY_S`.
 
     Off with ``quiet`` and when stderr is not a terminal (logs and pipes stay clean). Where
     tqdm is not installed (a base install), a plain text counter instead: a progress bar is

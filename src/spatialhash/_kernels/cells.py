@@ -20,8 +20,8 @@ whenever the tuple is passed or copied, which made a cell lookup 25 times slower
 Unsigned loop bounds. The loops over a run of points read ``range(np.uint64(start),
 np.uint64(end))``. With a signed index numba must allow ``points[0, j]`` with ``j < 0``
 (Python's wrap-around), so LLVM turns the loop's loads into gathers; with an unsigned one
-the loads are contiguous vector loads. On the development machine that took the
-distance test from 2.1 to 0.45 ns per candidate.
+the loads are contiguous vector loads, and the distance test took under a quarter of the
+time per candidate (ad hoc).
 """
 
 from __future__ import annotations

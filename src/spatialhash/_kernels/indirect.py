@@ -2,10 +2,11 @@
 
 Why. When a numba function calls another, numba links the callee's code into the caller,
 and into the function it outlines for each ``prange`` loop, and optimizes and emits that
-code again there. A parallel driver whose loop calls one big kernel cost 7 to 14 s of
-cold compile on top of the kernel's own (ad hoc, cold cache, CPU time), only to produce
-the kernel's code once more. Called through its address instead, the kernel is compiled
-once, by itself, and the driver is a loop around a call.
+code again there. A parallel driver whose loop calls one big kernel cost about as much
+cold compile again as the kernel (ad hoc, cold cache, CPU time), only to produce the
+kernel's code once more. Called through its address instead, the kernel is compiled once,
+by itself, and the driver is a loop around a call, a fraction of that compile (the
+figures are in ``docs/benchmarks.md``, "Compile time and warm start").
 
 How. `kernel_caller(kernel)` makes intrinsics ``check(target, args)`` and
 ``call(target, args)``: ``args`` is the tuple of the kernel's arguments, ``target`` an
@@ -52,7 +53,7 @@ def kernel_target(kernel, args, key) -> np.ndarray:
 
     ``args`` are values of the types the driver passes the kernel (Python ints for int64,
     floats for float64, bools, arrays of the same dtype, dimensions and layout). Typing
-    them costs about 20 us an array, so targets are kept by ``key``, a cheap value that
+    them is slow beside a call, so targets are kept by ``key``, a cheap value that
     tells the callers' argument types apart (a grid's index dtype); ``args`` are typed only
     the first time a key is seen. A key that did not tell two sets of types apart gives a
     target whose tag the driver rejects with ``ValueError``, never a wrong call.

@@ -27,8 +27,8 @@ def pad_with_bounds(points, padded):
     differences could underflow). Zeros for no points. An empty ``padded`` (no rows) asks
     for the bounds and the tests only, without the copy.
 
-    One compiled call instead of NumPy's ``isfinite`` and two kernels: a grid of 5,000
-    points is built in a few hundred microseconds, and each of those cost 10-30 us.
+    One compiled call instead of NumPy's ``isfinite`` and two kernels: at 5,000 points
+    each of those cost up to a tenth of the whole build.
     """
     n, d = points.shape
     lowest = np.zeros(3)
@@ -62,8 +62,7 @@ def wrap_columns(points, box):
     remainder, and 0 for a remainder of 0), except that a tiny negative number, whose
     remainder plus the period rounds to the period itself, wraps to 0. One compiled pass
     that leaves the coordinates already inside as they are (``fmod`` is slow): ``np.mod``
-    took about 1 ms for 32,000 points in 3-D, twice the rest of a neighbour list's
-    update.
+    took twice as long as the rest of a neighbour list's update (32,000 points in 3-D).
     """
     n, d = points.shape
     for axis in range(min(d, box.shape[0])):

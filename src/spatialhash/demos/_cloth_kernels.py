@@ -93,12 +93,11 @@ def solve_distances_parallel(positions, constraints, rest_lengths, share_a, shar
     the constraints so). So the first bands run at once, each in order, then the others; the
     sequential kernel meets the constraints in the same order, and the result is the same,
     bit for bit, on any number of threads. Two parallel regions a pass rather than one per
-    group of constraints that share no particle: ad hoc, 100 x 100, 0.47 -> 0.38 ms a
-    pass.
+    group of constraints that share no particle: ad hoc, 100 x 100, 19% less time a pass.
 
     The loop body repeats the one of `solve_distances`: as a helper called per
-    constraint it ran ten times slower, even with numba's ``inline="always"`` (0.57 ->
-    5.8-7.8 ms for the 59,000 constraints of 100 x 100)."""
+    constraint it ran ten to fourteen times slower, even with numba's ``inline="always"``
+    (the 59,000 constraints of 100 x 100)."""
     bounds = (0, n_first, band_start.shape[0] - 1)
     for phase in range(2):
         lo, hi = bounds[phase], bounds[phase + 1]
@@ -212,7 +211,7 @@ def spreads_of_displacements(positions, reference_a, reference_b, centres, sprea
     if n == 0:
         return
     # Scalars rather than small arrays, so that the loop keeps them in registers (ad hoc,
-    # 10,000 particles, separate runs: 0.079 -> 0.062 ms).
+    # 10,000 particles, separate runs: 22% less time).
     ca_x, ca_y, ca_z = centres[0, 0], centres[0, 1], centres[0, 2]
     cb_x, cb_y, cb_z = centres[1, 0], centres[1, 1], centres[1, 2]
     low_ax = low_ay = low_az = low_bx = low_by = low_bz = np.inf

@@ -38,24 +38,22 @@ second pass, only makes the bound smallest), and a rebuild filters the rest neig
 and makes the inner list in one pass (`split_contacts`). At 100 x 100 the inner list holds
 about a third of the outer one and is refreshed about five times a frame, against two to
 three rebuilds of the outer one. Ad hoc, CPU time per frame on one thread, 120 frames,
-inner margin as a fraction of the margin, runs alternated on the loaded development
-machine: 1 (one list) 25.9 and 27.4 ms; 0.5: 21.6 and 22.4 ms; 0.4: 24.2 and 26.3 ms.
+runs alternated: an inner margin of half the margin took 17-18% less time than one list,
+0.4 of it only 4-7% less (the times are in ``docs/benchmarks.md``, "Demos").
 
 Threads. The constraints come in bands of rows (`_cloth_grid`), and bands two apart share
 no particle, so `solve_distances_parallel` runs the even bands at once, then the odd ones,
 with the same result as one thread, bit for bit (two parallel regions a pass; twelve, one
-per group of constraints sharing no particle, took 0.47 ms a pass against 0.38, ad hoc). The
+per group of constraints sharing no particle, took a quarter more time a pass, ad hoc). The
 neighbour search's `query_pairs` runs on every thread too, and so do the list filters
 (`split_contacts` and `pairs_within`, by chunks whose kept rows are then moved together:
-the same lists; ad hoc, 164,000 pairs, order alternated: 1.35 -> 0.99 ms and 0.66 -> 0.41
-ms). ``Cloth(n_threads=...)`` (``--threads``) sets the thread count of these parallel
-parts. The rest is sequential: the contact pass is Gauss-Seidel over pairs that share
-particles. Per frame (ad hoc, seed 0, two threads,
-each kernel call timed, after the constraints went into bands): `query_pairs` 4.2 ms, the
-constraint pass 3.1 ms, the list filters 2.8 ms, the contact pass 1.7 ms, the grid build
-1.6 ms, the bounds 0.6 ms, the prediction 0.6 ms, the rest 1.1 ms: 15.7 ms in all against
-16.7 ms of real time; the demo's own runs gave 16.4 ms in a fast phase of the machine and
-21-22 ms in a slow one.
+the same lists; ad hoc, 164,000 pairs, order alternated: 27% and 38% less time).
+``Cloth(n_threads=...)`` (``--threads``) sets the thread count of these parallel parts.
+The rest is sequential: the contact pass is Gauss-Seidel over pairs that share particles.
+Shares of a frame (ad hoc, seed 0, two threads, each kernel call timed, after the
+constraints went into bands): `query_pairs` 27%, the constraint pass 20%, the list filters
+18%, the contact pass 11%, the grid build 10%, the bounds and the prediction 4% each, the
+rest 7% (the times are in ``docs/benchmarks.md``, "Demos").
 
 Measuring "passing through". `Cloth.count_crossings` meshes the grid into triangles and
 counts edges that pierce a triangle (candidates from the spatial hash); a surface that has
@@ -82,11 +80,12 @@ from ._cloth_grid import grid_constraints, hanging_positions
 GRAVITY = 9.81
 #: Share of a particle's sideways motion the ground takes away (1: it sticks).
 GROUND_FRICTION = 1.0
-#: Default margin of the contact list, in thicknesses. At 100 x 100 (2 s of simulation),
-#: with one list, a margin of 0.5 rebuilt the list about 4.3 times a frame, 0.75: 3.7,
-#: 1: 2.0, 1.5: 1.7, 2: 1.1 (with 2.7 times the pairs of 1 to check every substep); 1 took
-#: the least time. With the inner list (its margin half a thickness), 1.25 and 1.5 rebuilt
-#: less but were no faster (ad hoc, seed 0: 20.5 and 24.4 ms a frame against 19.2-20.5).
+#: Default margin of the contact list, in thicknesses. At 100 x 100 (120 frames), with
+#: one list, a margin of 0.5 rebuilt the list about 4.3 times a frame, 0.75: 3.7, 1: 2.0,
+#: 1.5: 1.7, 2: 1.1 (with 2.7 times the pairs of 1 to check every substep); 1 took the
+#: least time. With the inner list (its margin half a thickness), 1.25 and 1.5 rebuilt
+#: less but were no faster (ad hoc, seed 0: 1.25 took as long a frame as 1, within the
+#: spread of its runs, and 1.5 a fifth longer).
 MARGIN = 1.0
 #: Reach of the inner contact list beyond the thickness, as a fraction of the margin.
 HOT_MARGIN_FRACTION = 0.5

@@ -86,8 +86,8 @@ class ContactSearch:
         reach = 2.0 * float(radii.max()) if radii.size else 0.0
         reach = reach if reach > 0.0 else 1.0
         if self.method == "hash":
-            # The library's indices as they are: converting them to int64 took 30-50 us of
-            # a step's search (5,000 particles, the solver then compiled for int64).
+            # The library's indices as they are: converting them to int64 took a sizeable
+            # share of a step's search (5,000 particles, the solver then compiled for int64).
             grid = spatialhash.Grid(positions, cell_size=reach, n_threads=self.n_threads)
             return grid.query_pairs(radii=radii).indices
         index_dtype = np.int32 if positions.shape[0] <= np.iinfo(np.int32).max else np.int64

@@ -37,10 +37,10 @@ def dense_build(points3, origin, inv_cell_size, n_periodic, n_cells):
     linear index of every cell in the box of cells to its id or -1, and ``dense_start``
     counts the points before each linear index. The counting sort runs on the linear
     index, computed from the points in the pass that counts them, so neither per-point
-    cell coordinates nor cell ids are stored (ad hoc: 100 -> 91 us for 5,000 points, and
+    cell coordinates nor cell ids are stored (ad hoc: 9% less time for 5,000 points, and
     120 kB less to bring back into the cache each frame); the cells are walked in nested
     loops, since an integer division per cell to recover its coordinates cost as much as
-    the sort of a small grid (ad hoc: 35 us of a 160 us build of 5,000 points).
+    the sort of a small grid (ad hoc: a fifth of the build of 5,000 points).
     """
     n = points3.shape[0]
     nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
@@ -94,7 +94,7 @@ def hashed_cell_ids(coords):
     and doubles whenever it is half full, so it stays about the size of the occupied
     cells rather than of the points (a million points in 46,000 cells: a table sized for
     the points, 64 MB, missed the cache on nearly every probe; with the table that grows,
-    the whole sparse build went from 0.205 to 0.174 s, one process, alternated). Queries
+    the whole sparse build took 15% less time, one process, alternated). Queries
     probe the smaller table of rows (`row_table`) instead.
     """
     n = coords.shape[0]
@@ -319,7 +319,7 @@ def gather_columns_source(loop):
     (3, n) columns, zeros for missing coordinates, iterating with ``loop``: `gather_columns`
     (``range``) and ``build_parallel.gather_columns_parallel`` (``prange``) are compiled
     from it. Gathering the coordinates after the sort measured faster than scattering
-    them during it (42 ms against about 100 ms for a million points). One loop in the
+    them during it (less than half the time for a million points). One loop in the
     kernel itself: as a helper that both called over ranges of positions, the build of a
     million 2-D points took 1.08-1.10 times as long (`benchmarks/bench_ab.py`)."""
 

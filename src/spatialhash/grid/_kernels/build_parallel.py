@@ -81,8 +81,8 @@ def sort_points_parallel(points3, cell_id, n_occupied, n_chunks):
     """`build.sort_points` on every thread (the sparse build): the same ``(cell_start,
     permutation, columns)``, a stable counting sort being unique, from per-chunk
     histograms of the cell ids (``n_chunks`` times ``n_occupied`` counts). A million
-    points and one far outlier, the whole build: 0.186 -> 0.154 s (two threads, one
-    process, alternated, medians of 10)."""
+    points and one far outlier, the whole build: 17% less time than with `build.sort_points`
+    (two threads, one process, alternated, medians of 10)."""
     counts = chunk_histograms(cell_id, n_occupied, n_chunks)
     cell_start = chunk_starts(counts)
     permutation = chunk_scatter(cell_id, counts)

@@ -98,7 +98,7 @@ def _scan_kernel(over_cells, once=False):
     (`pairs.GATHER_MIN_POINTS_PER_CELL`), a cell whose runs need no periodic image first
     copies the candidates within reach of the box bounding its points next to each other,
     in the order of the runs, as `pairs.pairs_scan_cells_gathered` does; each of its points
-    then scans that one run: the same calls in the same order, 0.33 -> 0.27 s for the SPH
+    then scans that one run: the same calls in the same order, 18% less time for the SPH
     density of a million points (``benchmarks/bench_pair_functions.py``).
     """
 

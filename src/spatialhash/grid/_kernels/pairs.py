@@ -10,11 +10,11 @@ use `pairs_scan_cells_gathered`: a cell whose runs need no periodic image copies
 points next to each other once (coordinates and sorted indices), so each of its points
 then scans one long run, the candidates after it, in a loop that vectorizes; scanning the
 few short runs point by point cost more in loop set-up and scalar remainders than in
-distances (ad hoc, one thread, the same process, both versions alternately: 5,000 points
-in 3-D 3.5 -> 2.1 ms, 200,000 in 3-D 133 -> 85 ms, the cloth demo's contact list 6.8 -> 4.5
-ms; the rows are the same, in the same order). Cells with image shifts (at the ends of
-periodic axes) or minimum images scan their runs one by one. With fewer points per cell
-(the 5,000 discs of the particle demo: 2.4) the copy costs more than it saves.
+distances (ad hoc, one thread, the same process, both versions alternately: 40% less time
+for 5,000 points in 3-D, 36% for 200,000 in 3-D, 34% for the cloth demo's contact list; the
+rows are the same, in the same order). Cells with image shifts (at the ends of periodic
+axes) or minimum images scan their runs one by one. With fewer points per cell (the 5,000
+discs of the particle demo: 2.4) the copy costs more than it saves.
 
 When the search range covers a whole periodic axis (a box of fewer than ``2 * reach + 1``
 cells), stencil offsets alias the same cell; there, and when the stencil holds more cells
@@ -99,8 +99,9 @@ def half_stencil_runs(state, a, reach_cells, inline_runs, first, last, half, run
 
     ``inline_runs``: a dense grid not paired by id, whose cells away from the ends of
     periodic axes find their runs with a few loads of ``dense_start`` rather than by the
-    general path (ranges, images, probing), which cost about 270 ns a cell. Buffers of
-    `half_stencil_capacity` runs always hold the inline runs.
+    general path (ranges, images, probing), which cost as much a cell as the distance
+    tests of a cell of a few points. Buffers of `half_stencil_capacity` runs always hold
+    the inline runs.
     """
     cell_coords, n_cells, box = state.cell_coords, state.n_cells, state.box
     cx, cy, cz = cell_coords[a, 0], cell_coords[a, 1], cell_coords[a, 2]
@@ -185,7 +186,7 @@ def gather_near(points, order, radii, r2, run_bounds, n_runs, own_start, own_end
             near_z[k] = pz
             # The original index: read in order here, once per cell, rather than at random
             # for every pair (ad hoc, 5,000 points in 3-D, one thread, order alternated:
-            # 1.83 -> 1.67 ms).
+            # 9% less time).
             near_j[k] = order[j]
             if with_radii:
                 near_radii[k] = radii[j]
@@ -263,7 +264,7 @@ def _pair_scan_kernel(gather):
         n_appended = 0
         # In a dense grid, a cell whose stencil wraps no periodic axis (every cell when no
         # axis is periodic) finds its runs inline: the general path (ranges, images, probing)
-        # cost about 270 ns a cell, as much as the distance tests of a cell of a few points.
+        # cost as much a cell as the distance tests of a cell of a few points.
         # Written out here, as `half_stencil_runs` does for the functions over pairs:
         # calling that helper (inlined or not) made this kernel 16-38% slower on small
         # cells (200,000 points in 2-D with radii, one thread, versions alternated).
@@ -535,9 +536,10 @@ def grown_outputs(indices, distances, needed):
 # Numba links the code of every function a function calls into it, and into the function
 # it outlines for each `prange` loop, and optimizes and emits it again there: a driver
 # that called both kernels directly cost the compile of both, twice; the gathering
-# kernel's own count driver, with one loop for whole chunks and one for samples, cost 21 s
-# on top of the kernel's own 9 s; one loop calling it directly, 14 s; through its address,
-# 3 s (ad hoc, cold cache, CPU time).
+# kernel's own count driver, with one loop for whole chunks and one for samples, cost more
+# than twice the kernel's own compile on top of it; one loop calling it directly, half as
+# much again as the kernel; through its address, a third of the kernel (ad hoc, cold cache,
+# CPU time; the figures are in ``docs/benchmarks.md``, "Compile time and warm start").
 _check_scan_cells, _call_scan_cells = kernel_caller(pairs_scan_cells,
                                                    pairs_scan_cells_gathered)
 

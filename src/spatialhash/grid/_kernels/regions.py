@@ -32,8 +32,8 @@ def split_regions(cell_start, n_regions):
     """Cells that bound about ``n_regions`` runs of cells of equal point counts:
     ``region_cells`` rises strictly from 0 to the number of occupied cells, region ``k``
     being cells ``region_cells[k]`` to ``region_cells[k + 1] - 1``. Compiled, since the
-    NumPy version (a search, a linspace, a unique) cost 50-100 us a call at a few
-    thousand points."""
+    NumPy version (a search, a linspace, a unique) cost a call as much as a large part of
+    the search it serves at a few thousand points."""
     n_occupied = cell_start.shape[0] - 1
     n_points = cell_start[n_occupied]
     bounds = np.empty(n_regions + 1, np.int64)
