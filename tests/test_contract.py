@@ -20,13 +20,20 @@ missing). So that an engine keeps every promise its features allow, the part of 
 promise that needs a feature is a test of its own (the `query_box` rows of an invariance
 beside its pairs, radius and k-nearest answers, say). Cell sizes come from a
 ``cell_sizes`` mark, not ``parametrize``: an engine without a cell size runs such a test
-once. `KNOWN_BUGS` turns the combinations of a known bug into strict xfails.
+once. Periodic boxes come from the `boxes` decorator, likewise: an engine without them
+runs such a test with ``box=None`` only, and the hypothesis scenes of such an engine are
+open (`scenes`). `KNOWN_BUGS` turns the combinations of a known bug into strict xfails.
 One test does not take the fixture: the engines named in pairs in `THREAD_TWINS` differ
 only in their thread count and must give the same bytes.
 
 The Dask engine (``"dask"``, when the ``dask`` extra is installed) answers through
 ``dask_adapter.py``, on Dask's synchronous scheduler, its points cut into tiles, with a
 smaller share of the hypothesis examples (`EXAMPLES`).
+
+The dynamic hash (``"dynamic"``) answers through ``dynamic_adapter.py``: a `DynamicHash`
+holding the points as objects whose ids are their indices, one hash query per row of
+queries, pairs as overlapping spheres; it has no periodic boxes, chunks of pairs, rays or
+checks at construction (`LACKS`).
 
 Answers are compared with the brute-force references of ``oracles.py`` (the kernels'
 arithmetic, so exact inputs agree bit for bit) on coordinates that are multiples of a
@@ -47,6 +54,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import ray_oracles
+from dynamic_adapter import DynamicGrid
 from spatialhash import Grid, KNearest, Neighbors, Pairs, RayHits
 
 import oracles
@@ -61,6 +69,8 @@ ENGINES = {
 }
 #: The engines of `Grid` itself.
 CPU_ENGINES = list(ENGINES)
+#: A `DynamicHash` of the points (``dynamic_adapter.py``).
+ENGINES["dynamic"] = DynamicGrid
 #: The Dask engine, when the ``dask`` extra is installed (its absence is no error here).
 if all(importlib.util.find_spec(name) for name in ("dask", "pandas", "pyarrow")):
     from dask_adapter import DaskGrid
@@ -72,9 +82,9 @@ if all(importlib.util.find_spec(name) for name in ("dask", "pandas", "pyarrow"))
 #: ``"cell_size"``, a cell size the engine's index uses; ``"checks at construction"``,
 #: points checked when the engine is made, with `Grid`'s messages; ``"fast queries"``,
 #: queries of microseconds on small inputs, which the tests making 20 queries or more
-#: need to stay quick.
+#: need to stay quick; ``"periodic"``, a periodic box (``box`` and ``periodic``).
 FEATURES = frozenset({"iter_pairs", "query_box", "query_ray", "per-query radii", "cell_size",
-                      "checks at construction", "fast queries"})
+                      "checks at construction", "fast queries", "periodic"})
 #: What each engine lacks of `FEATURES`; an engine not named here offers all of them.
 LACKS = {
     # Pairs, radius and k-nearest queries, one `r` for all queries. No cell size: each
@@ -83,6 +93,13 @@ LACKS = {
     # Dask graph: 30 to 100 ms, whatever its size.
     "dask": frozenset({"iter_pairs", "query_box", "query_ray", "per-query radii",
                        "cell_size", "checks at construction", "fast queries"}),
+    # Radius, k-nearest, box and pair queries, one hash query per row; no periodic box,
+    # no chunks of pairs. Rays: `DynamicHash` normalizes a direction by its norm alone,
+    # `Grid` (and `ray_oracles.py`) by its largest component first, and distances along
+    # oblique rays differ in the last bit (in `test_rays_match_the_oracle`, even with the
+    # directions normalized as `Grid` does before the hash's own step). Points are checked
+    # when inserted, with the dynamic hash's messages.
+    "dynamic": frozenset({"iter_pairs", "query_ray", "checks at construction", "periodic"}),
 }
 assert all(lacks <= FEATURES for lacks in LACKS.values()), "see `FEATURES`"
 #: Known bugs, by (test, engine): that combination runs as a strict xfail, so the fix
@@ -97,6 +114,7 @@ THREAD_TWINS = [("grid-1-thread", "grid"), ("brute-1-thread", "brute")]
 #: builds and runs a Dask graph: 30 to 100 ms, even on a few points).
 EXAMPLES = {name: max(10, settings.default.max_examples // len(CPU_ENGINES))
             for name in CPU_ENGINES}
+EXAMPLES["dynamic"] = EXAMPLES["grid"]
 if "dask" in ENGINES:
     EXAMPLES["dask"] = max(2, EXAMPLES["grid"] // 5)
 
@@ -107,10 +125,22 @@ BEYOND = 1.25 + 2.0**-40
 CELL_SIZES = (None, 0.375, 0.625, 1.25, 2.5)
 
 
+def boxes(*values):
+    """The boxes a test taking ``engine`` and ``box`` runs with: each of ``values`` on an
+    engine that offers ``"periodic"``, the open ones (None) alone on one that lacks it
+    (read by `pytest_generate_tests`; an attribute rather than a mark, so that no mark
+    is registered for it)."""
+    def attach(test):
+        test.boxes = values
+        return test
+    return attach
+
+
 def pytest_generate_tests(metafunc):
     """Run each test taking ``engine`` on every engine that offers the features named by
     the test's ``needs`` marks; with a ``cell_sizes`` mark, at each of its cell sizes (an
-    engine lacking ``"cell_size"`` runs the test once, with None)."""
+    engine lacking ``"cell_size"`` runs the test once, with None); with `boxes`, with each
+    of its boxes (an engine lacking ``"periodic"`` with None only)."""
     if "engine" not in metafunc.fixturenames:
         return
     needs = {feature for mark in metafunc.definition.iter_markers("needs")
@@ -118,16 +148,22 @@ def pytest_generate_tests(metafunc):
     assert needs <= FEATURES, f"unknown features {needs - FEATURES}: see `FEATURES`"
     names = [name for name in ENGINES if not needs & LACKS.get(name, frozenset())]
     sizes = metafunc.definition.get_closest_marker("cell_sizes")
+    box_values = getattr(metafunc.function, "boxes", None)
     params = []
     for name in names:
         bug = KNOWN_BUGS.get((metafunc.function.__name__, name))
         marks = () if bug is None else (pytest.mark.xfail(reason=bug, strict=True),)
-        if sizes is None:
-            params.append(pytest.param(name, marks=marks))
-        else:
-            cell_sizes = (None,) if "cell_size" in LACKS.get(name, ()) else sizes.args
-            params += [pytest.param(name, size, marks=marks) for size in cell_sizes]
-    argnames = ["engine"] if sizes is None else ["engine", "cell_size"]
+        lacks = LACKS.get(name, frozenset())
+        combinations = [(name,)]
+        if sizes is not None:
+            cell_sizes = (None,) if "cell_size" in lacks else sizes.args
+            combinations = [(*done, size) for done in combinations for size in cell_sizes]
+        if box_values is not None:
+            engine_boxes = [box for box in box_values if box is None or "periodic" not in lacks]
+            combinations = [(*done, box) for done in combinations for box in engine_boxes]
+        params += [pytest.param(*combination, marks=marks) for combination in combinations]
+    argnames = (["engine"] + (["cell_size"] if sizes is not None else [])
+                + (["box"] if box_values is not None else []))
     metafunc.parametrize(argnames, params, indirect=["engine"], scope="module")
 
 
@@ -135,6 +171,12 @@ def pytest_generate_tests(metafunc):
 def engine(request):
     """A factory ``(points, cell_size=None, *, box=None, periodic=None)`` of one engine."""
     return ENGINES[request.param]
+
+
+@pytest.fixture
+def lacks(request) -> frozenset:
+    """What this test's engine lacks of `FEATURES`."""
+    return LACKS.get(request.node.callspec.params["engine"], frozenset())
 
 
 @pytest.fixture
@@ -268,15 +310,16 @@ def assert_same_answers(got: dict, expected: dict):
 
 # ---------------------------------------------------------------------- random scenes
 @st.composite
-def scenes(draw, max_points: int = 40):
-    """Lattice points in 1-3 dimensions; open, periodic or partly periodic; a radius and
-    queries on the same lattice (some outside the points' range)."""
+def scenes(draw, max_points: int = 40, periodic_boxes: bool = True):
+    """Lattice points in 1-3 dimensions; open, periodic or partly periodic (open only
+    without ``periodic_boxes``); a radius and queries on the same lattice (some outside
+    the points' range)."""
     n_dims = draw(st.integers(1, 3))
     n = draw(st.integers(0, max_points))
     spread = draw(st.sampled_from([2, 4, 8, 16]))
     points = draw(arrays(np.int64, (n, n_dims), elements=st.integers(-spread, spread))) * STEP
     box = periodic = None
-    if draw(st.booleans()):
+    if periodic_boxes and draw(st.booleans()):
         box = draw(st.lists(st.sampled_from([4.0, 8.0]), min_size=n_dims, max_size=n_dims))
         periodic = draw(st.lists(st.booleans(), min_size=n_dims, max_size=n_dims))
     m = draw(st.integers(0, 10))
@@ -455,7 +498,7 @@ def test_iter_pairs_chunks_concatenate_to_query_pairs(engine, chunk_size):
 
 
 # ---------------------------------------------------------------------- radius
-@pytest.mark.parametrize("box", [None, 4.0])
+@boxes(None, 4.0)
 def test_radius_rows_are_csr_sorted_by_index(engine, box):
     rng = np.random.default_rng(11)
     points, queries = lattice(rng, (250, 3), 8), lattice(rng, (40, 3), 10)
@@ -471,7 +514,7 @@ def test_radius_rows_are_csr_sorted_by_index(engine, box):
     assert_radius_matches_oracle(near, points, queries, 1.0, oracles.periods(box, None, 3))
 
 
-@pytest.mark.parametrize("box", [None, 4.0])
+@boxes(None, 4.0)
 def test_radius_unsorted_rows_hold_the_same_neighbours(engine, box):
     rng = np.random.default_rng(12)
     points, queries = lattice(rng, (250, 2), 8), lattice(rng, (40, 2), 10)
@@ -527,7 +570,7 @@ def test_knn_ties_go_to_the_smaller_index(engine):
     assert nearest.distances[0].tolist() == [0.0, 1.0, 1.0, 1.0]
 
 
-@pytest.mark.parametrize("box", [None, 3.0])
+@boxes(None, 3.0)
 @pytest.mark.parametrize("n_dims", [2, 3])
 def test_knn_ties_on_dense_lattices_match_the_oracle(engine, n_dims, box):
     rng = np.random.default_rng(20 + n_dims)
@@ -551,7 +594,7 @@ def test_knn_pads_with_minus_one_and_inf_when_fewer_than_k_found(engine):
     assert nearest.distances.dtype == np.float64
 
 
-@pytest.mark.parametrize("box", [None, 8.0])
+@boxes(None, 8.0)
 def test_knn_k_above_n_returns_every_point_then_padding(engine, box):
     rng = np.random.default_rng(15)
     points, queries = lattice(rng, (7, 3), 8), lattice(rng, (5, 3), 10)
@@ -632,11 +675,18 @@ def test_any_finite_box_works_with_any_grid(engine):
     grid = engine(points, 0.25)
     huge = np.full(3, 1e308)
     assert grid.query_box(-huge, huge).row(0).tolist() == list(range(200))
+
+
+@pytest.mark.needs("query_box", "periodic")
+def test_any_finite_box_works_with_any_partly_periodic_grid(engine):
+    points = lattice(np.random.default_rng(46), (200, 3), 16)
+    huge = np.full(3, 1e308)
     partly = engine(points, 0.25, box=8.0, periodic=[True, False, True])
     assert partly.query_box(-huge, huge).row(0).tolist() == list(range(200))
 
 
 # ---------------------------------------------------------------------- periodic boxes
+@pytest.mark.needs("periodic")
 def test_periodic_distances_use_the_minimum_image(engine):
     points = np.array([[0.25, 1.0], [3.75, 1.0], [2.0, 1.0], [0.25, 3.5]])
     grid = engine(points, 1.0, box=4.0)
@@ -652,6 +702,7 @@ def test_periodic_distances_use_the_minimum_image(engine):
     assert_knn_matches_oracle(nearest, points, queries, 2, box3=oracles.periods(4.0, None, 2))
 
 
+@pytest.mark.needs("periodic")
 @pytest.mark.parametrize("seed", range(3))
 def test_periodic_pairs_across_the_boundary(engine, seed):
     rng = np.random.default_rng(30 + seed)
@@ -673,6 +724,7 @@ def test_periodic_pairs_across_the_boundary(engine, seed):
     assert_knn_matches_oracle(grid.query_knn(queries, 5), points, queries, 5, box3=box3)
 
 
+@pytest.mark.needs("periodic")
 def test_partly_periodic_boxes_wrap_only_their_periodic_axes(engine):
     points = np.array([[0.25, 0.25], [3.75, 0.25], [0.25, 3.75], [0.25, -3.25]])
     grid = engine(points, 1.0, box=[4.0, 4.0], periodic=[True, False])
@@ -696,7 +748,7 @@ def partly_periodic_cloud():
     return cloud, [4.0, 50.0, 8.0], [True, False, True], cloud[::7] + 0.125
 
 
-@pytest.mark.needs("query_box")
+@pytest.mark.needs("query_box", "periodic")
 def test_partly_periodic_box_queries_wrap_only_their_periodic_axes(engine):
     cloud, box, periodic, queries = partly_periodic_cloud()
     box3 = oracles.periods(box, periodic, 3)
@@ -717,6 +769,7 @@ def wrapped_inputs():
     return inside, outside, queries, far_queries, shifted
 
 
+@pytest.mark.needs("periodic")
 def test_periodic_coordinates_are_wrapped_into_the_box(engine):
     inside, outside, queries, far_queries, _ = wrapped_inputs()
     radii = np.full(80, 0.25)
@@ -725,7 +778,7 @@ def test_periodic_coordinates_are_wrapped_into_the_box(engine):
     assert_same_answers(got, expected)
 
 
-@pytest.mark.needs("query_box")
+@pytest.mark.needs("query_box", "periodic")
 def test_periodic_box_corners_are_wrapped_into_the_box(engine):
     inside, outside, queries, _, shifted = wrapped_inputs()
     lower, upper = box_corners(queries)
@@ -734,6 +787,7 @@ def test_periodic_box_corners_are_wrapped_into_the_box(engine):
     assert_same_answers(got, expected)
 
 
+@pytest.mark.needs("periodic")
 def test_periodic_r_may_be_half_the_period(engine):
     points = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
     grid = engine(points, 1.0, box=4.0)
@@ -750,6 +804,7 @@ TOO_FAR = 2.0 + 2.0**-40
 TOO_FAR_MESSAGE = r"`r` must be at most half the periodic box \(2\.0 on axis 0\)"
 
 
+@pytest.mark.needs("periodic")
 @pytest.mark.parametrize("periodic", [None, [True, False]])
 def test_periodic_r_above_half_the_period_is_refused(engine, periodic):
     points = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
@@ -765,6 +820,7 @@ def test_periodic_r_above_half_the_period_is_refused(engine, periodic):
             call()
 
 
+@pytest.mark.needs("periodic")
 @pytest.mark.parametrize("periodic", [None, [True, False]])
 def test_periodic_radii_above_half_the_period_are_refused(engine, periodic):
     points = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
@@ -773,7 +829,7 @@ def test_periodic_radii_above_half_the_period_are_refused(engine, periodic):
         grid.query_pairs(radii=np.array([0.5, 1.0 + 2.0**-40, 0.0]))
 
 
-@pytest.mark.needs("iter_pairs", "per-query radii")
+@pytest.mark.needs("iter_pairs", "per-query radii", "periodic")
 @pytest.mark.parametrize("periodic", [None, [True, False]])
 def test_periodic_r_above_half_the_period_is_refused_in_chunks_and_per_query(engine,
                                                                              periodic):
@@ -785,6 +841,7 @@ def test_periodic_r_above_half_the_period_is_refused_in_chunks_and_per_query(eng
         grid.query_radius(points, np.array([0.5, TOO_FAR, 0.5]))
 
 
+@pytest.mark.needs("periodic")
 def test_partly_periodic_r_is_bounded_by_the_periodic_axes_only(engine):
     # The open axis's box entry (4.0) sets no bound: r = 3 reaches across it.
     points = np.array([[0.0, 0.0], [0.0, 3.0], [3.0, 0.0]])
@@ -792,7 +849,7 @@ def test_partly_periodic_r_is_bounded_by_the_periodic_axes_only(engine):
     assert grid.query_pairs(3.0).sorted().indices.tolist() == [[0, 1], [0, 2]]
 
 
-@pytest.mark.needs("query_box")
+@pytest.mark.needs("query_box", "periodic")
 def test_periodic_box_queries_cross_the_boundary(engine):
     rng = np.random.default_rng(35)
     points = rng.integers(0, 32, size=(200, 2)) * STEP  # in [0, 8)
@@ -807,7 +864,7 @@ def test_periodic_box_queries_cross_the_boundary(engine):
 
 
 # ---------------------------------------------------------------------- empty inputs
-@pytest.mark.parametrize("box", [None, 4.0])
+@boxes(None, 4.0)
 @pytest.mark.parametrize("n_dims", [1, 2, 3])
 def test_no_points_give_empty_results_of_the_right_shapes(engine, n_dims, box):
     grid = engine(np.empty((0, n_dims)), 1.0, box=box)
@@ -832,7 +889,7 @@ def test_no_points_give_empty_results_of_the_right_shapes(engine, n_dims, box):
 
 
 @pytest.mark.needs("iter_pairs", "query_box")
-@pytest.mark.parametrize("box", [None, 4.0])
+@boxes(None, 4.0)
 @pytest.mark.parametrize("n_dims", [1, 2, 3])
 def test_no_points_give_no_chunks_and_empty_box_rows(engine, n_dims, box):
     grid = engine(np.empty((0, n_dims)), 1.0, box=box)
@@ -842,7 +899,7 @@ def test_no_points_give_no_chunks_and_empty_box_rows(engine, n_dims, box):
     assert boxes.indptr.tolist() == [0, 0, 0, 0] and boxes.indices.shape == (0,)
 
 
-@pytest.mark.parametrize("box", [None, 4.0])
+@boxes(None, 4.0)
 def test_no_queries_give_empty_results_of_the_right_shapes(engine, box):
     points = np.arange(6.0).reshape(3, 2) * STEP
     grid = engine(points, 1.0, box=box)
@@ -862,7 +919,7 @@ def test_no_queries_give_empty_results_of_the_right_shapes(engine, box):
 
 
 @pytest.mark.needs("query_box")
-@pytest.mark.parametrize("box", [None, 4.0])
+@boxes(None, 4.0)
 def test_no_boxes_give_empty_box_rows(engine, box):
     points = np.arange(6.0).reshape(3, 2) * STEP
     none = np.empty((0, 2))
@@ -886,7 +943,7 @@ def int32_inputs():
     return points, queries, rng.normal(size=(2100, 3))
 
 
-@pytest.mark.parametrize("box", [None, 8.0])
+@boxes(None, 8.0)
 def test_indices_are_int32_below_2_31_points(engine, box):
     points, queries, _ = int32_inputs()
     grid = engine(points, 0.5, box=box)
@@ -906,7 +963,7 @@ def test_indices_are_int32_below_2_31_points(engine, box):
 
 
 @pytest.mark.needs("iter_pairs", "query_box", "query_ray")
-@pytest.mark.parametrize("box", [None, 8.0])
+@boxes(None, 8.0)
 def test_chunk_box_and_ray_indices_are_int32_below_2_31_points(engine, box):
     points, queries, directions = int32_inputs()
     grid = engine(points, 0.5, box=box)
@@ -933,7 +990,7 @@ def determinism_inputs(n: int, m: int, n_dims: int = 3):
 
 
 @pytest.mark.needs("fast queries")
-@pytest.mark.parametrize("box", [None, 1.0])
+@boxes(None, 1.0)
 def test_two_builds_give_byte_identical_outputs(engine, box):
     # 3,000 points and 2,500 queries: past the sizes from which queries run on every thread.
     points, queries, radii = determinism_inputs(3000, 2500)
@@ -944,7 +1001,7 @@ def test_two_builds_give_byte_identical_outputs(engine, box):
 
 
 @pytest.mark.needs("iter_pairs", "query_box")
-@pytest.mark.parametrize("box", [None, 1.0])
+@boxes(None, 1.0)
 def test_two_builds_give_byte_identical_chunks_and_box_rows(engine, box):
     points, queries, _ = determinism_inputs(3000, 2500)
     lower, upper = queries - 0.03, queries + 0.03
@@ -971,9 +1028,9 @@ def test_outputs_identical_for_one_thread_and_the_default(twins, box):
 
 
 # ---------------------------------------------------------------------- invariance
-def test_every_query_matches_the_oracle(engine, examples):
+def test_every_query_matches_the_oracle(engine, examples, lacks):
     @examples
-    @given(scene=scenes())
+    @given(scene=scenes(periodic_boxes="periodic" not in lacks))
     def check(scene):
         points, box, periodic, queries, r, radii = scene
         n_dims = points.shape[1]
@@ -995,9 +1052,9 @@ def test_every_query_matches_the_oracle(engine, examples):
 
 
 @pytest.mark.needs("query_box")
-def test_every_box_query_matches_the_oracle(engine, examples):
+def test_every_box_query_matches_the_oracle(engine, examples, lacks):
     @examples
-    @given(scene=scenes())
+    @given(scene=scenes(periodic_boxes="periodic" not in lacks))
     def check(scene):
         points, box, periodic, queries, _, _ = scene
         box3 = oracles.periods(box, periodic, points.shape[1])
@@ -1010,9 +1067,9 @@ def test_every_box_query_matches_the_oracle(engine, examples):
 
 
 @pytest.mark.needs("cell_size", "query_box")
-def test_answers_do_not_depend_on_the_cell_size(engine, examples):
+def test_answers_do_not_depend_on_the_cell_size(engine, examples, lacks):
     @examples
-    @given(scene=scenes())
+    @given(scene=scenes(periodic_boxes="periodic" not in lacks))
     def check(scene):
         points, box, periodic, queries, r, radii = scene
         lower, upper = box_corners(queries)
@@ -1040,9 +1097,9 @@ def translation(scene, shift) -> np.ndarray:
     return np.array(shift[:n_dims]) * STEP * open_axes  # dyadic: exact sums
 
 
-def test_answers_invariant_to_translation_on_open_axes(engine, examples):
+def test_answers_invariant_to_translation_on_open_axes(engine, examples, lacks):
     @examples
-    @given(scene=scenes(), shift=SHIFTS)
+    @given(scene=scenes(periodic_boxes="periodic" not in lacks), shift=SHIFTS)
     def check(scene, shift):
         points, box, periodic, queries, r, radii = scene
         offset = translation(scene, shift)
@@ -1056,9 +1113,9 @@ def test_answers_invariant_to_translation_on_open_axes(engine, examples):
 
 
 @pytest.mark.needs("query_box")
-def test_box_answers_invariant_to_translation_on_open_axes(engine, examples):
+def test_box_answers_invariant_to_translation_on_open_axes(engine, examples, lacks):
     @examples
-    @given(scene=scenes(), shift=SHIFTS)
+    @given(scene=scenes(periodic_boxes="periodic" not in lacks), shift=SHIFTS)
     def check(scene, shift):
         points, box, periodic, queries = scene[:4]
         offset = translation(scene, shift)
@@ -1071,9 +1128,9 @@ def test_box_answers_invariant_to_translation_on_open_axes(engine, examples):
     check()
 
 
-def test_answers_invariant_to_permutation_of_the_points(engine, examples):
+def test_answers_invariant_to_permutation_of_the_points(engine, examples, lacks):
     @examples
-    @given(scene=scenes(), data=st.data())
+    @given(scene=scenes(periodic_boxes="periodic" not in lacks), data=st.data())
     def check(scene, data):
         points, box, periodic, queries, r, radii = scene
         n = len(points)
@@ -1115,9 +1172,9 @@ def test_answers_invariant_to_permutation_of_the_points(engine, examples):
 
 
 @pytest.mark.needs("query_box")
-def test_box_rows_invariant_to_permutation_of_the_points(engine, examples):
+def test_box_rows_invariant_to_permutation_of_the_points(engine, examples, lacks):
     @examples
-    @given(scene=scenes(), data=st.data())
+    @given(scene=scenes(periodic_boxes="periodic" not in lacks), data=st.data())
     def check(scene, data):
         points, box, periodic, queries = scene[:4]
         permutation = np.array(data.draw(st.permutations(range(len(points)))),
@@ -1170,7 +1227,7 @@ def unwrapped_inputs() -> dict[str, np.ndarray]:
             "lower": queries - 0.3, "upper": queries + 0.4}
 
 
-@pytest.mark.parametrize("box", [None, 2.0])
+@boxes(None, 2.0)
 def test_inputs_are_never_modified(engine, box):
     inputs = unwrapped_inputs()
     copies = {name: array.copy() for name, array in inputs.items()}
@@ -1180,7 +1237,7 @@ def test_inputs_are_never_modified(engine, box):
 
 
 @pytest.mark.needs("iter_pairs", "per-query radii", "query_box", "query_ray")
-@pytest.mark.parametrize("box", [None, 2.0])
+@boxes(None, 2.0)
 def test_inputs_are_never_modified_by_the_feature_calls(engine, box):
     inputs = unwrapped_inputs()
     copies = {name: array.copy() for name, array in inputs.items()}
@@ -1207,7 +1264,7 @@ def read_only_inputs() -> tuple[list[np.ndarray], list[np.ndarray]]:
 
 
 @pytest.mark.needs("fast queries")
-@pytest.mark.parametrize("box", [None, 2.0])
+@boxes(None, 2.0)
 def test_read_only_inputs_are_accepted(engine, box):
     (points, queries, radii, *_), writable = read_only_inputs()
     every_call(engine(points, 0.5, box=box), queries, radii)
@@ -1217,7 +1274,7 @@ def test_read_only_inputs_are_accepted(engine, box):
 
 
 @pytest.mark.needs("iter_pairs", "per-query radii", "query_box", "query_ray")
-@pytest.mark.parametrize("box", [None, 2.0])
+@boxes(None, 2.0)
 def test_read_only_inputs_are_accepted_by_the_feature_calls(engine, box):
     (points, queries, radii, r, lower, upper), writable = read_only_inputs()
     every_feature_call(engine(points, 0.5, box=box), queries, radii, r, lower, upper, box)
@@ -1389,7 +1446,7 @@ def test_rays_match_the_oracle(engine, n_dims):
         assert_rows_match(every, indptr, all_indices, all_distances)
 
 
-@pytest.mark.needs("query_ray")
+@pytest.mark.needs("query_ray", "periodic")
 def test_rays_need_an_open_grid(engine):
     grid = engine(np.zeros((3, 2)), 1.0, box=[4.0, 4.0], periodic=[False, True])
     with pytest.raises(ValueError, match=r"`box` must be None for ray casts"):

@@ -576,6 +576,45 @@ def test_pickled_hash_answers_and_moves_the_same():
     assert sorted(clone, key=str) == sorted(hash_, key=str)
 
 
+def test_a_hash_pickled_with_its_ids_in_the_engine_state_unpickles():
+    # The state of a hash whose CPU engine kept the ids (`_ids.IdRegistry.from_engine_state`):
+    # the registry's attributes inside the engine's state, no "_ids" beside it.
+    hash_ = DynamicHash(0.5, n_dims=2)
+    hash_.insert("a", [0.1, 0.1])
+    hash_.insert_many(np.arange(5), np.arange(10.0).reshape(5, 2) * 0.3)
+    hash_.query_contacts()
+    hash_.remove(3)
+    state = hash_.__getstate__()
+    engine_type, engine_state = state["_engine"]
+    ids = state.pop("_ids")
+    for name in ("slot_of", "id_of", "slot_key", "contacts"):
+        engine_state[f"_{name}"] = getattr(ids, name)
+    for name in ("_n_other_ids", "_id_keys", "_id_values", "_n_int_ids", "_last_lookup"):
+        engine_state[name] = getattr(ids, name)
+    old = DynamicHash.__new__(DynamicHash)
+    old.__setstate__(pickle.loads(pickle.dumps(state)))  # a copy: no array shared
+    assert list(old) == list(hash_)
+    for target in (hash_, old):
+        target.move_many([0, 1], [[2.0, 2.0], [2.1, 2.0]])
+        target.move("a", [2.0, 2.1])
+    found = old.query_radius([2.0, 2.0], 0.2)
+    assert set(found) == {"a", 0, 1}
+    assert found.tolist() == hash_.query_radius([2.0, 2.0], 0.2).tolist()
+    assert old.query_pairs().tolist() == hash_.query_pairs().tolist()
+    ended = old.query_contacts().ended
+    assert ended.tolist() == hash_.query_contacts().ended.tolist()
+
+
+def test_the_engine_argument_names_an_engine_of_the_registry():
+    from spatialhash.dynamic import _engine
+
+    assert _engine.ENGINES == {"cpu": _engine.CpuDynamicEngine}
+    hash_ = DynamicHash(1.0, n_dims=2, engine="cpu")
+    assert type(hash_._engine) is _engine.CpuDynamicEngine
+    hash_.insert(1, [0.5, 0.5])
+    assert hash_.query_radius([0.0, 0.0], 1.0).tolist() == [1]
+
+
 def fresh_sort(hash_):
     """The codes, starts and coarse sort a sort from scratch gives for ``hash_`` now, in its
     own tables: what the sort `query_pairs` kept and updated must equal."""

@@ -383,8 +383,8 @@ def test_an_id_removed_and_inserted_again_while_overlapping_keeps_its_contacts()
     hash_.remove(1)
     hash_.insert(3, [2.25, 0.0], [3.25, 1.0])
     hash_.insert(1, [0.75, 0.0], [1.75, 1.0])
-    engine = hash_._engine
-    assert engine._slot_of[1] != 1 and engine._slot_of[3] != 3  # the slots did change
+    slot_of = hash_._ids.slot_of
+    assert slot_of[1] != 1 and slot_of[3] != 3  # the slots did change
     contacts = hash_.query_contacts()
     assert contacts.began.shape == contacts.ended.shape == (0, 2)
 
@@ -404,7 +404,7 @@ def test_another_id_in_a_freed_slot_is_another_object():
     hash_.query_contacts()
     hash_.remove(1)
     hash_.insert(9, [0.75, 0.0], [1.75, 1.0])  # 1's place and 1's slot
-    assert hash_._engine._slot_of[9] == 1
+    assert hash_._ids.slot_of[9] == 1
     contacts = hash_.query_contacts()
     assert row_list(contacts.began) == [[0, 9], [2, 9]]
     assert row_list(contacts.ended) == [[0, 1], [1, 2]]

@@ -155,6 +155,10 @@ def test_bad_values_raise_and_change_nothing(world, call, error, pattern):
         ({"cell_size": 10**400}, ValueError, r"`cell_size` must fit float64; got an integer "
                                              r"of 401 digits\."),
         ({"cell_size": 1.0, "capacity": 0}, ValueError, r"`capacity` must be >= 1; got 0\."),
+        ({"cell_size": 1.0, "engine": "gpu"}, ValueError,
+         r"`engine` must be one of \('cpu',\); got 'gpu'\."),
+        ({"cell_size": 1.0, "engine": None}, ValueError,
+         r"`engine` must be one of \('cpu',\); got None\."),
     ],
 )
 def test_bad_construction(kwargs, error, pattern):

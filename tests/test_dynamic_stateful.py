@@ -242,7 +242,8 @@ class DynamicHashMachine(RuleBasedStateMachine):
         found = self.hash.query_cell(position)
         engine = self.hash._engine
         inv_sizes = engine._inv_size
-        levels = {id: int(engine._meta[engine._slot_of[id], 0]) for id in self.model}
+        slot_of = self.hash._ids.slot_of
+        levels = {id: int(engine._meta[slot_of[id], 0]) for id in self.model}
         ids_by_shape = {id: shape for id, shape in self.model.items()}
         expected = set()
         for id, shape in ids_by_shape.items():

@@ -12,7 +12,6 @@ from numba import njit
 
 from spatialhash import Grid, NeighborList
 from spatialhash.grid import _pair_functions, _pair_search
-from spatialhash.grid._inputs import pair_search_inputs
 
 
 def _expected(points, r, **box):
@@ -50,9 +49,10 @@ def test_pairs_equal_query_pairs_at_every_step(n_dims, box):
 @pytest.mark.parametrize("case", ["open 3-D", "periodic 3-D", "2-D by cell id", "1-D radii",
                                   "one thread", "count and fill", "few points a cell"])
 def test_found_pairs_are_rows_of_the_pairs_of_query_pairs(case):
-    """The build's search (`_pair_search.found_pairs`, pairs written as found) on each of
-    its paths: the pairs of `Grid.query_pairs`, each once, in the same order, grouped by
-    the point that found them in increasing grid order, as `rows_of_found_pairs` needs."""
+    """The build's search (`Grid._found_pairs`, the engine's `found_pairs`: pairs written
+    as found) on each of its paths: the pairs of `Grid.query_pairs`, each once, in the
+    same order, grouped by the point that found them in increasing grid order, as
+    `rows_of_found_pairs` needs; with the grid's order, and its points in that order."""
     rng = np.random.default_rng(41)
     options, search, patches = {}, {"r": 0.05}, {}
     points = rng.random((5000, 3))
@@ -75,14 +75,26 @@ def test_found_pairs_are_rows_of_the_pairs_of_query_pairs(case):
     with pytest.MonkeyPatch.context() as patch:
         for name, value in patches.items():
             patch.setattr(_pair_search, name, value)
-        found = grid._engine.found_pairs(*pair_search_inputs(grid, search.get("r"),
-                                                             search.get("radii")))
+        found = grid._found_pairs(**search)
         listed = grid.query_pairs(**search)
-    assert found.shape[0] == len(listed) > 1000
-    assert np.all(np.diff(found[:, 0]) >= 0)
-    order = grid.state.order
-    mapped = np.column_stack([order[found[:, 0]], order[found[:, 1]]])
+    assert found.pairs.shape[0] == len(listed) > 1000
+    assert found.pairs.dtype == found.order.dtype == listed.indices.dtype
+    assert np.all(np.diff(found.pairs[:, 0]) >= 0)
+    order = found.order
+    np.testing.assert_array_equal(np.sort(order), np.arange(len(points)))
+    mapped = np.column_stack([order[found.pairs[:, 0]], order[found.pairs[:, 1]]])
     np.testing.assert_array_equal(np.sort(mapped, axis=1), listed.indices)
+    # The points in that order (inside the unit box: wrapping keeps them), padded to
+    # three columns, in a copy of their own.
+    expected = np.zeros((len(points), 3))
+    expected[:, : points.shape[1]] = points[order]
+    np.testing.assert_array_equal(found.points, expected)
+    assert found.points.flags.c_contiguous and found.points.flags.writeable
+    assert not np.shares_memory(found.points, grid.state.points)
+    slabs = _pair_functions.row_slabs(grid.state, reach)
+    assert (found.slabs is None) == (slabs is None)
+    if slabs is not None:
+        np.testing.assert_array_equal(found.slabs, slabs)
 
 
 def test_a_move_of_exactly_half_the_skin_keeps_the_candidates_and_finds_the_pair():

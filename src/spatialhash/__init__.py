@@ -7,7 +7,8 @@ near a point, the k nearest, or what lies in a box. Results are exact and match
 
 from ._one_call import query_pairs
 from ._results import Contacts, Hits, KNearest, Neighbors, Pairs, RayHits
-from .grid import Grid, NeighborList
+from .grid import Grid
+from .neighbors import NeighborList
 
 __version__ = "0.1.0"
 
@@ -19,9 +20,9 @@ __all__ = [
 
 
 #: Names loaded on first use: code using only `Grid` need not import the dynamic hash's
-#: modules (about 40 numba kernels to declare). ``import spatialhash`` took 0.28-0.48 s
-#: against 0.31-0.53 s, lower in 5 of 6 paired runs; the whole warm start
-#: (with numba's set-up at the first build) did not move measurably.
+#: modules (about 40 numba kernels to declare). ``import spatialhash`` is a little faster
+#: for it (lower in 5 of 6 paired runs); the whole warm start (with numba's set-up at the
+#: first build) did not move measurably.
 _LAZY = {"DynamicHash": "dynamic", "UnknownIdError": "dynamic"}
 
 

@@ -9,7 +9,7 @@ kernel's compiled code holds the code of the kernels it calls from other files (
 links them in), and a parallel driver depends on the intrinsics of `_kernels/indirect.py`.
 With numba's check, a change to `cells.py` would leave `pairs.py`'s cached kernels running
 the old `cells.py` code. So this locator stamps every entry with one hash of all the files
-that hold compiled code (`_config.py`, the three ``_kernels/`` packages, the demos'
+that hold compiled code (`_config.py`, the four ``_kernels/`` packages, the demos'
 kernels): any change there recompiles everything, as a fresh clone would, and a cache can
 never serve code compiled from other sources. (Numba's default in-tree cache, used when
 these variables are not set, keeps numba's per-file check: delete `src/**/__pycache__/*.nb*`
@@ -38,6 +38,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 #: The files that hold compiled code, relative to the package (glob patterns).
 _COMPILED_SOURCES = ("_config.py", "_numba_internals.py", os.path.join("_kernels", "*.py"),
                      os.path.join("grid", "_kernels", "*.py"),
+                     os.path.join("neighbors", "_kernels", "*.py"),
                      os.path.join("dynamic", "_kernels", "*.py"),
                      os.path.join("demos", "_*kernels.py"))
 

@@ -33,6 +33,17 @@ DYNAMIC_RAY_CALL = ("fn(ray, id, distance, *args), ray (0) and id int64, distanc
 _RETURN_TYPES: dict = {}
 
 
+def pair_function(fn):
+    """``fn`` if it is a compiled numba function (any callable under NUMBA_DISABLE_JIT)."""
+    if is_dispatcher(fn) or (numba.config.DISABLE_JIT and callable(fn)):
+        return fn
+    raise TypeError(
+        "`fn` must be a function compiled with numba's `njit` (it is called from compiled "
+        f"code, on every thread); got {fn!r}. Decorate it with `@njit` (`from numba "
+        "import njit`)."
+    )
+
+
 def ray_function(fn, args, all_hits: bool, call: str):
     """``fn`` checked for a ray cast: None without one (and without ``args``), else a
     numba function (any callable under NUMBA_DISABLE_JIT) that numba can call as ``call``

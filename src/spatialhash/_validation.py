@@ -314,6 +314,24 @@ def wrap_into_box(points3: np.ndarray, box: np.ndarray) -> np.ndarray:
     return wrap_columns(points3, np.ascontiguousarray(box, dtype=np.float64))
 
 
+def check_periodic_reach(box: np.ndarray, periodic: np.ndarray, reach: float, name: str,
+                         seen) -> None:
+    """Refuse a search reaching beyond half the periodic box (the minimum image):
+    ``reach`` against half of ``box`` on the axes of ``periodic`` ((3,) each, as `as_box`
+    returns them), the message naming ``name`` and showing ``seen``. `Grid` (and so a
+    neighbour list's builds) and the Dask engine check their searches here."""
+    if not periodic.any():
+        return
+    half = box / 2.0
+    too_far = np.flatnonzero(reach > half)
+    if too_far.size:
+        axis = too_far[0]
+        raise ValueError(
+            f"`{name}` must be at most half the periodic box ({half[axis]} on axis "
+            f"{axis}); got {seen}. Use a larger box or a smaller radius."
+        )
+
+
 def as_bounds(lower, upper, n_dims: int) -> tuple[np.ndarray, np.ndarray]:
     """Boxes as (m, d) ``lower`` and ``upper`` arrays (a single box may be 1-D)."""
     arrays = []

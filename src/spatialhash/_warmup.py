@@ -29,10 +29,10 @@ NEIGHBORS = 30
 
 Call = tuple[str, Callable[[], object]]
 
-#: The packages holding spatialhash's kernels: the shared ones, the batch grid's and the
-#: dynamic hash's.
+#: The packages holding spatialhash's kernels: the shared ones, the batch grid's, the
+#: neighbour lists' and the dynamic hash's.
 KERNEL_PACKAGES = ("spatialhash._kernels", "spatialhash.grid._kernels",
-                   "spatialhash.dynamic._kernels")
+                   "spatialhash.neighbors._kernels", "spatialhash.dynamic._kernels")
 
 
 def _uniform_points(n: int, n_dims: int, seed: int) -> np.ndarray:
@@ -46,7 +46,7 @@ def _radius(n: int) -> float:
 
 def _neighbor_list_pairs(points: np.ndarray, r: float):
     """A neighbour list built, updated, and its pairs found (a lazy attribute)."""
-    from .grid import NeighborList
+    from .neighbors import NeighborList
 
     neighbors = NeighborList(points, r, r / 4)
     neighbors.update(points)
@@ -205,8 +205,8 @@ def dynamic_calls(seed: int = 0) -> list[Call]:
 
 
 #: The groups of calls, each independent of the others (its own data): the unit of work
-#: of `spatialhash compile --jobs`. Largest first (cold compile on the development
-#: machine: 17, 17, 8 and 4 s).
+#: of `spatialhash compile --jobs`. Largest cold compile first (the first two take about
+#: as long, the third half that, the last a quarter; ``docs/benchmarks.md``).
 CALL_GROUPS = {"batch grid, small": small_calls, "dynamic hash": dynamic_calls,
                "batch grid, multi-threaded": parallel_calls, "rays": ray_calls}
 

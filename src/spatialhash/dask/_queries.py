@@ -17,8 +17,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pandas as pd
 
-from .._validation import as_box, as_count, as_positive_scalar
-from ..grid._inputs import check_periodic_reach
+from .._validation import as_box, as_count, as_positive_scalar, check_periodic_reach
 from . import _cluster
 from ._output import ROW_GROUP_ROWS, DatasetCommit, Written, write_tile_file
 from ._plan import TilePlan, plan_tiles, survey

@@ -1,24 +1,25 @@
-"""Contact events of the CPU engine: the overlapping pairs that began and those that ended
-between two calls of `DynamicHash.query_contacts`.
+"""Contact events of the dynamic hash: the overlapping pairs that began and those that
+ended between two calls of `DynamicHash.query_contacts`.
 
-Keys. The pair search (`_pair_search.py`) finds pairs of slots. Each becomes one int64 key,
+Keys. The engine's `query_pairs` gives pairs of slots. Each becomes one int64 key,
 ``min slot << 32 | max slot``, sorted by a counting sort on the smaller slot
-(`contacts.sorted_pair_keys`: 1.7 ms for the 50,000 pairs of `benchmarks/bench_dynamic.py`'s
-100,000 boxes, against 4.1-4.4 ms for NumPy's sort of the keys, on a loaded 2-core machine).
-The keys of a call are kept, so that the events of the next call are one merge of the kept
-keys with the new ones (`contacts.sorted_difference`, 0.05 ms), and only the pairs reported
-are mapped back to ids (and the ids of the objects removed since the last call looked up),
-so this works alike for any id type. Slots stay below ``2**31`` (the storage of that many
-objects would take 300 GB), so the keys are non-negative and ordered as their pairs of
-slots.
+(`contacts.sorted_pair_keys`: for the 50,000 pairs of `benchmarks/bench_dynamic.py`'s
+100,000 boxes, 2.4-2.6 times as fast as NumPy's sort of the keys, on a loaded 2-core
+machine). The keys of a call are kept, so that the events of the next call are one merge of
+the kept keys with the new ones (`contacts.sorted_difference`, a single pass), and only the
+pairs reported are mapped back to ids (and the ids of the objects removed since the last
+call looked up), so this works alike for any id type. Slots stay below ``2**31`` (the
+storage of that many objects would take 300 GB), so the keys are non-negative and ordered
+as their pairs of slots.
 
 Slots that change owner. Contacts are keyed by the pair of ids: the events are the set
 difference of the pairs of the two calls, so that they compose (the pairs of the last call,
 less those ended, plus those begun, are the pairs now) whatever happened in between. Keys
 of slots alone would not do: a slot can change owner between two calls (a removal frees it,
 an insert may give it to another id, and an id removed and inserted again may get another
-slot), and another id in a slot would inherit the contacts of the last one. So the storage
-hands the state every slot it frees, with the id it held (`ContactState.released`; the
+slot), and another id in a slot would inherit the contacts of the last one. So the id
+registry (`_ids.IdRegistry`, whose ``contacts`` this state is) hands the state every slot
+whose id it forgets, with the id it held (`ContactState.released`; the
 first release since the last call wins, so the id is that of the last call), and `clear`
 every slot in use. At the next call the kept keys' slots among those are mapped to the slot
 each one's id holds now, or to none: a pair with a slot whose id is gone ended, and is
@@ -30,9 +31,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._ids import int_id
 from ._kernels import contacts as contact_kernels
 from ._kernels.contacts import LOW_SLOT, PAIR_SHIFT
-from ._storage import int_id
 
 _NO_KEYS = np.empty(0, np.int64)
 
@@ -41,7 +42,7 @@ class ContactState:
     """What `query_contacts` keeps between calls: the sorted keys of the pairs of the last
     call (``keys``), the slots freed since with the id each held then (``released``, slot ->
     id), and whether every id in the hash was an integer at the last call (``all_int``).
-    Plain attributes: it pickles with the engine."""
+    Plain attributes: it pickles with the id registry."""
 
     __slots__ = ("keys", "released", "all_int")
 
@@ -77,12 +78,12 @@ class ContactState:
         mapped.sort()
         return mapped, gone
 
-    def update(self, keys: np.ndarray, slot_of: dict, id_of: list, slot_key: np.ndarray,
-               all_int: bool) -> tuple[np.ndarray, np.ndarray]:
+    def update(self, pairs: np.ndarray, counts: np.ndarray,
+               registry) -> tuple[np.ndarray, np.ndarray]:
         """The pairs that began and those that ended since the last call, as ids, given
-        the sorted keys of the pairs now (``keys``, kept for the next call) and the
-        storage's ids: ``slot_of`` (id -> slot), ``id_of`` (slot -> id), ``slot_key``
-        (slot -> integer id, when ``all_int``: every id stored is an integer).
+        the pairs of slots now (``pairs`` and ``counts``, in the regions of
+        `DynamicEngine.query_pairs`; their keys are kept for the next call) and the hash's
+        ids (``registry``, an `_ids.IdRegistry`).
 
         Returns
         -------
@@ -91,6 +92,9 @@ class ContactState:
             ``(smaller, larger)``, rows ascending; else objects, rows in order of their
             slots' keys (the pairs that lost an id last).
         """
+        keys = contact_kernels.sorted_pair_keys(pairs, counts, registry.n_slots)
+        slot_of, id_of, slot_key = registry.slot_of, registry.id_of, registry.slot_key
+        all_int = registry.all_int
         kept, gone = self._kept_keys(slot_of, slot_key.shape[0])
         began, ended = contact_kernels.sorted_difference(keys, kept)
         released = self.released

@@ -1,8 +1,9 @@
 """`DynamicHash`: the public class of the dynamic hash.
 
-It validates the input, calls its engine (`_engine.DynamicEngine`, the CPU one unless
-`_engine.new_engine` picks another) and wraps the results. The design is described in
-the package docstring (`spatialhash.dynamic`).
+It validates the input, keeps the ids (`_ids.IdRegistry`: every id is checked there before
+anything changes), calls its engine (`_engine.DynamicEngine`, chosen from `_engine.ENGINES`
+by the ``engine`` argument) with slots, and turns the slots it gets back into ids. The
+design is described in the package docstring (`spatialhash.dynamic`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from .._results import Contacts, Hits
 from .._user_functions import DYNAMIC_RAY_CALL, ray_function
 from .._validation import as_count, as_positive_scalar
 from . import _validation as check
+from ._contacts import ContactState
 from ._engine import new_engine
+from ._ids import IdRegistry
 from ._kernels.query import KIND_BALL, KIND_BOX, KIND_CELL
 from ._storage import MIN_CAPACITY
 from ._validation import ALL_BITS, UnknownIdError
@@ -42,6 +45,9 @@ class DynamicHash:
         Dimension of the positions: 1, 2 or 3.
     capacity : int, default 64
         Slots allocated up front; the storage doubles when full.
+    engine : {"cpu"}, default "cpu"
+        Where the objects are kept and the queries run: a key of
+        `spatialhash.dynamic._engine.ENGINES` (``"cpu"``: NumPy arrays and numba kernels).
 
     Notes
     -----
@@ -61,7 +67,8 @@ class DynamicHash:
     ['ball', 'player']
     """
 
-    def __init__(self, cell_size: float, n_dims: int = 3, *, capacity: int = MIN_CAPACITY):
+    def __init__(self, cell_size: float, n_dims: int = 3, *, capacity: int = MIN_CAPACITY,
+                 engine: str = "cpu"):
         self._cell_size = as_positive_scalar(cell_size, "cell_size")
         if math.isinf(1.0 / self._cell_size):
             # Subnormal: no cell arithmetic holds (the batch grid's rule and message).
@@ -75,26 +82,34 @@ class DynamicHash:
         capacity = max(as_count(capacity, "capacity"), MIN_CAPACITY)
         self._lock = threading.RLock()
         self._rows = np.empty((0, 6))  # reused by the bulk calls (`check.shape_rows`)
-        self._use(new_engine(self._cell_size, self._n_dims, capacity))
+        self._use(new_engine(engine, self._cell_size, self._n_dims, capacity),
+                  IdRegistry(capacity))
 
-    def _use(self, engine) -> None:
+    def _use(self, engine, ids: IdRegistry) -> None:
         self._engine = engine
-        self._move_box = engine.move_box  # bound once: `move`'s common case calls it
+        self._ids = ids
+        # Bound once: `move`'s common case calls them.
+        self._move_box = engine.move_box
+        self._slot_of = ids.slot_of
 
     def __getstate__(self) -> dict:
         with self._lock:
             state = self.__dict__.copy()
             engine = self._engine
             state["_engine"] = (type(engine), engine.__getstate__())
-        del state["_lock"], state["_move_box"]
+        del state["_lock"], state["_move_box"], state["_slot_of"]
         return state
 
     def __setstate__(self, state: dict) -> None:
         engine_type, engine_state = state.pop("_engine")
+        ids = state.pop("_ids", None)
+        if ids is None:
+            # A hash pickled with its ids inside the CPU engine's state.
+            ids = IdRegistry.from_engine_state(engine_state)
         engine = engine_type.__new__(engine_type)
         engine.__setstate__(engine_state)
         self.__dict__.update(state)
-        self._use(engine)
+        self._use(engine, ids)
         self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ properties
@@ -116,38 +131,39 @@ class DynamicHash:
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._engine)
+            return len(self._ids)
 
     def __contains__(self, id) -> bool:
         with self._lock:
-            return id in self._engine
+            return id in self._ids
 
     def __iter__(self) -> Iterator:
         with self._lock:
-            return iter(self._engine.ids())
+            return iter(self._ids.ids())
 
     def __repr__(self) -> str:
         with self._lock:
             levels = np.flatnonzero(self._engine.level_counts()).tolist()
-            return (f"DynamicHash(n_objects={len(self._engine)}, n_dims={self._n_dims}, "
+            return (f"DynamicHash(n_objects={len(self._ids)}, n_dims={self._n_dims}, "
                     f"cell_size={self._cell_size}, levels={levels})")
 
     def clear(self) -> None:
         """Remove every object (capacity is kept)."""
         with self._lock:
             self._engine.clear()
+            self._ids.clear()
             self._rows = np.empty((0, 6))
 
     def bounds(self, id) -> tuple[np.ndarray, np.ndarray]:
         """Bounding box ``(lower, upper)`` of object ``id``, each of shape (n_dims,)."""
         with self._lock:
-            row = self._engine.bounds(id)
+            row = self._engine.bounds(self._ids.slot(id))
             return row[: self._n_dims].copy(), row[3 : 3 + self._n_dims].copy()
 
     def _present(self, id) -> bool:
         """Whether ``id`` is in the hash, with the error for an unhashable one."""
         try:
-            return id in self._engine
+            return id in self._ids
         except TypeError as error:
             raise check.unhashable(id) from error
 
@@ -178,7 +194,7 @@ class DynamicHash:
             shape = check.shape(lower, upper, radius, self._n_dims)
             category = check.bits_value(category, "category")
             mask = check.bits_value(mask, "mask")
-            self._engine.insert(id, shape, category, mask)
+            self._ids.register(id, self._engine.insert(shape, category, mask))
 
     def move(self, id, lower, upper=None, *, radius=None) -> None:
         """Give object ``id`` a new shape: a point, a box (``upper``) or a sphere (``radius``).
@@ -188,10 +204,11 @@ class DynamicHash:
         changes the hash (see the `spatialhash.dynamic` docstring): the call only checks them.
         """
         with self._lock:
-            # The common case kept short (the budget is 5 us a call): a point or box given as
-            # lists, tuples or 1-D float64 arrays of Python floats, checked here and handed to
-            # the engine's buffer (which raises for an unknown id). Anything else (integers
-            # too) takes the full checks of `check.shape`, after the id's.
+            # The common case kept short (a simulation may move each of its bodies alone,
+            # every step): a point or box given as lists, tuples or 1-D float64 arrays of
+            # Python floats, checked here, its id looked up in the registry's dict, and
+            # handed to the engine's buffer. Anything else (integers too) takes the full
+            # checks of `check.shape`, after the id's.
             if radius is None:
                 kind = type(lower)
                 if kind is _NDARRAY and lower.dtype == _FLOAT64:
@@ -229,16 +246,23 @@ class DynamicHash:
                             and (y1 * y1 >= 2.0**-916 or y1 == 0.0)
                             and (z1 * z1 >= 2.0**-916 or z1 == 0.0)
                             and x0 <= x1 and y0 <= y1 and z0 <= z1):
-                        self._move_box(id, x0, y0, z0, x1, y1, z1)
+                        try:
+                            slot = self._slot_of[id]
+                        except KeyError:
+                            raise check.unknown_ids("id", [id]) from None
+                        except TypeError as error:
+                            raise check.unhashable(id) from error
+                        self._move_box(slot, x0, y0, z0, x1, y1, z1)
                         return
-            if not self._present(id):
-                raise check.unknown_ids("id", [id])
-            self._engine.move(id, check.shape(lower, upper, radius, self._n_dims))
+            slot = self._ids.slot(id)
+            self._engine.move(slot, check.shape(lower, upper, radius, self._n_dims))
 
     def remove(self, id) -> None:
         """Remove object ``id``."""
         with self._lock:
-            self._engine.remove(id)
+            slot = self._ids.slot(id)
+            self._engine.remove(slot)
+            self._ids.unregister(np.array([slot], np.int64))
 
     def insert_many(self, ids, lower, upper=None, *, radius=None, category=None,
                     mask=None) -> None:
@@ -264,7 +288,9 @@ class DynamicHash:
                                                          self._rows)
             categories = check.bits_rows(category, "category", m)
             masks = check.bits_rows(mask, "mask", m)
-            self._engine.insert_many(ids, rows, spheres, categories, masks)
+            self._ids.check_new(ids)
+            self._ids.register_ints(ids, self._engine.insert_many(rows, spheres, categories,
+                                                                  masks))
 
     def move_many(self, ids, lower, upper=None, *, radius=None) -> None:
         """Give many objects new shapes; arguments as in `insert_many`.
@@ -273,19 +299,28 @@ class DynamicHash:
         lists are dropped, to be rebuilt by the next query that reads them (`query_pairs`
         does not), when more than a quarter of the objects move (faster than updating them
         object by object), and when no query read them since the previous `move_many`: a
-        simulation that only asks for pairs does not pay for lists it never reads (100,000
-        boxes, 10% moved: 4.0 ms a step to update them, ad hoc).
+        simulation that only asks for pairs does not pay for lists it never reads.
         """
         with self._lock:
             ids = check.id_array(ids)
             rows, spheres, self._rows = check.shape_rows(ids.shape[0], self._n_dims, lower,
                                                          upper, radius, self._rows)
-            self._engine.move_many(ids, rows, spheres)
+            self._engine.move_many(self._ids.slots_of(ids), rows, spheres)
 
     def remove_many(self, ids) -> None:
         """Remove many objects by integer id."""
         with self._lock:
-            self._engine.remove_many(check.id_array(ids))
+            slots = self._ids.slots_of(check.id_array(ids))
+            self._engine.remove_many(slots)
+            self._ids.unregister(slots)
+
+    def _query(self, kind: int, query: np.ndarray, mask) -> np.ndarray:
+        """Ids of the objects that pass a local query and ``mask``: integer ids sorted."""
+        slots = self._engine.query(kind, query, check.bits_value(mask, "mask"))
+        ids = self._ids.ids_of(slots)
+        if self._ids.all_int:
+            ids.sort()
+        return ids
 
     # ------------------------------------------------------------------ queries
     def query_cell(self, position, *, mask: int = ALL_BITS) -> np.ndarray:
@@ -297,7 +332,7 @@ class DynamicHash:
         with self._lock:
             point = check.coordinates(position, "position", self._n_dims, bounded=False)
             query = np.array([*point, *point, 0.0])
-            return self._engine.query(KIND_CELL, query, check.bits_value(mask, "mask"))
+            return self._query(KIND_CELL, query, mask)
 
     def query_box(self, lower, upper, *, mask: int = ALL_BITS) -> np.ndarray:
         """Ids of the objects overlapping the closed box ``lower..upper``."""
@@ -306,7 +341,7 @@ class DynamicHash:
             high = check.coordinates(upper, "upper", self._n_dims, bounded=False)
             check.check_order(low, high)
             query = np.array([*low, *high, 0.0])
-            return self._engine.query(KIND_BOX, query, check.bits_value(mask, "mask"))
+            return self._query(KIND_BOX, query, mask)
 
     def query_radius(self, center, r: float, *, mask: int = ALL_BITS) -> np.ndarray:
         """Ids of the objects within distance ``r`` of ``center`` (closed ball)."""
@@ -314,7 +349,7 @@ class DynamicHash:
             point = check.coordinates(center, "center", self._n_dims)
             r = as_positive_scalar(r, "r", allow_zero=True)
             query = np.array([*point, *point, r])
-            return self._engine.query(KIND_BALL, query, check.bits_value(mask, "mask"))
+            return self._query(KIND_BALL, query, mask)
 
     def query_knn(self, point, k: int, *, mask: int = ALL_BITS) -> Hits:
         """The ``k`` objects nearest to ``point``, nearest first, exact.
@@ -328,9 +363,11 @@ class DynamicHash:
             position = np.array(check.coordinates(point, "point", self._n_dims))
             # No more than every object can come back: room for those only (a huge k, valid,
             # would otherwise allocate terabytes).
-            k = min(as_count(k, "k"), max(len(self._engine), 1))
-            ids, distances = self._engine.query_knn(position, k, check.bits_value(mask, "mask"))
-            return Hits(ids, distances)
+            k = min(as_count(k, "k"), max(len(self._ids), 1))
+            keys, distances = self._engine.query_knn(position, k,
+                                                     check.bits_value(mask, "mask"),
+                                                     self._ids.tie_keys())
+            return Hits(self._ids.ids_of_keys(keys), distances)
 
     def query_ray(self, origin, direction, *, max_distance: float = math.inf,
                   all_hits: bool = False, mask: int = ALL_BITS, fn=None,
@@ -376,10 +413,9 @@ class DynamicHash:
         stops early. An exception raised in ``fn`` is raised here; a function that does
         not return a bool for these arguments raises `TypeError` before the cast. Numba
         compiles the cast anew for each ``fn`` (and types of ``args``), ``fn`` inlined:
-        about 2 s for a new ``fn``, 2.4 s with an empty disk cache (2-core machine, first
-        call less the second, in a fresh process). Not cached on disk: numba's cache keys
-        that code by the ``fn`` object, new in every process, and never hits. Define
-        ``fn`` once, at module level.
+        the first call with a new ``fn`` waits for that compilation. Not cached on disk:
+        numba's cache keys that code by the ``fn`` object, new in every process, and never
+        hits. Define ``fn`` once, at module level.
         """
         with self._lock:
             start = np.array(check.coordinates(origin, "origin", self._n_dims))
@@ -388,9 +424,11 @@ class DynamicHash:
                                               allow_inf=True)
             mask = check.bits_value(mask, "mask")
             fn = ray_function(fn, args, all_hits, DYNAMIC_RAY_CALL)
-            ids, distances = self._engine.query_ray(start, heading, max_distance, mask,
-                                                    all_hits, fn, args)
-            return Hits(ids, distances)
+            if fn is not None and not self._ids.all_int:
+                raise check.function_needs_int_ids(self._ids.first_other_id())
+            slots, distances = self._engine.query_ray(start, heading, max_distance, mask,
+                                                      all_hits, self._ids.tie_keys(), fn, args)
+            return Hits(self._ids.ids_of(slots), distances)
 
     def query_pairs(self) -> np.ndarray:
         """Every pair of overlapping objects, once: ids of shape (n_pairs, 2).
@@ -400,7 +438,7 @@ class DynamicHash:
         thread count).
         """
         with self._lock:
-            return self._engine.query_pairs()
+            return self._ids.pair_ids(*self._engine.query_pairs())
 
     def query_contacts(self) -> Contacts:
         """The overlapping pairs that began and those that ended since the previous call
@@ -442,5 +480,9 @@ class DynamicHash:
         ``dynamic/_contacts.py``). A call costs about what `query_pairs` costs.
         """
         with self._lock:
-            began, ended = self._engine.query_contacts()
+            pairs, counts = self._engine.query_pairs()
+            ids = self._ids
+            if ids.contacts is None:
+                ids.contacts = ContactState()
+            began, ended = ids.contacts.update(pairs, counts, ids)
             return Contacts(began, ended)

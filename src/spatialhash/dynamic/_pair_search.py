@@ -85,7 +85,8 @@ class PairSearch:
                 n_objects: int) -> tuple | None:
         """The kept sort updated for the changed slots (`sort_kernels.update_sort`):
         ``(n_entries, n_coarse, filtered)``, or None when it must be redone from scratch."""
-        # Counted first: listing 40,000 changed slots of 100,000 costs 0.7 ms (5 us to count).
+        # Counted first: counting the changed slots costs under a hundredth of listing them
+        # (40,000 of 100,000).
         if not self.kept or np.count_nonzero(changed) > SORT_UPDATE_FRACTION * n_objects:
             return None
         changed_slots = np.flatnonzero(changed)

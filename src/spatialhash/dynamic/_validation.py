@@ -75,6 +75,16 @@ def present_ids(name: str, ids: list) -> ValueError:
                       f"repeated: {_show(ids)}.")
 
 
+def function_needs_int_ids(other) -> TypeError:
+    """The error for a ray's ``fn`` on a hash holding ``other``, an id that is not an
+    integer."""
+    return TypeError(
+        "`fn` needs integer ids (it is called with the id as an int64); got a hash "
+        f"holding ids of other types, such as {other!r:.80}. Give the objects "
+        "integer ids, or map yours to integers."
+    )
+
+
 def fast_coordinates(value, n_dims: int, limit: float = COORDINATE_LIMIT):
     """``value`` as a tuple of ``n_dims`` floats within ``+-limit`` (and, with the default
     limit, each 0 or at least `COORDINATE_FLOOR` in magnitude), or None when it needs full

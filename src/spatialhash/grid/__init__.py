@@ -14,10 +14,10 @@ numba kernels, one module per query family. A query's whole path, public method 
 for a user's function over pairs, ``_grid.py`` -> ``_pair_functions.py`` ->
 ``_kernels/pair_functions.py``; for ``query_ray``'s function over each ray's hits,
 ``_grid.py`` -> ``_cpu_engine.py`` -> ``_pair_functions.py`` -> ``_kernels/ray_functions.py``.
-The Verlet list, `NeighborList`: ``_neighbor_list.py`` -> ``_kernels/neighbor_list.py``
-(its candidates as rows, the check of the moves, its pairs), and for its function over
-pairs ``_neighbor_list.py`` -> ``_pair_functions.py`` ->
-``_kernels/neighbor_list_functions.py``.
+The neighbour lists built on a grid are a package of their own, ``spatialhash/neighbors``:
+they take from the grid only what `Grid` and `_engine.GridEngine` declare
+(`GridEngine.found_pairs`), and run their functions over pairs through
+``_pair_functions.run_scan``.
 
 Design
 ------
@@ -68,10 +68,10 @@ calls it (it links the callee in, optimizes the whole again and emits its machin
 once more). So small inputs call the sequential kernels directly rather than through a
 sequential driver, and each parallel driver is one ``prange`` loop that calls its one
 kernel through the kernel's address (``spatialhash/_kernels/indirect.py``): the kernel is
-compiled once, and the driver costs 2 to 3 s of cold compile instead of 7 to 14 s (CPU
-time on a cold cache; ``benchmarks/bench_compile.py`` measures the cold compile). Calls
-between kernels are typed without literal constants (`_config.jit`), so a flag passed as
-``True`` does not compile a kernel a second time.
+compiled once, and the driver's cold compile takes about a quarter of the CPU time it
+takes with the kernel compiled into it (``benchmarks/bench_compile.py`` measures the cold
+compile). Calls between kernels are typed without literal constants (`_config.jit`), so a
+flag passed as ``True`` does not compile a kernel a second time.
 
 Engines. `Grid` keeps what does not depend on how queries run: the validation of every
 input into canonical float64 arrays (padded to three columns, wrapped into the periodic
@@ -88,6 +88,5 @@ for checking.
 """
 
 from ._grid import Grid
-from ._neighbor_list import NeighborList
 
-__all__ = ["Grid", "NeighborList"]
+__all__ = ["Grid"]

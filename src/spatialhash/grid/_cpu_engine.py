@@ -22,6 +22,7 @@ from . import _build, _pair_functions, _pair_search
 from ._kernels import box as box_kernels
 from ._kernels import build, build_parallel, knn, radius, regions
 from ._kernels import ray as ray_kernels
+from ._pair_search import FoundPairs
 
 #: Below these sizes queries (and the build) run on the calling thread: waking the other
 #: threads costs more than the work (benchmarks/bench_threading.py measures both).
@@ -68,10 +69,21 @@ class CpuEngine:
 
     # ------------------------------------------------------------------ pairs
     query_pairs = _pair_search.query_pairs
-    found_pairs = _pair_search.found_pairs
     iter_pairs = _pair_search.iter_pairs
     for_each_pair = _pair_functions.for_each_pair
     for_each_neighbor = _pair_functions.for_each_neighbor
+
+    def found_pairs(self, r2, radii, reach) -> FoundPairs:
+        """The pairs of `query_pairs` as its search found them (`GridEngine.found_pairs`):
+        the same search, writing each sorted point's position in place of its index."""
+        positions = np.arange(self.n_points, dtype=self.index_dtype)
+        found = _pair_search.query_pairs(self, r2, radii, reach, False, as_found=True,
+                                         order=positions)
+        state = self.state
+        # A copy, always (``ascontiguousarray`` of a single point's transpose is a view).
+        points = np.array(state.points.T, order="C")
+        return FoundPairs(found.indices, state.order, points,
+                          _pair_functions.row_slabs(state, reach))
 
     # ------------------------------------------------------------------ radius
     def query_radius(self, query_points, radii, return_distances, sort) -> Neighbors:

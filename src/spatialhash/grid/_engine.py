@@ -24,6 +24,7 @@ import numpy as np
 from .._results import KNearest, Neighbors, Pairs, RayHits
 from ._cpu_engine import BruteEngine, CpuEngine
 from ._kernels.state import GridState
+from ._pair_search import FoundPairs
 
 
 class GridEngine(Protocol):
@@ -103,8 +104,10 @@ class GridEngine(Protocol):
             Rows in the engine's deterministic order; shape ``(n, n)``.
         """
 
-    def found_pairs(self, r2: float, radii: np.ndarray, reach: float) -> np.ndarray:
-        """The pairs of `query_pairs` as the search found them, for `NeighborList`'s rows.
+    def found_pairs(self, r2: float, radii: np.ndarray, reach: float) -> FoundPairs:
+        """The pairs of `query_pairs` as the search found them, with the point order and
+        the points they refer to: everything a neighbour list (`NeighborList`) takes from
+        the grid it builds on, which keeps them as its rows.
 
         Parameters
         ----------
@@ -113,10 +116,26 @@ class GridEngine(Protocol):
 
         Returns
         -------
-        ndarray of the index dtype, shape (m, 2)
-            ``(s, t)``: positions in the engine's point order (``state.order``), ``s`` the
-            point whose search met ``t``, each pair once, grouped by ``s`` in increasing
-            order.
+        FoundPairs
+            ``pairs``, shape (m, 2), the index dtype: ``(s, t)``, positions in the
+            engine's point order, ``s`` the point whose search met ``t``, each pair of
+            `query_pairs` once, grouped by ``s`` in increasing order. ``order``, shape
+            (n,), the index dtype: the caller's index of the point at each position.
+            ``points``, shape (n, 3), float64, C-contiguous: the point at each position as
+            the engine holds it (wrapped into the periodic box, zeros on padded axes), a
+            new array the caller may write. ``slabs``, shape (n_slabs, 2), int64, or None:
+            ranges of positions (first, one past the last) cut so that every pair's ``t``
+            lies in the range of its ``s`` or in the next one along the grid (the last
+            one's next being the first), listed every other one first, then the rest:
+            the ranges of each half may be scanned at once, writing the rows of both
+            points of a pair (the slabs of ``_pair_functions.slab_plan``); None where the
+            grid has none.
+
+        Notes
+        -----
+        Positions rather than the caller's indices: a list keeps its points in this
+        order, so that the points of a row, found in nearby cells, lie near each other in
+        memory.
         """
 
     def iter_pairs(self, r2: float, radii: np.ndarray, reach: float, chunk_size: int,

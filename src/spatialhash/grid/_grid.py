@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _config
 from .._results import KNearest, Neighbors, Pairs, RayHits
-from .._user_functions import GRID_RAY_CALL, ray_function
+from .._user_functions import GRID_RAY_CALL, pair_function, ray_function
 from .._validation import as_box, as_count, as_points, as_positive_scalar, grid_points
 from ._build import default_cell_size
 from ._engine import ENGINES
@@ -21,7 +21,6 @@ from ._inputs import (
     box_inputs,
     canonical_queries,
     check_knn_size,
-    pair_function,
     pair_search_inputs,
     radius_inputs,
     ray_inputs,
@@ -29,6 +28,7 @@ from ._inputs import (
 
 if TYPE_CHECKING:
     from ._kernels.state import GridState
+    from ._pair_search import FoundPairs
 
 #: ``algorithm="auto"`` uses brute force up to this many points.
 BRUTE_FORCE_MAX_POINTS = 32
@@ -182,8 +182,20 @@ class Grid:
                 raise TypeError("`radii` applies to pairs among the points, not with `queries`.")
             return self.query_radius(queries, r, return_distances=return_distances,
                                      sort=False).to_pairs()
-        r2, radii_sorted, reach = pair_search_inputs(self, r, radii)
+        r2, radii_sorted, reach = self._pair_inputs(r, radii)
         return self._engine.query_pairs(r2, radii_sorted, reach, return_distances)
+
+    def _pair_inputs(self, r, radii) -> tuple[float, np.ndarray, float]:
+        """``(r2, radii, reach)`` of a pair search, validated (`pair_search_inputs`)."""
+        return pair_search_inputs(self._engine, self._n_points, self._box, self._periodic,
+                                  r, radii)
+
+    def _found_pairs(self, r: float | None = None, radii=None) -> FoundPairs:
+        """The pairs of ``query_pairs(r)`` (or ``query_pairs(radii=radii)``) as the
+        engine's search found them, with the point order and the points they refer to
+        (`GridEngine.found_pairs`): the rows a neighbour list keeps
+        (``spatialhash/neighbors``), which builds on nothing else of the grid."""
+        return self._engine.found_pairs(*self._pair_inputs(r, radii))
 
     def iter_pairs(self, r: float | None = None, *, radii=None, chunk_size: int = 1 << 22,
                    return_distances: bool = False) -> Iterator[Pairs]:
@@ -208,7 +220,7 @@ class Grid:
         """
         # Arguments are checked now, not at the first next(): this is not a generator.
         chunk_size = as_count(chunk_size, "chunk_size")
-        r2, radii_sorted, reach = pair_search_inputs(self, r, radii)
+        r2, radii_sorted, reach = self._pair_inputs(r, radii)
         return self._engine.iter_pairs(r2, radii_sorted, reach, chunk_size, return_distances)
 
     def for_each_pair(self, r: float | None = None, fn=None, *args, radii=None,
@@ -253,11 +265,11 @@ class Grid:
         never on the threads.
 
         Numba compiles the scan anew for each ``fn`` (and types of ``args``), ``fn``
-        inlined: about 2 s for each new ``fn`` on one thread, 3.5 s on the multi-threaded
-        path (from 2,000 points), more with an empty disk cache (idle 2-core machine;
-        first call less the second, in a fresh process). Not cached on disk: numba's cache keys
-        that code by the ``fn`` object, new in every process, and never hits. Define ``fn``
-        once, at module level.
+        inlined: the first call with a new ``fn`` waits for a compile of a few seconds,
+        which on the multi-threaded path (from 2,000 points) takes about 1.75 times as
+        long as on one thread, and longer with an empty disk cache. Not cached on disk:
+        numba's cache keys that code by the ``fn`` object, new in every process, and never
+        hits. Define ``fn`` once, at module level.
 
         Examples
         --------
@@ -275,7 +287,7 @@ class Grid:
         True
         """
         fn = pair_function(fn)
-        r2, radii_sorted, reach = pair_search_inputs(self, r, radii)
+        r2, radii_sorted, reach = self._pair_inputs(r, radii)
         self._engine.for_each_pair(r2, radii_sorted, reach, fn, args, bool(once))
 
     def for_each_neighbor(self, queries, r, fn=None, *args) -> None:
@@ -283,7 +295,7 @@ class Grid:
         each query ``q`` (the rows of `query_radius`, same arguments), ``dx, dy, dz`` being
         ``queries[q] - points[j]``. As `for_each_pair`: one thread per query (``fn`` may
         write to row ``q``), its ``j`` in a fixed order, ``fn``'s exceptions raised here,
-        a compile for each new ``fn`` (about 1 s; 2 s multi-threaded, from 2,000 queries)."""
+        a compile for each new ``fn`` (twice as long multi-threaded, from 2,000 queries)."""
         fn = pair_function(fn)
         query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
                                               self._periodic)
@@ -424,11 +436,11 @@ class Grid:
         ``ray`` of an output), in the same order for any ``n_threads``; an exception raised
         in ``fn`` is raised here, and a function that does not return a bool for these
         arguments raises `TypeError` before any ray is cast. Numba compiles the cast anew
-        for each ``fn`` (and types of ``args``), ``fn`` inlined: about 1.7 s for a new
-        ``fn`` on one thread, 3.2 s on the multi-threaded path (from 2,000 rays); 2.2 and
-        4.4 s with an empty disk cache (2-core machine, first call less the second, in a
-        fresh process). Not cached on disk: numba's cache keys that code by the ``fn``
-        object, new in every process, and never hits. Define ``fn`` once, at module level.
+        for each ``fn`` (and types of ``args``), ``fn`` inlined: the first call with a new
+        ``fn`` waits for a compile, about twice as long on the multi-threaded path (from
+        2,000 rays) as on one thread, and a quarter to a third longer again with an empty
+        disk cache. Not cached on disk: numba's cache keys that code by the ``fn`` object,
+        new in every process, and never hits. Define ``fn`` once, at module level.
 
         Examples
         --------
@@ -446,7 +458,8 @@ class Grid:
         >>> hits.indices.tolist(), hits.distances.tolist()
         ([1, 0], [1.5, 1.5])
         """
-        origins3, units3, radii, limit = ray_inputs(self, origins, directions, radii,
-                                                    max_distance)
+        origins3, units3, radii, limit = ray_inputs(self._n_dims, self._n_points,
+                                                    self._periodic, origins, directions,
+                                                    radii, max_distance)
         fn = ray_function(fn, args, all_hits, GRID_RAY_CALL)
         return self._engine.query_ray(origins3, units3, radii, limit, all_hits, fn, args)

@@ -1,15 +1,13 @@
 """The input checks of `Grid`'s queries: each turns a query's arguments into the canonical
 arrays and scalars an engine takes (`_engine.GridEngine`), or raises naming the parameter
-and the value seen."""
+and the value seen. They take values (the grid's sizes, box and engine), never the grid."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numba
 import numpy as np
 
-from .._numba_internals import is_dispatcher
 from .._validation import (
     as_array,
     as_bounds,
@@ -18,30 +16,32 @@ from .._validation import (
     as_radii,
     as_rays,
     check_magnitude,
+    check_periodic_reach,
     pad_to_3d,
     wrap_into_box,
 )
 
 if TYPE_CHECKING:
     from ._engine import GridEngine
-    from ._grid import Grid
 
 #: `Grid.query_knn` refuses a ``k`` beyond the point count whose padding columns (-1
 #: and ``inf``, 16 bytes a slot with int64 indices) would take more than this many bytes.
 KNN_MAX_PADDING_BYTES = 2**30
 
 
-def pair_search_inputs(grid: Grid, r, radii) -> tuple[float, np.ndarray, float]:
-    """Validated (squared radius, radii in the engine's order, reach) of a pair search."""
+def pair_search_inputs(engine: GridEngine, n_points: int, box: np.ndarray,
+                       periodic: np.ndarray, r, radii) -> tuple[float, np.ndarray, float]:
+    """Validated (squared radius, radii in ``engine``'s point order, reach) of a pair
+    search among ``n_points`` points in ``box`` (periodic on the axes of ``periodic``)."""
     if (r is None) == (radii is None):
         raise TypeError("give exactly one of `r` (a distance) and `radii` (one per point).")
     if radii is not None:
-        radii_sorted, largest = pair_radii(grid._engine, radii, grid._n_points)
-        check_periodic_reach(grid._box, grid._periodic, 2.0 * largest, "radii",
-                              f"2 * max(radii) = {2 * largest}")
+        radii_sorted, largest = pair_radii(engine, radii, n_points)
+        check_periodic_reach(box, periodic, 2.0 * largest, "radii",
+                             f"2 * max(radii) = {2 * largest}")
         return 0.0, radii_sorted, 2.0 * largest
     r = as_positive_scalar(r, "r", allow_zero=True)
-    check_periodic_reach(grid._box, grid._periodic, r, "r", r)
+    check_periodic_reach(box, periodic, r, "r", r)
     return r * r, np.empty(0), r
 
 
@@ -54,30 +54,21 @@ def box_inputs(lower, upper, n_dims: int, box: np.ndarray):
     return wrap_into_box(pad_to_3d(lower), box), pad_to_3d(upper), width
 
 
-def ray_inputs(grid: Grid, origins, directions, radii, max_distance):
-    """Validated ``(origins3, units3, radii, limit)`` of `Grid.query_ray`."""
-    if grid._periodic.any():
+def ray_inputs(n_dims: int, n_points: int, periodic: np.ndarray, origins, directions,
+               radii, max_distance):
+    """Validated ``(origins3, units3, radii, limit)`` of `Grid.query_ray` on a grid of
+    ``n_points`` points in ``n_dims`` dimensions, periodic on the axes of ``periodic``."""
+    if periodic.any():
         raise ValueError(
             "`box` must be None for ray casts (rays run through open grids only); got a "
-            f"grid periodic on axes {np.flatnonzero(grid._periodic).tolist()}."
+            f"grid periodic on axes {np.flatnonzero(periodic).tolist()}."
         )
-    origins3, units3 = as_rays(origins, directions, grid._n_dims)
+    origins3, units3 = as_rays(origins, directions, n_dims)
     m = origins3.shape[0]
-    radii = as_radii(radii, "radii", grid._n_points)
+    radii = as_radii(radii, "radii", n_points)
     limit = np.full(m, np.inf) if max_distance is None else as_radii(
         max_distance, "max_distance", m, allow_inf=True)
     return origins3, units3, radii, limit
-
-
-def pair_function(fn):
-    """``fn`` if it is a compiled numba function (any callable under NUMBA_DISABLE_JIT)."""
-    if is_dispatcher(fn) or (numba.config.DISABLE_JIT and callable(fn)):
-        return fn
-    raise TypeError(
-        "`fn` must be a function compiled with numba's `njit` (it is called from compiled "
-        f"code, on every thread); got {fn!r}. Decorate it with `@njit` (`from numba "
-        "import njit`)."
-    )
 
 
 def check_knn_size(m: int, k: int, n_points: int) -> None:
@@ -110,21 +101,6 @@ def radius_inputs(queries, r, n_dims: int, box: np.ndarray, periodic: np.ndarray
     largest = float(radii.max()) if radii.size else 0.0
     check_periodic_reach(box, periodic, largest, "r", largest)
     return query_points, radii
-
-
-def check_periodic_reach(box: np.ndarray, periodic: np.ndarray, reach: float, name: str,
-                          seen) -> None:
-    """Refuse a search reaching beyond half the periodic box (the minimum image)."""
-    if not periodic.any():
-        return
-    half = box / 2.0
-    too_far = np.flatnonzero(reach > half)
-    if too_far.size:
-        axis = too_far[0]
-        raise ValueError(
-            f"`{name}` must be at most half the periodic box ({half[axis]} on axis "
-            f"{axis}); got {seen}. Use a larger box or a smaller radius."
-        )
 
 
 def pair_radii(engine: GridEngine, radii, n_points: int) -> tuple[np.ndarray, float]:

@@ -1,16 +1,18 @@
 """The host side of a user's function called from the grid's kernels on the CPU: the
 engine's `for_each_pair` and `for_each_neighbor` (`_engine.GridEngine`), and the ray casts
-with ``fn`` (`ray_function_hits`, for `CpuEngine.query_ray`).
+with ``fn`` (`ray_function_hits`, for `CpuEngine.query_ray`). `run_scan` runs any of these
+scans, and those of a neighbour list (``spatialhash/neighbors``), given a `ScanContext`:
+the arrays the kernels take, their index dtype and the thread count.
 
 Few points (or queries, or rays) run the sequential scan of ``_kernels/pair_functions.py``
 (``_kernels/ray_functions.py``) on the calling thread. Many run its parallel driver, chunks
 of cells (or queries, or rays) on every thread, which calls the scan through a guard that
 catches exceptions (see the kernel module), through the guard's address
-(`indirect.kernel_target`): called directly, the guard's code (the scan's) was optimized
+(`indirect.kernel_target`): called directly, the guard's code (the scan's) is optimized
 and emitted once more inside the driver, and the first multi-threaded call with a new
-``fn`` took 3.4-3.6 s instead of 2.1-2.3 s (ad hoc: 30,000 points, first call less the
-second in a fresh process, 2-core machine). The calls of ``fn``, and their order for each
-point (or ray), are the same on both paths.
+``fn`` takes about 1.6 times as long (30,000 points, first call less the second in a fresh
+process, 2-core machine). The calls of ``fn``, and their order for each point (or
+ray), are the same on both paths.
 
 Here too: numba's failure to type ``fn`` with its arguments becomes a `TypeError` that says
 how ``fn`` is called (``spatialhash/_user_functions.py``); a chunk that raised on a worker
@@ -19,15 +21,14 @@ thread is run again on the calling thread, so that ``fn``'s own exception is rai
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from .. import _config
 from .._kernels import indirect
 from .._user_functions import GRID_RAY_CALL, PAIR_CALL, arg_types, typed_call
-from ._kernels import neighbor_list_functions, pair_functions, pairs, ray_functions
+from ._kernels import pair_functions, pairs, ray_functions
 
 #: The most slabs, and the fewest, of a half-stencil scan (`slab_plan`): enough for every
 #: thread to take slabs of about equal work in each of the two phases. Below
@@ -41,7 +42,7 @@ FEW_SLABS = 16
 #: calling thread, on the half stencil where the grid allows it. As `query_pairs`'s
 #: threshold (``_pair_search.PARALLEL_MIN_POINTS_ONE_PASS``): with the work of a function
 #: at every pair, two threads beat one well below it (Lennard-Jones forces on 2,048
-#: atoms, 2 cores: 0.77 against 1.12 ms on the grid, 0.32 against 0.54 ms on a list).
+#: atoms, 2 cores: 31% less time on the grid, 41% on a list).
 PARALLEL_MIN_PAIR_POINTS = 2_000
 
 if TYPE_CHECKING:
@@ -58,11 +59,24 @@ _ONCE_FULL_SCAN = (pair_functions.pair_once_cells, None, None, None, PAIR_CALL,
                    "occupied cells")
 _NEIGHBOR_SCAN = (*pair_functions.NEIGHBOR_QUERIES, pair_functions.QUERIES_PER_CHUNK,
                   PAIR_CALL, "queries")
-_LIST_SCAN = (*neighbor_list_functions.FULL_ROWS, neighbor_list_functions.ROWS_PER_CHUNK,
-              PAIR_CALL, "rows")
-_LIST_HALF_SCAN = (*neighbor_list_functions.HALF_ROWS, 1, PAIR_CALL, "slabs of rows")
-_LIST_ONCE_SCAN = (*neighbor_list_functions.ONCE_ROWS, 1, PAIR_CALL, "slabs of rows")
 _RAY_SCAN = (*ray_functions.RAYS, ray_functions.RAYS_PER_CHUNK, GRID_RAY_CALL, "rays")
+
+
+class ScanContext(NamedTuple):
+    """What `run_scan` needs besides the scan's kernels and parameters."""
+
+    #: The arrays every kernel of the scan takes first: a `GridState`, or a neighbour
+    #: list's ``ListState``.
+    state: tuple
+    #: The dtype of the state's point indices (part of the key of a driver's target).
+    index_dtype: np.dtype
+    #: Threads of a parallel scan (None: numba's, -1: all).
+    n_threads: int | None
+
+
+def engine_context(engine: CpuEngine) -> ScanContext:
+    """The scan context of a CPU engine: its state, index dtype and thread count."""
+    return ScanContext(engine.state, engine.index_dtype, engine.n_threads)
 
 
 def for_each_pair(engine: CpuEngine, r2, radii, reach, fn, args, once: bool = False) -> None:
@@ -78,28 +92,29 @@ def for_each_pair(engine: CpuEngine, r2, radii, reach, fn, args, once: bool = Fa
     side; with ``once``, on the calling thread (the half stencil, or by cell id the full
     one, keeping ``i < j``). The choice depends on the grid, never on the threads."""
     state = engine.state
+    context = engine_context(engine)
     n_occupied = engine.n_occupied_cells
     reach_cells, by_id, slabs = _cell_slabs(state, reach)
     many = engine.n_points >= PARALLEL_MIN_PAIR_POINTS
     parallel = many and engine.n_threads != 1
     full_params = (r2, radii, reach_cells)
     if by_id and once:
-        _scan(engine, False, _ONCE_FULL_SCAN, full_params, n_occupied, fn, args)
+        run_scan(context, False, _ONCE_FULL_SCAN, full_params, n_occupied, fn, args)
         return
     if by_id or (slabs is None and many and not once):
-        _scan(engine, parallel, _PAIR_SCAN, full_params, n_occupied, fn, args)
+        run_scan(context, parallel, _PAIR_SCAN, full_params, n_occupied, fn, args)
         return
     if slabs is None:
         slabs, parallel = np.array([[0, n_occupied]], dtype=np.int64), False
     params = (r2, radii, reach_cells, state.dense_start.shape[0] > 0, slabs)
-    _scan(engine, parallel, _ONCE_SCAN if once else _HALF_SCAN, params, slabs.shape[0], fn,
-          args)
+    run_scan(context, parallel, _ONCE_SCAN if once else _HALF_SCAN, params, slabs.shape[0],
+             fn, args)
 
 
 def row_slabs(state, reach: float) -> np.ndarray | None:
     """The slabs of `slab_plan` for pairs within ``reach`` on the grid ``state`` as ranges
-    of its sorted points (rows of a neighbour list built on that grid); None where the
-    grid has no slabs."""
+    of its sorted points (rows of a neighbour list built on that grid,
+    `FoundPairs.slabs`); None where the grid has no slabs."""
     slabs = _cell_slabs(state, reach)[2]
     return None if slabs is None else state.cell_start[slabs]
 
@@ -168,33 +183,8 @@ def for_each_neighbor(engine: CpuEngine, query_points, radii, fn, args) -> None:
     """``fn(q, j, d2, dx, dy, dz, *args)`` for every point ``j`` within ``radii[q]`` of
     each query (see `_engine.GridEngine.for_each_neighbor`)."""
     m = query_points.shape[0]
-    _scan(engine, engine.parallel_over_queries(m), _NEIGHBOR_SCAN, (query_points, radii), m,
-          fn, args)
-
-
-def for_each_listed_pair(state, r2: float, slabs, lower_rows, n_threads, fn, args,
-                         once: bool = False) -> None:
-    """``fn(i, j, d2, dx, dy, dz, *args)`` for every ordered pair of a neighbour list's
-    candidates within ``r2`` (`NeighborList.for_each_pair`; ``state`` a
-    `neighbor_list_functions.ListState`, whose ``order`` has the index dtype of its
-    points): over the rows in ``slabs`` of rows, each pair met once and ``fn`` called for
-    both orders (or, ``once``, one); where ``slabs`` is None, with
-    `PARALLEL_MIN_PAIR_POINTS` points or more and both orders, over the full rows (with
-    ``lower_rows()``, the transposed rows), else all rows as one slab on the calling
-    thread. As `for_each_pair`: on every thread from `PARALLEL_MIN_PAIR_POINTS` points,
-    and the choice of the scan does not depend on the threads."""
-    owner = SimpleNamespace(state=state, index_dtype=state.order.dtype, n_threads=n_threads)
-    n_rows = state.order.shape[0]
-    many = n_rows >= PARALLEL_MIN_PAIR_POINTS
-    parallel = many and n_threads != 1
-    if slabs is None and many and not once:
-        _scan(owner, parallel, _LIST_SCAN, (r2, *lower_rows()), n_rows, fn, args)
-        return
-    if slabs is None:
-        slabs = np.array([[0, n_rows]], dtype=np.int64)
-        parallel = False
-    _scan(owner, parallel, _LIST_ONCE_SCAN if once else _LIST_HALF_SCAN, (r2, slabs),
-          slabs.shape[0], fn, args)
+    run_scan(engine_context(engine), engine.parallel_over_queries(m), _NEIGHBOR_SCAN,
+             (query_points, radii), m, fn, args)
 
 
 def ray_function_hits(engine: CpuEngine, rays: tuple, visit_order: np.ndarray, fn,
@@ -210,25 +200,25 @@ def ray_function_hits(engine: CpuEngine, rays: tuple, visit_order: np.ndarray, f
         rays = (*rays[:-1], limit.copy())
     indices = np.empty(m, dtype=engine.index_dtype)
     distances = np.empty(m)
-    _scan(engine, engine.parallel_over_queries(m), _RAY_SCAN,
-          (*rays, visit_order, indices, distances), m, fn, args)
+    run_scan(engine_context(engine), engine.parallel_over_queries(m), _RAY_SCAN,
+             (*rays, visit_order, indices, distances), m, fn, args)
     return indices, distances
 
 
-def _scan(engine: CpuEngine, parallel: bool, kernels, params, n_items: int, fn,
-          args) -> None:
-    """The ``n_items`` items (cells, slabs or queries) of ``kernels`` (see `_PAIR_SCAN`):
-    on the calling thread, or on every thread in chunks, then the first chunk that raised,
-    if any, again on the calling thread, to raise its exception here."""
+def run_scan(context: ScanContext, parallel: bool, kernels, params, n_items: int, fn,
+             args) -> None:
+    """The ``n_items`` items (cells, slabs, rows or queries) of ``kernels`` (see
+    `_PAIR_SCAN`): on the calling thread, or on every thread in chunks, then the first
+    chunk that raised, if any, again on the calling thread, to raise its exception here."""
     scan, guarded, driver, per_chunk, call, noun = kernels
-    state = engine.state
+    state = context.state
     if not parallel:
         typed_call(fn, args, call, scan, state, params, 0, n_items, fn, args)
         return
     failed = np.zeros(-(-n_items // per_chunk), dtype=np.bool_)
     # The target is kept by `indirect` under this key, which tells its types apart.
-    key = (engine.index_dtype, fn, arg_types(fn, args, call))
-    with _config.threads(engine.n_threads):
+    key = (context.index_dtype, fn, arg_types(fn, args, call))
+    with _config.threads(context.n_threads):
         target = typed_call(fn, args, call, indirect.kernel_target, guarded,
                             (state, params, 0, 0, fn, args), key)
         driver(state, params, n_items, failed, fn, args, target)

@@ -13,16 +13,21 @@ The kernels are in ``_kernels/pairs.py``: `pair_kernel` chooses the sequential k
 parallel driver ``pairs.pairs_parts`` over parts of the cells, calling that kernel
 through its address (see "Compiling" in the design, ``grid/__init__.py``).
 
+`FoundPairs` is the answer of `CpuEngine.found_pairs`: the pairs as the search found them,
+with the order and the points they refer to.
+
 Every function takes the engine (`_cpu_engine.CpuEngine`): its ``state``,
 ``index_dtype``, ``n_threads``, ``n_points``, ``n_occupied_cells``, and
-``parallel_over_points``.
+``parallel_over_points``. Those that write pairs also take ``order``, the index written
+for each of the grid's sorted points: None for the engine's ``state.order`` (the caller's
+indices), or the positions themselves (`CpuEngine.found_pairs`), passed to the kernels in
+the state's place of ``order``.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numba
 import numpy as np
@@ -37,7 +42,7 @@ if TYPE_CHECKING:
 
 #: Pair searches on one thread below this many points: a single pass into outputs that
 #: grow. From there on, regions of cells on every thread (two threads beat one from about
-#: 1,000 points on, 0.24 against 0.33 ms on 2 cores: the ``pairs, 5,000 points``
+#: 1,000 points on, by a quarter at 5,000 on 2 cores: the ``pairs, 5,000 points``
 #: workload of ``benchmarks/bench_contention.py``, with ``--n``, measures it).
 PARALLEL_MIN_POINTS_ONE_PASS = 2_000
 #: Rows first allocated per point by the one-pass pair search of small inputs (it grows
@@ -45,14 +50,14 @@ PARALLEL_MIN_POINTS_ONE_PASS = 2_000
 PAIRS_PER_POINT_GUESS = 16
 #: Above this many pairs per point (estimated), moving the regions' rows together costs
 #: more than a count pass, and the count and fill passes run instead (1,000 Gaussian
-#: clusters, 216 pairs per point: 2.1 s against 2.2-2.6 s; uniform, 15 per point: one
-#: pass 0.45 s against 0.58 s; the ``pairs3d_clustered`` and ``pairs3d`` workloads of
-#: ``benchmarks/bench_batch.py``).
+#: clusters, 216 pairs per point: the count and fill passes take 5-19% less time;
+#: uniform, 15 per point: one pass takes 22% less time; the ``pairs3d_clustered`` and
+#: ``pairs3d`` workloads of ``benchmarks/bench_batch.py``).
 ONE_PASS_MAX_PAIRS_PER_POINT = 64
 #: Below this many points the regions' rows are not estimated but reserved,
 #: `PAIRS_PER_POINT_RESERVED` per point: the estimate is a parallel region of its own,
-#: whose start (tens of microseconds after idle: ``prange after idle`` in
-#: ``benchmarks/bench_threading.py``) matters at a few thousand points.
+#: whose start after idle (``prange after idle`` in ``benchmarks/bench_threading.py``)
+#: matters at a few thousand points.
 PAIR_ESTIMATE_MIN_POINTS = 50_000
 PAIRS_PER_POINT_RESERVED = 64
 #: Every this many cells of a region are counted to size its rows.
@@ -65,44 +70,58 @@ PAIR_ROWS_SLACK = 4096
 PAIR_REGIONS_PER_THREAD = 4
 #: `iter_pairs` fills the rows of several chunks at once, up to this many (or
 #: ``chunk_size``, when larger), and yields copies of their slices: a fill pass costs
-#: 15-40 us of calls and allocations, and starts a parallel region on large grids, too
-#: much to pay for every chunk of a few pairs. 1.5 MiB of rows with distances.
+#: calls and allocations, and starts a parallel region on large grids, too much to pay
+#: for every chunk of a few pairs. 1.5 MiB of rows with distances.
 ITER_PAIRS_BATCH_ROWS = 1 << 16
 #: Passed where a kernel writes no distances (one specialization with or without them).
 _NO_DISTANCES = np.empty(0, dtype=np.float64)
 _NO_POSITIONS = np.empty(0, dtype=np.int64)
 
 
+class FoundPairs(NamedTuple):
+    """The pairs of a search as it found them, and the points they refer to
+    (`GridEngine.found_pairs`): what a neighbour list keeps as its rows."""
+
+    #: (m, 2), the index dtype: ``(s, t)``, positions in ``order``, ``s`` the point whose
+    #: search met ``t``; each pair once, grouped by ``s`` in increasing order.
+    pairs: np.ndarray
+    #: (n,), the index dtype: the caller's index of the point at each position.
+    order: np.ndarray
+    #: (n, 3) float64, C-contiguous: the point at each position, as the engine holds it
+    #: (wrapped into the periodic box, zeros on padded axes); the caller's to write.
+    points: np.ndarray
+    #: (n_slabs, 2) int64: ranges of positions whose rows a function over the pairs may
+    #: scan at once, in two phases (`_pair_functions.row_slabs`); None where there are none.
+    slabs: np.ndarray | None
+
+
 # ---------------------------------------------------------------------- strategies
 def query_pairs(engine: CpuEngine, r2, radii, reach, return_distances,
-                as_found: bool = False) -> Pairs:
+                as_found: bool = False, order: np.ndarray | None = None) -> Pairs:
     """All pairs (`GridEngine.query_pairs`): one pass, on the calling thread for small
     inputs, else by regions of cells on every thread. With ``as_found``, each pair ``(i,
     j)`` as found, ``i`` the point whose scan met ``j``, rather than ``(min, max)`` (see
-    ``pairs.pairs_scan_cells``; `found_pairs` uses it)."""
+    ``pairs.pairs_scan_cells``); with ``order``, the index written for each sorted point
+    (`CpuEngine.found_pairs` passes the positions themselves)."""
     if engine.n_points < PARALLEL_MIN_POINTS_ONE_PASS:
-        return append_pairs(engine, r2, radii, reach, return_distances, as_found)
+        return append_pairs(engine, r2, radii, reach, return_distances, as_found, order)
     with _config.threads(engine.n_threads):
-        return append_pairs_parallel(engine, r2, radii, reach, return_distances, as_found)
+        return append_pairs_parallel(engine, r2, radii, reach, return_distances, as_found,
+                                     order)
 
 
-def found_pairs(engine: CpuEngine, r2, radii, reach) -> np.ndarray:
-    """The pairs of `query_pairs` as ``(s, t)`` positions in the grid's point order
-    (``(m, 2)``, the index dtype), grouped by ``s`` in increasing order: each point with
-    the points its scan met, those after it in its cell and those in its cell's half
-    stencil (`NeighborList` keeps them as its rows). ``radii`` in the grid's point order."""
-    in_grid_order = copy.copy(engine)
-    in_grid_order.state = engine.state._replace(
-        order=np.arange(engine.n_points, dtype=engine.index_dtype))
-    return query_pairs(in_grid_order, r2, radii, reach, False, as_found=True).indices
+def indexed_state(engine: CpuEngine, order: np.ndarray | None):
+    """The engine's state, writing ``order``'s entry for each sorted point (None: its own
+    ``order``, the caller's indices)."""
+    return engine.state if order is None else engine.state._replace(order=order)
 
 
 def append_pairs(engine: CpuEngine, r2, radii, reach, return_distances,
-                 as_found: bool = False) -> Pairs:
+                 as_found: bool = False, order: np.ndarray | None = None) -> Pairs:
     """All pairs in one sequential pass into growing outputs (small inputs): the same
     rows in the same order as the count and fill passes, without the count pass."""
     n = engine.n_points
-    state = engine.state
+    state = indexed_state(engine, order)
     reach_cells = pairs.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
     capacity = max(64, PAIRS_PER_POINT_GUESS * n)
     indices = np.empty((capacity, 2), dtype=engine.index_dtype)
@@ -120,7 +139,7 @@ def append_pairs(engine: CpuEngine, r2, radii, reach, return_distances,
 
 
 def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances,
-                          as_found: bool = False) -> Pairs:
+                          as_found: bool = False, order: np.ndarray | None = None) -> Pairs:
     """All pairs in one pass on every thread: the cells are cut into regions of about
     equal point counts, each appending its pairs to rows of its own, sized from a sample
     of its cells; the regions' rows are then moved down into one block. The same rows in
@@ -132,7 +151,7 @@ def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances,
     instead.
     """
     n = engine.n_points
-    state = engine.state
+    state = indexed_state(engine, order)
     reach_cells = pairs.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
     region_cells = regions.split_regions(state.cell_start,
                                        PAIR_REGIONS_PER_THREAD * numba.get_num_threads())
@@ -146,7 +165,7 @@ def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances,
             # than a count pass: count, then fill in place.
             reach_cells, counts = count_pairs(engine, r2, radii, reach)
             return fill_pairs(engine, r2, radii, reach_cells, counts, 0, counts.shape[0],
-                              return_distances, as_found)
+                              return_distances, as_found, order)
     region_rows = regions.region_rows(region_cells, state.cell_start, estimates,
                                     PAIRS_PER_POINT_RESERVED, PAIR_ROWS_MARGIN,
                                     PAIR_ROWS_SLACK)
@@ -156,7 +175,7 @@ def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances,
     n_written = np.empty(region_cells.shape[0] - 1, dtype=np.int64)
     parts = np.column_stack((region_cells[:-1], region_cells[1:]))
     scan_parts(engine, r2, radii, reach_cells, parts, 0, _NO_POSITIONS, region_rows,
-               indices, distances, True, n_written, as_found)
+               indices, distances, True, n_written, as_found, order)
     rows_written = n_written.tolist()
     if min(rows_written) >= 0:
         total = move_regions_down(indices, distances, region_rows, rows_written)
@@ -245,7 +264,8 @@ def count_pairs(engine: CpuEngine, r2, radii, reach):
 
 
 def fill_pairs(engine: CpuEngine, r2, radii, reach_cells, counts, begin, end,
-               return_distances, as_found: bool = False) -> Pairs:
+               return_distances, as_found: bool = False,
+               order: np.ndarray | None = None) -> Pairs:
     """The fill pass over cells ``begin .. end - 1``, sized by the count pass."""
     offsets = np.zeros(end - begin + 1, dtype=np.int64)
     np.cumsum(counts[begin:end], out=offsets[1:])
@@ -253,14 +273,15 @@ def fill_pairs(engine: CpuEngine, r2, radii, reach_cells, counts, begin, end,
     indices = np.empty((n_pairs, 2), dtype=engine.index_dtype)
     distances = np.empty(n_pairs if return_distances else 0, dtype=np.float64)
     scan_pairs(engine, r2, radii, reach_cells, begin, end - begin, offsets, indices,
-               distances, True, as_found)
+               distances, True, as_found, order)
     n = engine.n_points
     return Pairs(indices, distances if return_distances else None, (n, n))
 
 
 # ---------------------------------------------------------------------- kernels
 def scan_pairs(engine: CpuEngine, r2, radii, reach_cells, begin, n_cells, positions,
-               indices, distances, write, as_found: bool = False):
+               indices, distances, write, as_found: bool = False,
+               order: np.ndarray | None = None):
     """A count (``write`` False) or fill pass over ``n_cells`` cells from ``begin``: in
     chunks of ``pairs.CELLS_PER_CHUNK`` cells on every thread, or on the calling thread."""
     if engine.parallel_over_points(engine.n_points):
@@ -268,18 +289,19 @@ def scan_pairs(engine: CpuEngine, r2, radii, reach_cells, begin, n_cells, positi
         parts = np.column_stack((chunk_starts, np.minimum(
             chunk_starts + pairs.CELLS_PER_CHUNK, begin + n_cells)))
         scan_parts(engine, r2, radii, reach_cells, parts, begin, positions, _NO_POSITIONS,
-                   indices, distances, write, _NO_POSITIONS, as_found)
+                   indices, distances, write, _NO_POSITIONS, as_found, order)
     else:
-        state = engine.state
+        state = indexed_state(engine, order)
         pair_kernel(state)(state, r2, radii, reach_cells, begin, begin + n_cells, begin,
                            positions, indices, distances, write, as_found)
 
 
 def scan_parts(engine: CpuEngine, r2, radii, reach_cells, parts, cell_begin, positions,
-               part_rows, indices, distances, write, n_written, as_found: bool = False):
+               part_rows, indices, distances, write, n_written, as_found: bool = False,
+               order: np.ndarray | None = None):
     """The parallel driver ``pairs.pairs_parts`` over ``parts`` (rows of first and end
     cells), calling the kernel of `pair_kernel` through its address."""
-    state = engine.state
+    state = indexed_state(engine, order)
     kernel = indirect.kernel_target(pair_kernel(state), (
         state, r2, radii, reach_cells, 0, 0, 0, positions, indices, distances, write,
         as_found), engine.index_dtype)
@@ -305,9 +327,9 @@ def move_regions_down(indices, distances, region_rows, rows_written: list[int]) 
     """Move each region's written rows down after the previous region's, in order (a move
     to lower rows never overwrites rows not yet moved); returns the rows in all.
 
-    NumPy's block moves rather than a compiled row-by-row loop: the loop wins 4 us at
-    4,800 rows and loses from 16,000 on (134 against 78 us at 66,000 rows; 20 ms at a
-    million points; the ``pairs3d`` workload of ``benchmarks/bench_batch.py``)."""
+    NumPy's block moves rather than a compiled row-by-row loop: the loop wins a little
+    at 4,800 rows and loses from 16,000 on (1.7 times as long at 66,000 rows; the
+    ``pairs3d`` workload of ``benchmarks/bench_batch.py``)."""
     total = 0
     for source, written in zip(region_rows.tolist(), rows_written, strict=False):
         if source != total:

@@ -20,8 +20,7 @@ exactly as `object_cells` computed it; ``meta`` (scattered rows, a cache miss ea
 only for the category filters, and only when the sort saw an object with other bits than
 all. These tests are written out in each loop: moved into shared helpers (`numba.njit`
 functions taking the records and a box), they made `query_pairs` on the benchmark's boxes
-about 30% slower (the sweep 3-4 ms a call, one core, the two versions alternately in one
-process).
+about 30% slower (one core, the two versions alternately in one process).
 
 Same level: two objects sharing cell ``c`` are compared there, and the pair is reported
 only in the lowest cell the two share, ``max(lo_a, lo_b)`` per axis, exactly when their
@@ -44,14 +43,15 @@ The coarse side runs when its probes (fine cells covered, a scan counted as
 the fine side probes at least one cell per object, but its coarse cells hold more objects
 each. On `benchmarks/bench_dynamic.py`'s 100,000 2-D boxes (8,900 coarse objects) the
 coarse side probes 157,000 cells and meets 211,000 candidates, the fine side 190,000 and
-428,000: 12-13 ms against 23-35 ms (one core). In 3-D a coarse object covers more fine
-cells (level 2 over 0: up to 17^3), yet the coarse side still wins (100,000 3-D boxes:
-170-180 ms against 340-390 ms with a weight of 2, which keeps two pairs of levels on the
-fine side; 8 inverts them); 2,000 fine objects under 50,000 coarse ones are faster from
-the fine side (49 ms against 66 ms for the whole query), which the weight 8 keeps. The
-coarse side's time is mostly cache misses on ``codes`` and ``records``: hashing the
-157,000 cells and reading their starts, 1.6-1.9 ms; their codes, 4 ms more; the box tests
-on the records, 6.5 ms more; the cell test, 1 ms (one core, medians of 11).
+428,000, and the coarse side takes about half the time (one core). In 3-D a coarse object
+covers more fine cells (level 2 over 0: up to 17^3), yet the coarse side still wins
+(100,000 3-D boxes: half the time with a weight of 8, which inverts two pairs of levels
+that a weight of 2 keeps on the fine side); 2,000 fine objects under 50,000 coarse ones
+are faster from the fine side (the whole query in about three quarters of the time), which
+the weight 8 keeps. The coarse side's time is mostly cache misses on ``codes`` and
+``records``: hashing the 157,000 cells and reading their starts takes about an eighth of
+it, reading their codes nearly a third, the box tests on the records half, the cell test
+under a tenth (one core, medians of 11).
 
 Threads. The buckets are cut into `N_CHUNKS` fixed chunks; a chunk copies its records,
 sweeps its buckets and does the fine-side lookups of its entries, writing into its own
@@ -132,8 +132,9 @@ def tile_bucket(level, cx, cy, cz, mask):
 def copy_records(codes, bounds, records, begin, end):
     """``records[e] = bounds[slot of codes[e]]`` for ``begin <= e < end``."""
     # Unsigned indices (no negative-index wrap-around code) and the six loads before the
-    # six stores: 4.7-4.9 -> 3.1 ms for the benchmark's 192,000 entries (one core,
-    # medians of 21, both versions alternately; the loads are cache misses on ``bounds``).
+    # six stores take about a third off the time for the benchmark's 192,000 entries (one
+    # core, medians of 21, both versions alternately; the loads are cache misses on
+    # ``bounds``).
     for e in range(np.uint64(begin), np.uint64(end)):
         slot = np.uint64(codes[e]) >> np.uint64(SLOT_SHIFT)
         x0, y0, z0 = bounds[slot, 0], bounds[slot, 1], bounds[slot, 2]
@@ -451,8 +452,8 @@ def pairs_chunks(objects, cells, sort, out, filtered, used_levels, settings, tar
     ``(invert_weight, scan_ratio)`` (see `choose_inverted`).
 
     `sweep_chunk` and `down_chunk` are called at ``targets = (sweep_target, down_target)``
-    (see `indirect`): called directly, their code was compiled again into this driver (4.4
-    s of a cold compile)."""
+    (see `indirect`): called directly, their code is compiled again into this driver,
+    seconds more of a cold compile."""
     inv_size = cells[INV_SIZE]
     invert_weight, scan_ratio = settings
     sweep_target = targets[0]
@@ -478,8 +479,8 @@ def chunk_pairs_as_ids(pairs, counts, slot_key):
     """The pairs the chunks wrote (chunk ``c`` in rows ``c * per_chunk`` on, ``counts[c]``
     of them), in chunk order, as integer ids with the smaller first: shape (n_pairs, 2).
 
-    One pass; NumPy's concatenation, id lookup and columnwise minimum and maximum took 0.45
-    ms for 50,000 pairs (ad hoc, back to back).
+    One pass, in place of NumPy's concatenation, id lookup and columnwise minimum and
+    maximum, a pass and a temporary array each.
     """
     per_chunk = pairs.shape[0] // counts.shape[0]
     out = np.empty((counts.sum(), 2), np.int64)

@@ -168,17 +168,19 @@ def _ring_cell_closest(meta, slot, c0x, c0y, c0z):
 def knn_query(objects, cells, keys, point, query_mask, n_dims, heap_distance, heap_key):
     """The ``k`` objects nearest to ``point``, ring by ring on each level, exact.
 
-    Candidates rank by ``(distance, keys[slot])``. On each level the rings of cells around
-    the point's cell are visited outward; an object is considered from the cell of its
-    range nearest to the point's cell (visited first, exactly once). After ring ``R`` every
-    unseen object of the level lies outside the block of ``2R + 1`` cells, at least
-    ``R * cell`` away, and the level stops once the k-th best is nearer than that (a
-    margin of 2**-20 cell covers the rounding of cell coordinates). A ring holding more
-    cells than a few times the unseen objects gives way to a scan of them, and so do the
-    rings once they have visited that many times the level's objects in all (in 1-D a ring
-    is always two cells: two objects 1e9 cells apart took 24 s ring by ring).
+    Candidates rank by ``(distance, keys[slot])``: ``keys`` is a value per slot, distinct
+    for the objects held (the engine's caller passes the integer ids, or the slots). On
+    each level the rings of cells around the point's cell are visited outward; an object is
+    considered from the cell of its range nearest to the point's cell (visited first,
+    exactly once). After ring ``R`` every unseen object of the level lies outside the block
+    of ``2R + 1`` cells, at least ``R * cell`` away, and the level stops once the k-th best
+    is nearer than that (a margin of 2**-20 cell covers the rounding of cell coordinates).
+    A ring holding more cells than a few times the unseen objects gives way to a scan of
+    them, and so do the rings once they have visited that many times the level's objects in
+    all (in 1-D a ring is always two cells: two objects 1e9 cells apart would take a
+    billion rings).
     Returns how many were found; ``heap_distance`` and ``heap_key`` (length ``k``) hold
-    them nearest first.
+    them nearest first: the keys, which tell the objects apart.
     """
     bounds = objects[BOUNDS]
     spheres = objects[SPHERES]

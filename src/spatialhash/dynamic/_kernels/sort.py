@@ -17,16 +17,15 @@ Passes:
 Entries come in slot order, which is not spatial order, so a counting sort over the whole
 table (2**18 starts, 2 MB, for the 192,000 entries of `benchmarks/bench_dynamic.py`'s
 100,000 boxes) increments and writes at random in it; the partition first (16 parts, 16
-output streams) keeps each part's sort in L2. On one core of the development machine
-(`time.thread_time`, medians of 21, the two in one process alternately) the count and
-scatter take 3.5-3.6 ms with the partition (unsigned indices), 4.6-5.4 ms without; the
-whole sort 10.1-11.0 ms against 11.3-11.8 ms. A least-significant-digit radix sort (two
-passes of 9 bits, histograms fused in one read, starts from the sorted buckets) is
-slower: 10-11 ms against 5.4-5.8 ms for the count and scatter it would replace (each
-512-stream pass 3.5-4 ms, the starts 2 ms; this machine's scattered writes cost 12-18 ns
-an entry even to 64 streams). Collecting the coarse entries while hashing (the coarse
-sort then reads 18,000 entries, not 192,000) does not pay either (same medians within 0.1
-ms).
+output streams) keeps each part's sort in L2. On one core (`time.thread_time`, medians of
+21, the two in one process alternately) the count and scatter take, with the partition
+(unsigned indices), about 70% of their time without it, and the whole sort about 90%. A
+least-significant-digit radix sort (two passes of 9 bits, histograms fused in one read,
+starts from the sorted buckets) is slower: about twice the time of the count and scatter
+it would replace (each 512-stream pass takes about two thirds of that, the starts a third;
+fewer streams, down to 64, do not make a scattered write cheaper). Collecting the coarse
+entries while hashing (the coarse sort then reads 18,000 entries, not 192,000) does not
+pay either (the same medians within 1%).
 
 The entries above the lowest non-empty level are then sorted apart, sequentially (they
 are few), into a smaller table: their bucket is the stored one masked again, which is
@@ -36,16 +35,15 @@ Kept sort (`update_sort`). `query_pairs` keeps both sorts between calls; the sto
 kernels flag every slot whose entries may have changed (see `storage.set_cells`). Within a
 bucket the codes of a sort from scratch ascend: slots ascend, and the offset bits of one
 object's cells ascend in the order of the cell loop. So the flagged slots' new entries,
-made in slot order and sorted stably by bucket (`radix_sort_pairs`: numba's stable
-``argsort`` took 0.8 ms for 8,000 keys and 13 ms for 80,000), are merged into the kept runs
-by comparing codes while the flagged slots' old entries are dropped (`merge_runs`): the
-result is the fresh sort, byte for byte. The merge reads and writes every code and start
-(1.1 ms for the benchmark's 192,000 entries and 2**18 buckets, one core, however few
-changed). The whole update inside a step of the benchmark (one core, CPU time, medians of
-15, machine in a fast phase where the sort from scratch took 7.0 ms): 1.5 ms with 400
-objects changed, 2.5 ms with 4,000, 6.3 ms with 20,000 (20%: 6.6 ms from scratch), 9.9 ms
-with 40,000; hence ``SORT_UPDATE_FRACTION = 0.2`` in `dynamic/_pair_search.py`. The update runs
-on one thread (the sort from scratch on all).
+made in slot order and sorted stably by bucket (`radix_sort_pairs`, four to seven times
+as fast as numba's stable ``argsort``), are merged into the kept runs by comparing codes
+while the flagged slots' old entries are dropped (`merge_runs`): the result is the fresh
+sort, byte for byte. The merge reads and writes every code and start, however few
+changed. The whole update inside a step of the benchmark (one core, CPU time, medians of
+15), against the sort from scratch: about a fifth of its time with 400 objects changed, a
+third with 4,000, slightly less with 20,000 (20%) and 1.4 times as long with 40,000; hence
+``SORT_UPDATE_FRACTION = 0.2`` in `dynamic/_pair_search.py`. The update runs on one thread
+(the sort from scratch on all).
 """
 
 from __future__ import annotations
@@ -167,8 +165,8 @@ def part_positions(counts):
 def part_scatter(entry_bucket, entry_code, e_begin, e_end, shift, positions, part_bucket,
                  part_code):
     """Entries ``e_begin .. e_end - 1`` into their parts, in order, from ``positions``."""
-    # Unsigned indices here and in `sort_part`: no negative-index wrap-around code (3.8-4.1
-    # -> 3.5-3.6 ms for both on the benchmark's entries, one core, medians of 21).
+    # Unsigned indices here and in `sort_part`: no negative-index wrap-around code (about
+    # 10% less time for both on the benchmark's entries, one core, medians of 21).
     for e in range(np.uint64(e_begin), np.uint64(e_end)):
         b = entry_bucket[e]
         d = np.uint64(b) >> np.uint64(shift)
@@ -327,8 +325,9 @@ def merge_runs(bucket_start, codes, changed, new_bucket, new_code, out):
 
     Between two buckets that receive entries, the codes are copied in one loop that only
     drops those of changed slots, and the starts of that stretch of buckets are shifted
-    by the entries dropped before them: 1.1 ms for the benchmark's 192,000 entries in
-    2**18 buckets, against 1.9-2.1 ms for a loop over buckets (one core, medians of 15)."""
+    by the entries dropped before them: a little over half the time of a loop over
+    buckets for the benchmark's 192,000 entries in 2**18 buckets (one core, medians of
+    15)."""
     n_buckets = bucket_start.shape[0] - 1
     n_new = new_bucket.shape[0]
     room = out.shape[0]
@@ -392,8 +391,8 @@ RADIX_BITS = 9
 def radix_sort_pairs(keys, values, n_keys):
     """``keys`` and ``values`` sorted by key, stably (LSD radix sort, `RADIX_BITS` a pass;
     keys in ``0 .. n_keys - 1``): new arrays. For 8,000 / 80,000 keys below 2**18 (two
-    passes): 0.12 / 3.2 ms, against 0.8 / 13 ms for numba's stable ``argsort`` (one core,
-    medians)."""
+    passes): about a seventh / a quarter of the time of numba's stable ``argsort`` (one
+    core, medians)."""
     n = keys.shape[0]
     keys = keys.copy()
     values = values.copy()

@@ -7,10 +7,10 @@ has a fixed dtype and layout, so each kernel compiles once.
 Kernels take each bundle as a plain ``tuple`` of its fields, in the order given here; the
 engine (`dynamic/_engine.py`) makes those tuples once, when it allocates the arrays. Numba's
 dispatcher types a plain tuple of arrays in C, and a NamedTuple in Python: a NamedTuple
-argument cost about 0.6 us a call (ad hoc, a kernel that writes one value,
-`time.perf_counter` over 200,000 calls), which every single `insert`, `move` or `query_box`
-would pay. The bundles are kept few for the same reason: a single call passes the arrays
-it reads in two or three bundles and the rest alone.
+argument adds a fixed cost to each call (ad hoc, a kernel that writes one value,
+`time.perf_counter` over 200,000 calls; see docs/benchmarks.md), which every single
+`insert`, `move` or `query_box` would pay. The bundles are kept few for the same reason: a
+single call passes the arrays it reads in two or three bundles and the rest alone.
 
 A kernel takes a bundle's arrays by index, with the constants below, one a statement
 (``meta = objects[META]``), never by unpacking (``bounds, spheres, meta = objects``):
@@ -75,8 +75,8 @@ class Cells(NamedTuple):
     ``(lo_x, lo_y, lo_z, hi_x, hi_y, hi_z)``, at least the cells in use) and the lists'
     ``status`` (int64 of shape (1,): 1 while the lists are current, 0 once they are dropped,
     to be rebuilt by the next query that reads them) are passed apart, to the kernels that
-    need them: each array in a bundle costs the dispatcher about 70 ns a call to type, one
-    passed alone about 40 ns.
+    need them: at each call, an array in a bundle costs the dispatcher nearly twice as much
+    to type as one passed alone.
 
     Attributes
     ----------

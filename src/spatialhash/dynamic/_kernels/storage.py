@@ -197,8 +197,8 @@ def place_one(objects, cells, level_cells, status, slot, shape):
     (``radius < 0``: a box or point). Written straight into the slot, without the
     temporary one-row arrays that `place_many` would need (they were half of this kernel's
     time). Returns whether the object changed cells or became a sphere or a box: the
-    caller then flags the slot as changed (the flags are not passed: one more array cost
-    each call about 0.1 us to unbox, hot loop, medians)."""
+    caller then flags the slot as changed (the flags are not passed: one more array adds
+    its unboxing to every call, measured in a hot loop, medians)."""
     bounds = objects[BOUNDS]
     spheres = objects[SPHERES]
     meta = objects[META]
@@ -231,8 +231,8 @@ def place_rows(objects, cells, level_cells, status, changed, rows):
     ``(slot, x0, y0, z0, x1, y1, z1)``, a box or point (slots are exact in float64 below
     2**53). One `place_many` over the rows, which applies them one after the other, so a
     slot moved twice ends where its last move put it. (`place_one` per row, which unpacks
-    the storage at every call, took 0.84 and 0.61 us a row against 0.52 and 0.45 in two
-    ad hoc runs, 65,536 random rows among 100,000 boxes.)"""
+    the storage at every call, took 1.4 and 1.6 times as long a row in two ad hoc runs,
+    65,536 random rows among 100,000 boxes.)"""
     m = rows.shape[0]
     slots = np.empty(m, np.int64)
     new_bounds = np.empty((m, 6))
@@ -250,7 +250,8 @@ def box_rows(lower, upper, rows):
     calls. Returns False (rows partly written) as soon as a value is not finite, beyond
     `cells.COORDINATE_LIMIT`, non-zero below `cells.COORDINATE_FLOOR` or ``lower > upper``:
     the caller then raises with the full checks. One pass and a reused ``rows``: the NumPy
-    checks and fresh arrays took 12 ms for 100,000 boxes."""
+    checks and fresh arrays took several times as long as the whole bulk move of 100,000
+    boxes."""
     n_dims = lower.shape[1]
     for i in range(lower.shape[0]):
         for axis in range(3):
@@ -317,9 +318,9 @@ def link_range(meta, links, head, bucket_lo, bucket_hi):
     the buckets can be linked on separate threads with the same result. The loops are
     written out rather than calling `relink_object` per object: a call that passes arrays
     costs an atomic reference-count update per array, and those were half of a relink
-    (100,000 boxes: 10.6 ms against 5.4 ms, one thread, ad hoc); a helper for the push
-    alone, called per entry, still made the rebuild on two threads about 20% slower
-    (`benchmarks/bench_dynamic.py`'s 100,000 boxes, ad hoc, alternately in one process).
+    (100,000 boxes, one thread, ad hoc); a helper for the push alone, called per entry,
+    still made the rebuild on two threads about 20% slower (`benchmarks/bench_dynamic.py`'s
+    100,000 boxes, ad hoc, alternately in one process).
     """
     mask = head.shape[0] - 1
     for slot in range(meta.shape[0]):

@@ -33,9 +33,9 @@ N_PARTS = 64
 @jit
 def rows_of_found_pairs(found, indptr, neighbours):
     """The rows of the pairs ``found`` ((m, 2), ``(s, t)`` grouped by ``s`` in increasing
-    order, `_pair_search.found_pairs`): fills ``indptr`` (n + 1) and ``neighbours`` (m, the
-    ``t``). One pass: numpy's ``bincount`` of the strided column took 2.6 ms for 1.2
-    million pairs, more than a quarter of the search."""
+    order, `GridEngine.found_pairs`): fills ``indptr`` (n + 1) and ``neighbours`` (m, the
+    ``t``). One pass: numpy's ``bincount`` of the strided column took more than a quarter
+    of the time of the search (1.2 million pairs)."""
     n = indptr.shape[0] - 1
     m = found.shape[0]
     row = 0
@@ -80,8 +80,8 @@ def moved_beyond(coords, built_at, box, limit2):
     centre of the box bounding the displacements. Any centre ``c`` bounds every pair,
     ``|d_i - d_j| <= |d_i - c| + |d_j - c|``: the origin serves points that jiggle in
     place, the centre a drift of them all (a falling body keeps its list). Two passes at
-    most, on the calling thread: 0.4 ms a pass for 100,000 points in 3-D, where a
-    parallel version cost another second of cold compile."""
+    most, on the calling thread: each pass reads every point once, and a parallel version
+    cost far more cold compile than its passes would save."""
     n, d = coords.shape
     lower = np.full(d, np.inf)
     upper = np.full(d, -np.inf)

@@ -12,17 +12,20 @@ drift of all the points, as a falling body), no two points have come closer by m
 candidates' distances and keeps those within reach. A larger move rebuilds.
 
 The candidates are kept as rows over the build's cell order, each pair once, in the row
-of the point whose scan found it in the build's pair search (`_pair_search.found_pairs`),
-with the positions copied into that order at each update (``_kernels/neighbor_list.py``):
+of the point whose scan found it in the build's pair search (`Grid._found_pairs`, the
+engine's `GridEngine.found_pairs`: the pairs as positions in the grid's point order, that
+order, the points in it and the slabs of rows), with the positions copied into that order
+at each update (``_kernels/neighbor_list.py``):
 a row's candidates lie in nearby cells, so their positions are read from nearby memory, and
 4-byte indices (under 2**31 points) keep the rows a quarter the size of a list of (i, j)
 int64 pairs.
 An update checks the moves (one pass, a second about the centre when some point moved
 beyond ``skin / 2``) and copies the positions; `NeighborList.pairs` keeps the candidates
 within reach when asked for, and `NeighborList.for_each_pair` calls a user's function for
-them without storing them (each pair once, in slabs of rows where the build's grid cuts
-into slabs, `_pair_functions.slab_plan`; else over the rows and their transposes on every
-thread, or over the rows on the calling thread). The distances are computed as the pair
+them without storing them (`_list_functions.for_each_listed_pair`: each pair once, in
+slabs of rows where the build's grid cuts into slabs; else over the rows and their
+transposes on every thread, or over the rows on the calling thread). The distances are
+computed as the pair
 kernels compute them: positions through the same wrapping into the periodic box as `Grid`
 (`_validation.grid_points`), the difference per axis, brought to the nearest image on
 periodic axes (`cells.min_image`), squared and summed in the order x, y, z, and compared
@@ -37,10 +40,9 @@ import numpy as np
 
 from .. import _config
 from .._results import Pairs
+from .._user_functions import pair_function
 from .._validation import as_box, as_points, as_positive_scalar, as_radii, grid_points
-from . import _pair_functions
-from ._grid import Grid
-from ._inputs import pair_function, pair_search_inputs
+from ..grid import Grid
 from ._kernels.neighbor_list import (
     candidates_within,
     lower_rows,
@@ -49,6 +51,7 @@ from ._kernels.neighbor_list import (
     rows_of_found_pairs,
 )
 from ._kernels.neighbor_list_functions import ListState
+from ._list_functions import for_each_listed_pair
 
 #: Candidates are found a relative 2**-30 beyond ``r + skin`` (within half a periodic
 #: box), so that rounding in the build's distances or in a displacement can never drop a
@@ -258,9 +261,8 @@ class NeighborList:
         True
         """
         fn = pair_function(fn)
-        _pair_functions.for_each_listed_pair(self._state, self._r2(), self._slabs,
-                                             self._lower_rows, self._n_threads, fn, args,
-                                             bool(once))
+        for_each_listed_pair(self._state, self._r2(), self._slabs, self._lower_rows,
+                             self._n_threads, fn, args, bool(once))
 
     def _r2(self) -> float:
         """``r * r`` (0 with radii: the kernels take each pair's own distance)."""
@@ -273,7 +275,6 @@ class NeighborList:
             if periods.size:  # within half the box (checked at construction for r + skin)
                 reach = min(reach, max(self._r + self._skin, 0.5 * float(periods.min())))
             search = {"r": reach}
-            cell_size = reach
         else:
             # Pairs within (r_i + skin / 2) + (r_j + skin / 2): every pair within
             # r_i + r_j + skin, with the margin.
@@ -282,22 +283,21 @@ class NeighborList:
                 build_radii = np.minimum(build_radii, np.maximum(
                     self._radii + 0.5 * self._skin, 0.25 * float(periods.min())))
             search = {"radii": build_radii}
-            reach = cell_size = 2.0 * float(build_radii.max()) if build_radii.size else 0.0
-        grid = Grid(coords, cell_size=cell_size if cell_size > 0 else None,
+            reach = 2.0 * float(build_radii.max()) if build_radii.size else 0.0
+        # Cells as wide as the search's reach.
+        grid = Grid(coords, cell_size=reach if reach > 0 else None,
                     box=self._box_argument, periodic=self._periodic_argument,
                     n_threads=self._n_threads)
-        order = grid.state.order
+        found = grid._found_pairs(**search)
+        order = found.order
         n = order.shape[0]
-        found = grid._engine.found_pairs(*pair_search_inputs(grid, search.get("r"),
-                                                             search.get("radii")))
-        self._slabs = _pair_functions.row_slabs(grid.state, reach)
+        self._slabs = found.slabs
         indptr = np.empty(n + 1, np.int64)
-        neighbours = np.empty(found.shape[0], order.dtype)
-        rows_of_found_pairs(found, indptr, neighbours)
+        neighbours = np.empty(found.pairs.shape[0], order.dtype)
+        rows_of_found_pairs(found.pairs, indptr, neighbours)
         radii = _NO_RADII if self._radii is None else self._radii[order]
         # The grid's own points, wrapped and in its order: the positions of this build.
-        positions = np.ascontiguousarray(grid.state.points.T)
-        self._state = ListState(positions, order, indptr, neighbours, self._box,
+        self._state = ListState(found.points, order, indptr, neighbours, self._box,
                                 self._half_box, radii)
         self._lower = None
         self._pairs = None

@@ -10,9 +10,9 @@ kernels: a pair is met here exactly when ``query_pairs`` reports it, with the sa
 order of the row, and each row is scanned by one thread: the same calls in the same order
 for any thread count.
 
-The guard and the parallel driver are those of ``pair_functions.py`` (a chunk that raised
-is marked failed and run again on the calling thread), and like those these kernels are
-compiled anew for each ``fn`` and not cached on disk (see that module).
+The guard and the parallel driver are those of ``grid/_kernels/pair_functions.py`` (a
+chunk that raised is marked failed and run again on the calling thread), and like those
+these kernels are compiled anew for each ``fn`` and not cached on disk (see that module).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 
 from ..._config import jit
 from ..._kernels.cells import min_image
-from .pair_functions import compiled_scans
+from ...grid._kernels.pair_functions import compiled_scans
 
 #: Rows handed to a thread at a time.
 ROWS_PER_CHUNK = 64
@@ -51,8 +51,8 @@ class ListState(NamedTuple):
 def _hit_buffers(size):
     """Buffers of a row's hits: their positions in the cell order, and ``(d2, dx, dy, dz)``
     of each in a row of its own: one row written a candidate rather than four arrays, which
-    took the Lennard-Jones forces of 4,000 and 32,000 atoms 5-11% less time (old and new
-    code in alternating processes)."""
+    took the Lennard-Jones forces of 4,000 and 32,000 atoms 5-11% less time (the two
+    layouts timed in alternating processes)."""
     return np.empty(size, np.int64), np.empty((size, 4), np.float64)
 
 
@@ -66,7 +66,7 @@ def _list_scan_kernel(half, once=False):
 
     Half rows (``half``; ``params = (r2, slabs)``): slabs ``lo .. hi - 1`` of ``slabs``,
     each the rows ``slabs[k, 0] .. slabs[k, 1] - 1``, in the order they run
-    (`_pair_functions.slab_plan`, on the build's grid); each row's own candidates, each
+    (`grid._pair_functions.slab_plan`, on the build's grid); each row's own candidates, each
     pair met once and ``fn`` called for ``(i, j)`` then ``(j, i)``. Row ``t`` lies in the
     slab of ``s`` or the next one (the last slab's next is the first): the driver runs
     only slabs that write disjoint rows at the same time. With ``once`` (half rows only),

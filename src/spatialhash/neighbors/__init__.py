@@ -1,0 +1,31 @@
+"""Neighbour lists: the pairs of points that move, kept between steps.
+
+Where the code is
+-----------------
+``_neighbor_list.py``: `NeighborList`, the Verlet list (the pairs within ``r``, or within
+``radii[i] + radii[j]``, kept with a skin). ``_list_functions.py``: a user's function over
+a list's pairs. ``_kernels/``: their numba kernels, ``neighbor_list.py`` (the candidates
+as rows, the check of the moves, the pairs within reach) and ``neighbor_list_functions.py``
+(a user's function over them). The whole path of a build is ``_neighbor_list.py`` ->
+`Grid._found_pairs` -> the grid's engine (`GridEngine.found_pairs`) ->
+``_kernels/neighbor_list.py``; of an update and its pairs, ``_neighbor_list.py`` ->
+``_kernels/neighbor_list.py``; of a function over the pairs, ``_neighbor_list.py`` ->
+``_list_functions.py`` -> ``grid/_pair_functions.py`` (`run_scan`) ->
+``_kernels/neighbor_list_functions.py``.
+
+Design
+------
+A list is built on a `Grid`, from what `Grid` and its engine interface (`GridEngine`,
+``grid/_engine.py``) declare, never from the grid's private state: a build asks the
+grid for its pairs as its search found them (`GridEngine.found_pairs`: the pairs as
+positions in the grid's point order, grouped by the point whose scan met them; that order;
+the points in it; and the slabs of rows a function over the pairs may run at once), and
+keeps them as rows. Between builds the list works on its own arrays (`ListState`), with
+the arithmetic of the grid's pair kernels, so its pairs are those of a new grid's
+`query_pairs` on the current positions, exactly. The design of the Verlet list itself
+(the skin, the moves, the rows) is the docstring of ``_neighbor_list.py``.
+"""
+
+from ._neighbor_list import NeighborList
+
+__all__ = ["NeighborList"]
