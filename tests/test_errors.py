@@ -36,7 +36,8 @@ def raises(error, pattern):
     ("points", "pattern"),
     [
         (np.zeros(5), r"`points` must be a 2-D array of shape \(n, d\); got an array of "
-                      r"shape \(5,\) and dtype float64\. Use `\.reshape\(-1, 1\)`"),
+                      r"shape \(5,\) and dtype float64\. Use `\.reshape\(-1, 1\)` for n points in "
+                      r"1-D, or `\.reshape\(1, -1\)` for a single point\."),
         (np.zeros((2, 2, 2)), r"`points` must be a 2-D array of shape \(n, d\); got an array "
                               r"of shape \(2, 2, 2\)"),
         (np.zeros(()), r"`points` must be a 2-D array.*shape \(\)"),
@@ -340,8 +341,10 @@ def test_r_on_open_axis_of_a_partly_periodic_box_is_unbounded():
         (np.zeros((3, 3)), ValueError, r"`queries` must have 2 columns, like the grid's "
                                        r"points; got shape \(3, 3\)\."),
         (np.zeros((3, 1)), ValueError, r"`queries` must have 2 columns.*\(3, 1\)"),
-        (np.zeros(2), ValueError, r"`queries` must be a 2-D array of shape \(n, d\); got an "
-                                  r"array of shape \(2,\)"),
+        (np.zeros(3), ValueError, r"`queries` must have 2 columns, like the grid's points, "
+                                  r"or be one point of shape \(2,\); got shape \(3,\)\.$"),
+        (np.zeros((3, 2, 1)), ValueError, r"`queries` must be a 2-D array of shape \(n, d\); "
+                                          r"got an array of shape \(3, 2, 1\)"),
         (np.array([[0.0, np.nan]]), ValueError, r"`queries` must be finite; got nan at "
                                                 r"queries\[0, 1\]\."),
         (np.array([[0.0, 0.0], [np.inf, 0.0]]), ValueError, r"`queries` must be finite; got "
@@ -455,3 +458,30 @@ def test_bad_input_to_a_periodic_grid_is_checked_before_wrapping(periodic_grid):
         periodic_grid.query_knn(np.array([[np.nan, 0.0]]), 1)
     with raises(ValueError, r"`upper` must be >= `lower`"):
         periodic_grid.query_box([3.9, 0.0], [0.1, 1.0])  # would cross the boundary if wrapped
+
+
+# ---------------------------------------------------------------------- pandas nullable dtypes
+def test_pandas_nullable_numbers_are_accepted_as_their_values():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"x": pd.array([0.0, 0.5, 1.0, 4.0], dtype="Float64"),
+                          "y": pd.array([0, 1, 1, 3], dtype="Int64")})
+    plain = np.array([[0.0, 0.0], [0.5, 1.0], [1.0, 1.0], [4.0, 3.0]])
+    expected = Grid(plain, 1.0).query_pairs(1.2)
+    np.testing.assert_array_equal(Grid(frame, 1.0).query_pairs(1.2).indices, expected.indices)
+    nearest = Grid(plain, 1.0).query_knn(frame, 2)
+    np.testing.assert_array_equal(nearest.indices, Grid(plain, 1.0).query_knn(plain, 2).indices)
+
+
+def test_a_missing_pandas_value_is_named_by_row_and_column():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"x": pd.array([0.0, 0.5, None], dtype="Float64"),
+                          "y": pd.array([0, 1, 2], dtype="Int64")})
+    with raises(ValueError, r"`points` must have no missing values; got <NA> at "
+                            r"points\[2, 0\]\."):
+        Grid(frame, 1.0)
+    with raises(ValueError, r"`queries` must have no missing values; got <NA> at "
+                            r"queries\[2, 0\]\."):
+        Grid(np.zeros((3, 2)), 1.0).query_radius(frame, 0.5)
+    strings = pd.DataFrame({"x": pd.array(["0.5", "1.0"], dtype="string")})
+    with raises(TypeError, r"`points` must hold real numbers"):
+        Grid(strings, 1.0)

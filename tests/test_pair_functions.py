@@ -704,7 +704,10 @@ def test_a_reach_beyond_half_the_box_is_refused():
 @pytest.mark.parametrize(("queries", "r", "error", "message"), [
     (np.zeros((2, 2)), 1.0, ValueError,
      "`queries` must have 3 columns, like the grid's points; got shape (2, 2)."),
-    (np.zeros(3), 1.0, ValueError, "`queries` must be a 2-D array of shape (n, d)"),
+    (np.zeros((1, 1, 3)), 1.0, ValueError, "`queries` must be a 2-D array of shape (n, d)"),
+    (np.zeros(2), 1.0, ValueError,
+     "`queries` must have 3 columns, like the grid's points, or be one point of shape (3,); "
+     "got shape (2,)."),
     (np.full((1, 3), np.nan), 1.0, ValueError, "`queries` must be finite; got nan"),
     (np.zeros((2, 3)), -1.0, ValueError, "`r` must be >= 0; got -1.0."),
     (np.zeros((2, 3)), np.ones(3), ValueError,

@@ -78,7 +78,12 @@ class Pairs:
 class Neighbors:
     """Neighbours of each query in compressed sparse row (CSR) form.
 
-    Row ``q`` is ``indices[indptr[q]:indptr[q + 1]]``.
+    Row ``q`` is ``indices[indptr[q]:indptr[q + 1]]``. The result is also a sequence of
+    its rows, as cKDTree's ``query_ball_point`` returns one list a query: ``result[q]``
+    is row ``q`` (a view into ``indices``; negative ``q`` counts from the end), iterating
+    yields the rows in order, and ``len(result)`` is the number of queries. An integer
+    picks one row; a slice is refused with a `TypeError` (a range of rows is
+    ``indices[indptr[a]:indptr[b]]``).
 
     Attributes
     ----------
@@ -100,6 +105,18 @@ class Neighbors:
     def __len__(self) -> int:
         return self.indptr.shape[0] - 1
 
+    def __getitem__(self, q: int) -> np.ndarray:
+        """Row ``q``, as `row` gives it."""
+        return self.row(q)
+
+    def __iter__(self):
+        """The rows' index arrays, in query order (views into ``indices``)."""
+        # Plain ints: slicing with NumPy scalars costs more per row.
+        offsets = self.indptr.tolist()
+        indices = self.indices
+        for start, stop in zip(offsets[:-1], offsets[1:], strict=True):
+            yield indices[start:stop]
+
     def __repr__(self) -> str:
         return (
             f"Neighbors(n_queries={len(self)}, n_neighbors={self.indices.shape[0]}, "
@@ -111,18 +128,53 @@ class Neighbors:
         """Number of neighbours of each query, shape (m,), int64."""
         return np.diff(self.indptr)
 
-    def row(self, q: int) -> np.ndarray:
-        """Indices of the neighbours of query ``q``; negative ``q`` counts from the end,
-        as in Python, and a ``q`` outside the queries is an `IndexError`."""
+    def row(self, q: int, return_distances: bool = False):
+        """The neighbours of query ``q``.
+
+        Parameters
+        ----------
+        q : int
+            The query; negative ``q`` counts from the end, as in Python.
+        return_distances : bool, default False
+            Also give the distances of the row; the result must have been computed with
+            them (``query_radius(..., return_distances=True)``, or a ray query with
+            ``all_hits=True``).
+
+        Returns
+        -------
+        indices : ndarray of int32 or int64, shape (counts[q],)
+            Indices into the grid's points: a view into ``indices``.
+        distances : ndarray of float64, shape (counts[q],)
+            Only with ``return_distances``: ``(indices, distances)``, both views.
+
+        Raises
+        ------
+        TypeError
+            When ``q`` is not an integer (a slice included).
+        IndexError
+            When ``q`` is outside ``[-len(self), len(self))``.
+        ValueError
+            When ``return_distances`` is asked of a result without distances.
+        """
         m = len(self)
         try:
             position = operator.index(q)
         except TypeError:
-            raise TypeError(f"`q` must be an integer; got {q!r}.") from None
+            remedy = (" Take rows one at a time; rows a to b are "
+                      "`indices[indptr[a]:indptr[b]]`." if isinstance(q, slice) else "")
+            raise TypeError(f"`q` must be an integer; got {q!r}.{remedy}") from None
         if not -m <= position < m:
             raise IndexError(f"`q` must be in [{-m}, {m}) for {m} queries; got {position}.")
         position %= m
-        return self.indices[self.indptr[position] : self.indptr[position + 1]]
+        start, stop = self.indptr[position], self.indptr[position + 1]
+        if not return_distances:
+            return self.indices[start:stop]
+        if self.distances is None:
+            raise ValueError(
+                "`return_distances` must be False for a result computed without distances; "
+                "got True. Pass `return_distances=True` to the query (`query_radius`); "
+                "`query_box` gives no distances.")
+        return self.indices[start:stop], self.distances[start:stop]
 
     def to_pairs(self) -> Pairs:
         """The neighbours as (query, point) pairs."""
@@ -147,6 +199,11 @@ class Neighbors:
 class KNearest:
     """The k nearest points of each query, nearest first.
 
+    The attributes name indices first, as every result here does; unpacking follows the
+    peers: ``distances, indices = result``, the order of cKDTree's ``query`` and
+    scikit-learn's ``kneighbors``. Iterating yields these two arrays, while
+    ``len(result)`` stays the number of queries.
+
     Attributes
     ----------
     indices : ndarray of int32 or int64, shape (m, k)
@@ -157,14 +214,22 @@ class KNearest:
     counts : ndarray of int64, shape (m,)
         How many neighbours were found: ``k`` unless the grid holds fewer points or
         ``r_max`` excluded some.
+    n_points : int or None, default None
+        Number of points in the grid (the number of columns of `to_scipy`); None when
+        whoever built the result did not say.
     """
 
     indices: np.ndarray
     distances: np.ndarray
     counts: np.ndarray
+    n_points: int | None = None
 
     def __len__(self) -> int:
         return self.indices.shape[0]
+
+    def __iter__(self):
+        """``distances``, then ``indices``: the order of cKDTree and scikit-learn."""
+        return iter((self.distances, self.indices))
 
     def __repr__(self) -> str:
         short = int(np.count_nonzero(self.counts < self.indices.shape[1]))
@@ -172,6 +237,46 @@ class KNearest:
             f"KNearest(n_queries={len(self)}, k={self.indices.shape[1]}, "
             f"queries_with_fewer_than_k={short})"
         )
+
+    def to_scipy(self, mode: str = "connectivity"):
+        """The neighbours as a ``scipy.sparse.csr_array`` of shape (m, n_points).
+
+        The k-nearest graph of scikit-learn's ``kneighbors_graph``: row ``q`` holds one
+        entry a neighbour, in the order of the neighbours (nearest first; call
+        ``sort_indices()`` for column order). Padding slots (index -1) are left out, so
+        a row has ``counts[q]`` entries.
+
+        Parameters
+        ----------
+        mode : {"connectivity", "distance"}, default "connectivity"
+            "connectivity": every entry is 1.0. "distance": every entry is the
+            neighbour's distance; a neighbour at distance 0 is kept as an explicit zero
+            (scipy drops explicit zeros only when asked, by ``eliminate_zeros()``).
+
+        Returns
+        -------
+        scipy.sparse.csr_array of float64, shape (m, n_points)
+
+        Raises
+        ------
+        ValueError
+            When ``mode`` is neither, or the result does not know ``n_points``.
+        """
+        if mode not in ("connectivity", "distance"):
+            raise ValueError(f"`mode` must be 'connectivity' or 'distance'; got {mode!r}.")
+        if self.n_points is None:
+            raise ValueError(
+                "`n_points` must be known to size the graph; got None. Build the result "
+                "with `KNearest(indices, distances, counts, n_points=n)`.")
+        sparse = _sparse()
+        # The mask copies: scipy keeps the arrays it is given, and `sort_indices()` on
+        # the graph would otherwise reorder this result's own arrays.
+        present = self.indices >= 0
+        columns = self.indices[present]
+        indptr = np.zeros(len(self) + 1, dtype=np.int64)
+        np.cumsum(np.count_nonzero(present, axis=1), out=indptr[1:])
+        data = np.ones(columns.shape[0]) if mode == "connectivity" else self.distances[present]
+        return sparse.csr_array((data, columns, indptr), shape=(len(self), self.n_points))
 
 
 @dataclass(frozen=True, repr=False)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 
 import numpy as np
 
@@ -22,12 +23,15 @@ def _describe(array: np.ndarray) -> str:
 def as_float_array(value, name: str) -> np.ndarray:
     """``value`` as a float64 ndarray (a copy only when needed); rejects non-real dtypes."""
     if type(value) is np.ndarray and value.dtype == np.float64:
-        return value  # the common case, without the dtype checks (a few us a call)
+        return value  # the common case, without the dtype checks
     if isinstance(value, np.ma.MaskedArray) and np.ma.is_masked(value):
         raise TypeError(
             f"`{name}` must not be a masked array with masked values (the mask would be "
             "ignored); pass `.compressed()` or `.filled(value)`."
         )
+    nullable = _pandas_nullable_numbers(value, name)
+    if nullable is not None:
+        return nullable
     try:
         array = np.asarray(value)
     except Exception as error:  # ragged lists and the like
@@ -41,6 +45,37 @@ def as_float_array(value, name: str) -> np.ndarray:
             f"{array.dtype}."
         )
     return np.asarray(array, dtype=np.float64)
+
+
+def _pandas_nullable_numbers(value, name: str) -> np.ndarray | None:
+    """float64 values of a pandas object whose columns all have numeric dtypes, nullable
+    ones (``Float64``, ``Int64``) included, which NumPy would make an object array; raises
+    naming the first missing value (``pd.NA``) by row and column. None for anything else
+    (pandas is looked up only where the caller imported it)."""
+    pandas = sys.modules.get("pandas")
+    if pandas is None or not isinstance(
+            value, (pandas.DataFrame, pandas.Series, pandas.api.extensions.ExtensionArray)):
+        return None
+    dtypes = list(value.dtypes) if isinstance(value, pandas.DataFrame) else [value.dtype]
+    extension = pandas.api.extensions.ExtensionDtype
+    if not any(isinstance(dtype, extension) for dtype in dtypes) or not all(
+            _numeric_kind(getattr(dtype, "numpy_dtype", dtype)) for dtype in dtypes):
+        return None  # NumPy dtypes only, or some column not numeric: NumPy's path
+    missing = np.asarray(pandas.isna(value))
+    if missing.any():
+        raise ValueError(
+            f"`{name}` must have no missing values; got {pandas.NA} at "
+            f"{name}{_at(np.argwhere(missing)[0])}."
+        )
+    return value.to_numpy(dtype=np.float64)
+
+
+def _numeric_kind(dtype) -> bool:
+    """Whether ``dtype`` is a NumPy integer or floating dtype (not bool, not timedelta)."""
+    try:
+        return np.dtype(dtype).kind in "iuf"
+    except TypeError:
+        return False
 
 
 def as_array(value, name: str, what: str) -> np.ndarray:
@@ -103,7 +138,8 @@ def as_points(points, name: str = "points", n_dims: int | None = None, *,
     With ``finite`` false the caller checks for NaN and infinity itself."""
     array = as_float_array(points, name)
     if array.ndim != 2:
-        hint = " Use `.reshape(-1, 1)` for 1-D coordinates." if array.ndim == 1 else ""
+        hint = (" Use `.reshape(-1, 1)` for n points in 1-D, or `.reshape(1, -1)` for a "
+                "single point." if array.ndim == 1 else "")
         raise ValueError(
             f"`{name}` must be a 2-D array of shape (n, d); got {_describe(array)}.{hint}"
         )
@@ -332,14 +368,26 @@ def check_periodic_reach(box: np.ndarray, periodic: np.ndarray, reach: float, na
         )
 
 
+def as_rows(value, name: str, n_dims: int) -> np.ndarray:
+    """An (m, n_dims) float64 array of query points, box corners or rays, where a 1-D
+    array is one of them (a single query point, as cKDTree and scikit-learn take it)."""
+    array = as_float_array(value, name)
+    if array.ndim == 1:
+        if array.shape[0] != n_dims:
+            hint = (f" Use `.reshape(-1, 1)` for {array.shape[0]} points." if n_dims == 1
+                    else "")
+            raise ValueError(
+                f"`{name}` must have {n_dims} columns, like the grid's points, or be one "
+                f"point of shape ({n_dims},); got shape {array.shape}.{hint}"
+            )
+        array = array[np.newaxis, :]
+    return as_points(array, name, n_dims=n_dims)
+
+
 def as_bounds(lower, upper, n_dims: int) -> tuple[np.ndarray, np.ndarray]:
     """Boxes as (m, d) ``lower`` and ``upper`` arrays (a single box may be 1-D)."""
-    arrays = []
-    for value, name in ((lower, "lower"), (upper, "upper")):
-        array = as_float_array(value, name)
-        if array.ndim == 1:
-            array = array[np.newaxis, :]
-        arrays.append(as_points(array, name, n_dims=n_dims))
+    arrays = [as_rows(value, name, n_dims) for value, name in ((lower, "lower"),
+                                                               (upper, "upper"))]
     lower, upper = arrays
     if lower.shape != upper.shape:
         raise ValueError(
@@ -355,13 +403,8 @@ def as_rays(origins, directions, n_dims: int) -> tuple[np.ndarray, np.ndarray]:
     Each direction is divided by its largest component, then by its norm, so directions
     of any magnitude, subnormal or near the float64 maximum, give a unit vector.
     """
-    arrays = []
-    for value, name in ((origins, "origins"), (directions, "directions")):
-        array = as_float_array(value, name)
-        if array.ndim == 1:
-            array = array[np.newaxis, :]
-        arrays.append(as_points(array, name, n_dims=n_dims))
-    origins, directions = arrays
+    origins, directions = (as_rows(value, name, n_dims) for value, name in
+                           ((origins, "origins"), (directions, "directions")))
     check_magnitude(origins, "origins")
     if origins.shape != directions.shape:
         raise ValueError(

@@ -182,7 +182,7 @@ class CpuEngine:
                 # into a driver once more.
                 knn.knn_queries(self.state, query_points, k, limits, visit_order, 0, m,
                                 indices, distances, counts)
-        return KNearest(indices, distances, counts)
+        return KNearest(indices, distances, counts, self.n_points)
 
     # ------------------------------------------------------------------ boxes
     def query_box(self, lower3, upper3, width, sort) -> Neighbors:

@@ -345,7 +345,11 @@ class Grid:
         k : int
             Neighbours wanted per query, >= 1.
         r_max : float, optional
-            Only points with ``distance <= r_max`` count (default: no limit).
+            Only points with ``distance <= r_max`` count (default: no limit). This is
+            cKDTree's ``distance_upper_bound`` made closed: cKDTree counts only ``distance
+            < distance_upper_bound``, so a point at exactly ``r_max`` is found here and not
+            there; empty slots hold -1 here where cKDTree puts ``n`` (the number of
+            points), ``inf`` in both.
 
         Returns
         -------

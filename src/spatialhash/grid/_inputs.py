@@ -11,10 +11,10 @@ import numpy as np
 from .._validation import (
     as_array,
     as_bounds,
-    as_points,
     as_positive_scalar,
     as_radii,
     as_rays,
+    as_rows,
     check_magnitude,
     check_periodic_reach,
     pad_to_3d,
@@ -88,8 +88,9 @@ def check_knn_size(m: int, k: int, n_points: int) -> None:
 
 
 def canonical_queries(queries, n_dims: int, box: np.ndarray, name: str = "queries") -> np.ndarray:
-    """``queries`` as a C-contiguous (m, 3) float64 array wrapped into ``box``."""
-    coords = wrap_into_box(pad_to_3d(as_points(queries, name, n_dims=n_dims)), box)
+    """``queries`` as a C-contiguous (m, 3) float64 array wrapped into ``box`` (a single
+    point may be 1-D: one query)."""
+    coords = wrap_into_box(pad_to_3d(as_rows(queries, name, n_dims)), box)
     check_magnitude(coords, name)
     return coords
 
