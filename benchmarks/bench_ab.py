@@ -38,7 +38,12 @@ overlapping pairs; both processes make the same steps, outside the timed calls),
 ``dynamic3d10`` (the same in 3-D, 10% moved, boxes in a cube of side `WORLD_3D`),
 ``rays`` (the first hits of 20,000 rays among 100,000 spheres, on a grid built once, the
 data of ``benchmarks/bench_rays.py``), ``rays_all`` (every hit of those rays) and
-``rays_fn`` (the first hit of each that a numba function accepts: odd indices).
+``rays_fn`` (the first hit of each that a numba function accepts: odd indices);
+``radius200k`` and ``knn200k`` (50,000 queries with distances, and their 16 nearest, among
+200,000 uniform points, 30 expected neighbours, on a grid built once), ``pairs_fn`` and
+``pairs_fn_periodic`` (`Grid.for_each_pair` over those points, open and in a periodic unit
+cube, build included, with a numba function adding a weight per pair) and ``list_fn``
+(`NeighborList.for_each_pair` over them, periodic, the same function).
 """
 
 from __future__ import annotations
@@ -61,7 +66,11 @@ sys.path.insert(0, str(BENCHMARKS))
 import _common as common  # noqa: E402 (the benchmarks folder, put on the path above)
 
 WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d", "particles", "cloth", "dynamic1",
-             "dynamic10", "dynamic100", "dynamic3d10", "rays", "rays_all", "rays_fn")
+             "dynamic10", "dynamic100", "dynamic3d10", "rays", "rays_all", "rays_fn",
+             "radius200k", "knn200k", "pairs_fn", "pairs_fn_periodic", "list_fn")
+#: Points of the radius, k-nearest and pair-function workloads, and queries of the first two.
+SCAN_POINTS = 200_000
+SCAN_QUERIES = 50_000
 #: Spheres and rays of the ray workloads.
 RAY_SPHERES = 100_000
 RAY_COUNT = 20_000
@@ -91,6 +100,51 @@ def _ray_workload(name: str):
         return hashlib.sha1(b"".join(np.asarray(a).tobytes() for a in parts)).hexdigest()[:12]
 
     return lambda: grid.query_ray(origins, directions, radii, **options), digest
+
+
+def _array_digest(*arrays) -> str:
+    return hashlib.sha1(b"".join(np.asarray(a).tobytes() for a in arrays)).hexdigest()[:12]
+
+
+def _scan_workload(name: str):
+    """``(call, digest)`` of a workload of the other scans: radius and k-nearest queries on
+    a grid built once, a numba function over the pairs of a grid (open or periodic), and
+    one over a neighbour list's pairs (the forces of `bench_neighbor_list`'s kind)."""
+    import numba
+
+    from spatialhash import Grid, NeighborList
+
+    points = common.uniform_points(SCAN_POINTS, 3, seed=0)
+    r = common.radius_for_neighbors_3d(SCAN_POINTS)
+    if name in ("radius200k", "knn200k"):
+        queries = common.uniform_points(SCAN_QUERIES, 3, seed=1)
+        grid = Grid(points, cell_size=r)
+        if name == "radius200k":
+            return (lambda: grid.query_radius(queries, r, return_distances=True),
+                    lambda near: _array_digest(near.indptr, near.indices, near.distances))
+        return (lambda: grid.query_knn(queries, 16),
+                lambda nearest: _array_digest(nearest.indices, nearest.distances))
+
+    @numba.njit
+    def add_weight(i, j, d2, dx, dy, dz, r2, out):
+        out[i] += (r2 - d2) * dx
+
+    out = np.zeros(SCAN_POINTS)
+    if name == "list_fn":
+        neighbors = NeighborList(points, r=r, skin=0.1 * r, box=1.0)
+
+        def call():
+            out[:] = 0.0
+            neighbors.for_each_pair(add_weight, r * r, out)
+            return out
+        return call, _array_digest
+    box = 1.0 if name == "pairs_fn_periodic" else None
+
+    def call():
+        out[:] = 0.0
+        Grid(points, cell_size=r, box=box).for_each_pair(r, add_weight, r * r, out)
+        return out
+    return call, _array_digest
 
 
 def _pair_digest(pairs) -> str:
@@ -123,6 +177,8 @@ def _workload(name: str, inputs: str):
             _pair_digest
     if name.startswith("rays"):
         return none, *_ray_workload(name)
+    if name in ("radius200k", "knn200k", "pairs_fn", "pairs_fn_periodic", "list_fn"):
+        return none, *_scan_workload(name)
     if name == "cloth":
         from spatialhash.demos.cloth import Cloth
 

@@ -7,6 +7,7 @@ bounding box) and ``spheres`` (``centre x, y, z, radius``; a negative radius mar
 from __future__ import annotations
 
 from .._config import jit
+from .distance import NO_BOX, NO_SHIFT, displacement
 
 
 @jit
@@ -29,10 +30,8 @@ def box_distance2(px, py, pz, bounds, slot):
 @jit
 def center_distance2(px, py, pz, spheres, slot):
     """Squared distance from point ``p`` to the centre of sphere ``slot``."""
-    dx = px - spheres[slot, 0]
-    dy = py - spheres[slot, 1]
-    dz = pz - spheres[slot, 2]
-    return dx * dx + dy * dy + dz * dz
+    return displacement(px, py, pz, spheres[slot, 0], spheres[slot, 1], spheres[slot, 2],
+                        NO_SHIFT, NO_BOX, NO_BOX, False)[3]
 
 
 @jit

@@ -41,12 +41,12 @@ from ..._config import jit, jit_parallel
 from ..._kernels.cells import (
     cell_tolerance,
     floor_to_int,
-    min_image,
     row_segment,
     run_buffers,
     sparse_row_slice,
     wrap_cell,
 )
+from ..._kernels.distance import NO_BOX, NO_SHIFT, displacement
 from ..._kernels.heap import heap_offer, heap_sort_ascending, ranks_before
 from ..._kernels.indirect import kernel_caller
 
@@ -159,8 +159,8 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
     """
     points, order = state.points, state.order
     box, half_box = state.box, state.half_box
-    box_x, box_y, box_z = box[0], box[1], box[2]
-    half_x, half_y, half_z = half_box[0], half_box[1], half_box[2]
+    box3 = (box[0], box[1], box[2])
+    half3 = (half_box[0], half_box[1], half_box[2])
     n_occupied = state.cell_coords.shape[0]
     heap_d2 = np.empty(k, np.float64)
     heap_index = np.empty(k, order.dtype)
@@ -237,10 +237,8 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
             # Rings 0 and 1 at once: the distances in a loop LLVM vectorizes (no image is
             # nearer within the block, see `gathered_block`), then the offers.
             for e in range(np.uint64(0), np.uint64(n_near)):
-                dx = qx - near_x[e]
-                dy = qy - near_y[e]
-                dz = qz - near_z[e]
-                near_d2[e] = dx * dx + dy * dy + dz * dz
+                near_d2[e] = displacement(qx, qy, qz, near_x[e], near_y[e], near_z[e], NO_SHIFT,
+                                          NO_BOX, NO_BOX, False)[3]
             for e in range(n_near):
                 d2 = near_d2[e]
                 if d2 > max_d2:
@@ -270,10 +268,8 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
                 n_runs = ring_runs(state, center, s, lowest, highest, run_bounds)
             for r in range(n_runs):
                 for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
-                    dx = min_image(qx - points[0, j], box_x, half_x)
-                    dy = min_image(qy - points[1, j], box_y, half_y)
-                    dz = min_image(qz - points[2, j], box_z, half_z)
-                    d2 = dx * dx + dy * dy + dz * dz
+                    d2 = displacement(qx, qy, qz, points[0, j], points[1, j], points[2, j],
+                                      NO_SHIFT, box3, half3, True)[3]
                     if d2 > max_d2:
                         continue
                     # Most candidates lose to a full heap's worst entry: test that first.

@@ -55,12 +55,12 @@ from ..._config import _JIT_OPTIONS, _kernel
 from ..._kernels.cells import (
     axis_range,
     gather_runs,
-    min_image,
     query_cell_range,
     run_buffers,
     runs_capacity,
     wrap_whole_axes,
 )
+from ..._kernels.distance import NO_BOX, NO_SHIFT, displacement
 from ..._kernels.indirect import kernel_caller
 from .pairs import (
     GATHER_MIN_POINTS_PER_CELL,
@@ -106,7 +106,7 @@ def _scan_kernel(over_cells, once=False):
         points, order, cell_start = state.points, state.order, state.cell_start
         cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
         dense_start, hash_keys, hash_ids = state.dense_start, state.hash_keys, state.hash_ids
-        box_x, box_y, box_z = box_axis[0], box_axis[1], box_axis[2]
+        box3 = (box_axis[0], box_axis[1], box_axis[2])
         if over_cells:
             pair_r2, radii, reach_cells = params
             with_radii = radii.shape[0] > 0
@@ -140,7 +140,7 @@ def _scan_kernel(over_cells, once=False):
                 r2 = radii[item] * radii[item]
             use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last,
                                             half)
-            half_x, half_y, half_z = half[0], half[1], half[2]
+            half3 = (half[0], half[1], half[2])
             needed = runs_capacity(first, last, n_occupied)
             if needed > run_bounds.shape[0]:
                 run_bounds, run_shifts = run_buffers(needed)
@@ -168,10 +168,8 @@ def _scan_kernel(over_cells, once=False):
                     own = np.int64(order[source])
                     radius = radii[source] if with_radii else 0.0
                     for k in range(n_near):
-                        dx = x - near_x[k]
-                        dy = y - near_y[k]
-                        dz = z - near_z[k]
-                        run_d2[k] = dx * dx + dy * dy + dz * dz
+                        run_d2[k] = displacement(x, y, z, near_x[k], near_y[k], near_z[k],
+                                                 NO_SHIFT, NO_BOX, NO_BOX, False)[3]
                     # The hits picked out without a branch (a hit's place is taken by the
                     # next candidate unless it is kept), then ``fn`` called for each.
                     n_hits = 0
@@ -203,7 +201,7 @@ def _scan_kernel(over_cells, once=False):
                 for r in range(n_runs):
                     run_lo = run_bounds[r, 0]
                     n_run = run_bounds[r, 1] - run_lo
-                    shift_x, shift_y, shift_z = run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2]
+                    shift = (run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2])
                     if n_run > run_d2.shape[0]:
                         run_d2 = np.empty(n_run, np.float64)
                         hit_index = np.empty(n_run, np.int64)
@@ -211,14 +209,8 @@ def _scan_kernel(over_cells, once=False):
                     first_j = np.uint64(run_lo)
                     for k in range(np.uint64(0), np.uint64(n_run)):
                         j = first_j + k
-                        dx = (x - points[0, j]) - shift_x
-                        dy = (y - points[1, j]) - shift_y
-                        dz = (z - points[2, j]) - shift_z
-                        if use_min_image:
-                            dx = min_image(dx, box_x, half_x)
-                            dy = min_image(dy, box_y, half_y)
-                            dz = min_image(dz, box_z, half_z)
-                        run_d2[k] = dx * dx + dy * dy + dz * dz
+                        run_d2[k] = displacement(x, y, z, points[0, j], points[1, j], points[2, j],
+                                                 shift, box3, half3, use_min_image)[3]
                     # Without a branch, as in the gathered scan above.
                     n_hits = 0
                     for k in range(n_run):
@@ -236,13 +228,9 @@ def _scan_kernel(over_cells, once=False):
                     for h in range(n_hits):
                         k = hit_index[h]
                         j = run_lo + k
-                        dx = (x - points[0, j]) - shift_x
-                        dy = (y - points[1, j]) - shift_y
-                        dz = (z - points[2, j]) - shift_z
-                        if use_min_image:
-                            dx = min_image(dx, box_x, half_x)
-                            dy = min_image(dy, box_y, half_y)
-                            dz = min_image(dz, box_z, half_z)
+                        dx, dy, dz, _ = displacement(x, y, z, points[0, j], points[1, j],
+                                                     points[2, j], shift, box3, half3,
+                                                     use_min_image)
                         fn(own, np.int64(order[j]), run_d2[k], dx, dy, dz, *args)
 
     return scan
@@ -270,7 +258,7 @@ def _half_scan_kernel(once):
 
     def scan(state, params, lo, hi, fn, args):
         points, order, cell_start = state.points, state.order, state.cell_start
-        box_x, box_y, box_z = state.box[0], state.box[1], state.box[2]
+        box3 = (state.box[0], state.box[1], state.box[2])
         r2, radii, reach_cells, inline_runs, slabs = params
         with_radii = radii.shape[0] > 0
         first = np.empty(3, np.int64)
@@ -287,7 +275,7 @@ def _half_scan_kernel(once):
             for a in range(slabs[slab, 0], slabs[slab, 1]):
                 n_runs, use_min_image, run_bounds, run_shifts = half_stencil_runs(
                     state, a, reach_cells, inline_runs, first, last, half, run_bounds, run_shifts)
-                half_x, half_y, half_z = half[0], half[1], half[2]
+                half3 = (half[0], half[1], half[2])
                 shifted = use_min_image
                 n_candidates = 0
                 for r in range(n_runs):
@@ -313,10 +301,8 @@ def _half_scan_kernel(once):
                         k_lo = np.uint64(i - own_start + 1)
                         k_hi = np.uint64(n_near)
                         for k in range(k_lo, k_hi):
-                            dx = x - near_x[k]
-                            dy = y - near_y[k]
-                            dz = z - near_z[k]
-                            hit_d2[k] = dx * dx + dy * dy + dz * dz
+                            hit_d2[k] = displacement(x, y, z, near_x[k], near_y[k], near_z[k],
+                                                     NO_SHIFT, NO_BOX, NO_BOX, False)[3]
                         n_hits = 0
                         if with_radii:
                             for k in range(k_lo, k_hi):
@@ -331,7 +317,8 @@ def _half_scan_kernel(once):
                         for h in range(n_hits):
                             k = hit_index[h]
                             oj, d2 = near_j[k], hit_d2[k]
-                            dx, dy, dz = x - near_x[k], y - near_y[k], z - near_z[k]
+                            dx, dy, dz, _ = displacement(x, y, z, near_x[k], near_y[k], near_z[k],
+                                                         NO_SHIFT, NO_BOX, NO_BOX, False)
                             fn(oi, oj, d2, dx, dy, dz, *args)
                             if not once:
                                 fn(oj, oi, d2, -dx, -dy, -dz, *args)
@@ -344,18 +331,11 @@ def _half_scan_kernel(once):
                         # Unsigned bounds: see the `cells` docstring.
                         start = np.uint64(i + 1 if r == 0 else run_bounds[r, 0])
                         end = np.uint64(run_bounds[r, 1])
-                        shift_x, shift_y = run_shifts[r, 0], run_shifts[r, 1]
-                        shift_z = run_shifts[r, 2]
+                        shift = (run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2])
                         n_hits = 0
                         for j in range(start, end):
-                            dx = (x - points[0, j]) - shift_x
-                            dy = (y - points[1, j]) - shift_y
-                            dz = (z - points[2, j]) - shift_z
-                            if use_min_image:
-                                dx = min_image(dx, box_x, half_x)
-                                dy = min_image(dy, box_y, half_y)
-                                dz = min_image(dz, box_z, half_z)
-                            d2 = dx * dx + dy * dy + dz * dz
+                            d2 = displacement(x, y, z, points[0, j], points[1, j], points[2, j],
+                                              shift, box3, half3, use_min_image)[3]
                             if with_radii:
                                 limit = radius + radii[j]
                                 hit = d2 <= limit * limit
@@ -367,13 +347,9 @@ def _half_scan_kernel(once):
                             n_hits += 1 if hit else 0
                         for h in range(n_hits):
                             j = hit_index[h]
-                            dx = (x - points[0, j]) - shift_x
-                            dy = (y - points[1, j]) - shift_y
-                            dz = (z - points[2, j]) - shift_z
-                            if use_min_image:
-                                dx = min_image(dx, box_x, half_x)
-                                dy = min_image(dy, box_y, half_y)
-                                dz = min_image(dz, box_z, half_z)
+                            dx, dy, dz, _ = displacement(x, y, z, points[0, j], points[1, j],
+                                                         points[2, j], shift, box3, half3,
+                                                         use_min_image)
                             oj = np.int64(order[j])
                             fn(oi, oj, hit_d2[h], dx, dy, dz, *args)
                             if not once:

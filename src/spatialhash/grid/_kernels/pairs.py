@@ -43,11 +43,11 @@ from ..._kernels.cells import (
     cells_needed,
     gather_cells,
     gather_runs,
-    min_image,
     run_buffers,
     runs_capacity,
     wrap_whole_axes,
 )
+from ..._kernels.distance import NO_BOX, NO_SHIFT, displacement
 from ..._kernels.indirect import kernel_caller
 
 #: Occupied cells handed to a thread at a time.
@@ -246,6 +246,7 @@ def _pair_scan_kernel(gather):
         dense_lookup, dense_start = state.dense_lookup, state.dense_start
         hash_keys, hash_ids = state.hash_keys, state.hash_ids
         box_x, box_y, box_z = box_axis[0], box_axis[1], box_axis[2]
+        box3 = (box_x, box_y, box_z)
         with_radii = radii.shape[0] > 0
         want_distances = out_distances.shape[0] > 0
         run_bounds, run_shifts = run_buffers(32)
@@ -288,7 +289,7 @@ def _pair_scan_kernel(gather):
                 # The half stencil of `cells.gather_runs`, in its order: the own row from
                 # cell a on, the other rows of the own plane, then the planes after it.
                 use_min_image = False
-                half_x = half_y = half_z = np.inf
+                half3 = NO_BOX
                 x_lo, x_hi = max(cx - reach_x, 0), min(cx + reach_x, nx - 1)
                 row = (cz * ny + cy) * nx
                 run_bounds[0, 0], run_bounds[0, 1] = cell_start[a], dense_start[row + x_hi + 1]
@@ -311,7 +312,7 @@ def _pair_scan_kernel(gather):
                     )
                 use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last,
                                                 half)
-                half_x, half_y, half_z = half[0], half[1], half[2]
+                half3 = (half[0], half[1], half[2])
                 if by_id:
                     # The occupied cells b >= a, each once, by id, with cell a first.
                     needed = cells_needed(first, last, n_occupied)
@@ -383,28 +384,24 @@ def _pair_scan_kernel(gather):
                         # Counting: branch-free, so LLVM vectorizes it.
                         if with_radii:
                             for k in range(k_lo, k_hi):
-                                dx = x - near_x[k]
-                                dy = y - near_y[k]
-                                dz = z - near_z[k]
+                                d2 = displacement(x, y, z, near_x[k], near_y[k], near_z[k],
+                                                  NO_SHIFT, NO_BOX, NO_BOX, False)[3]
                                 limit = radius + near_radii[k]
-                                if dx * dx + dy * dy + dz * dz <= limit * limit:
+                                if d2 <= limit * limit:
                                     n_hits += 1
                         else:
                             for k in range(k_lo, k_hi):
-                                dx = x - near_x[k]
-                                dy = y - near_y[k]
-                                dz = z - near_z[k]
-                                if dx * dx + dy * dy + dz * dz <= r2:
+                                d2 = displacement(x, y, z, near_x[k], near_y[k], near_z[k],
+                                                  NO_SHIFT, NO_BOX, NO_BOX, False)[3]
+                                if d2 <= r2:
                                     n_hits += 1
                         position += n_hits
                         continue
                     # The distances in a loop LLVM vectorizes, then the hits picked out
                     # without a branch (no test-and-branch to mispredict around every hit).
                     for k in range(k_lo, k_hi):
-                        dx = x - near_x[k]
-                        dy = y - near_y[k]
-                        dz = z - near_z[k]
-                        hit_d2[k] = dx * dx + dy * dy + dz * dz
+                        hit_d2[k] = displacement(x, y, z, near_x[k], near_y[k], near_z[k],
+                                                 NO_SHIFT, NO_BOX, NO_BOX, False)[3]
                     if with_radii:
                         for k in range(k_lo, k_hi):
                             limit = radius + near_radii[k]
@@ -436,36 +433,28 @@ def _pair_scan_kernel(gather):
                         # Unsigned bounds: see the `cells` docstring.
                         start = np.uint64(i + 1 if r == 0 else run_bounds[r, 0])
                         end = np.uint64(run_bounds[r, 1])
-                        shift_x = run_shifts[r, 0]
-                        shift_y = run_shifts[r, 1]
-                        shift_z = run_shifts[r, 2]
+                        shift = (run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2])
                         if not write and not use_min_image:
                             # Counting: branch-free, so LLVM vectorizes it.
                             if with_radii:
                                 for j in range(start, end):
-                                    dx = (x - points[0, j]) - shift_x
-                                    dy = (y - points[1, j]) - shift_y
-                                    dz = (z - points[2, j]) - shift_z
+                                    d2 = displacement(x, y, z, points[0, j], points[1, j],
+                                                      points[2, j], shift, NO_BOX, NO_BOX,
+                                                      False)[3]
                                     limit = radius + radii[j]
-                                    if dx * dx + dy * dy + dz * dz <= limit * limit:
+                                    if d2 <= limit * limit:
                                         n_hits += 1
                             else:
                                 for j in range(start, end):
-                                    dx = (x - points[0, j]) - shift_x
-                                    dy = (y - points[1, j]) - shift_y
-                                    dz = (z - points[2, j]) - shift_z
-                                    if dx * dx + dy * dy + dz * dz <= r2:
+                                    d2 = displacement(x, y, z, points[0, j], points[1, j],
+                                                      points[2, j], shift, NO_BOX, NO_BOX,
+                                                      False)[3]
+                                    if d2 <= r2:
                                         n_hits += 1
                             continue
                         for j in range(start, end):
-                            dx = (x - points[0, j]) - shift_x
-                            dy = (y - points[1, j]) - shift_y
-                            dz = (z - points[2, j]) - shift_z
-                            if use_min_image:
-                                dx = min_image(dx, box_x, half_x)
-                                dy = min_image(dy, box_y, half_y)
-                                dz = min_image(dz, box_z, half_z)
-                            d2 = dx * dx + dy * dy + dz * dz
+                            d2 = displacement(x, y, z, points[0, j], points[1, j], points[2, j],
+                                              shift, box3, half3, use_min_image)[3]
                             if with_radii:
                                 limit = radius + radii[j]
                                 hit = d2 <= limit * limit

@@ -22,7 +22,6 @@ from numba import prange
 from ..._config import jit, jit_parallel
 from ..._kernels.cells import (
     gather_runs,
-    min_image,
     query_cell_range,
     row_sort_buffers,
     run_buffers,
@@ -31,6 +30,7 @@ from ..._kernels.cells import (
     sparse_row_slice,
     wrap_whole_axes,
 )
+from ..._kernels.distance import NO_BOX, NO_SHIFT, displacement
 from ..._kernels.indirect import kernel_caller
 
 #: Queries handed to a thread at a time.
@@ -51,6 +51,7 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
     dense_start, hash_keys, hash_ids = state.dense_start, state.hash_keys, state.hash_ids
     origin, inv_cell_size = state.origin, state.inv_cell_size
     box_x, box_y, box_z = box_axis[0], box_axis[1], box_axis[2]
+    box3 = (box_x, box_y, box_z)
     want_distances = out_distances.shape[0] > 0
     first = np.empty(3, np.int64)
     last = np.empty(3, np.int64)
@@ -139,10 +140,9 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
             if not write:
                 # Counting: branch-free, so LLVM vectorizes it.
                 for k in range(np.uint64(0), np.uint64(n_near)):
-                    dx = qx - near_x[k]
-                    dy = qy - near_y[k]
-                    dz = qz - near_z[k]
-                    if dx * dx + dy * dy + dz * dz <= r2:
+                    d2 = displacement(qx, qy, qz, near_x[k], near_y[k], near_z[k], NO_SHIFT,
+                                      NO_BOX, NO_BOX, False)[3]
+                    if d2 <= r2:
                         n_hits += 1
                 positions[q] = n_hits
                 continue
@@ -151,10 +151,8 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
                 run_d2 = np.empty(n_near, np.float64)
                 hit_k = np.empty(n_near, np.int64)
             for k in range(np.uint64(0), np.uint64(n_near)):
-                dx = qx - near_x[k]
-                dy = qy - near_y[k]
-                dz = qz - near_z[k]
-                run_d2[k] = dx * dx + dy * dy + dz * dz
+                run_d2[k] = displacement(qx, qy, qz, near_x[k], near_y[k], near_z[k], NO_SHIFT,
+                                         NO_BOX, NO_BOX, False)[3]
             for k in range(n_near):
                 hit_k[n_hits] = k
                 n_hits += 1 if run_d2[k] <= r2 else 0
@@ -168,7 +166,7 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
                          sort_values)
             continue
         use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last, half)
-        half_x, half_y, half_z = half[0], half[1], half[2]
+        half3 = (half[0], half[1], half[2])
         needed = runs_capacity(first, last, n_occupied)
         if needed > run_bounds.shape[0]:
             run_bounds, run_shifts = run_buffers(needed)
@@ -178,15 +176,14 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
         position = start
         r2 = radii[q] * radii[q]
         for r in range(n_runs):
-            shift_x, shift_y, shift_z = run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2]
+            shift = (run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2])
             if not write and not use_min_image:
                 # Counting: branch-free, so LLVM vectorizes it. Unsigned bounds: see
                 # `cells.UNSIGNED_LOOPS`.
                 for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
-                    dx = (qx - points[0, j]) - shift_x
-                    dy = (qy - points[1, j]) - shift_y
-                    dz = (qz - points[2, j]) - shift_z
-                    if dx * dx + dy * dy + dz * dz <= r2:
+                    d2 = displacement(qx, qy, qz, points[0, j], points[1, j], points[2, j], shift,
+                                      NO_BOX, NO_BOX, False)[3]
+                    if d2 <= r2:
                         position += 1
                 continue
             # The distances first, in a loop LLVM vectorizes; then the hits picked out
@@ -198,20 +195,17 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
                 run_d2 = np.empty(n_run, np.float64)
                 hit_k = np.empty(n_run, np.int64)
             first_j = np.uint64(run_lo)
+            # Two loops, the image test out of the one that vectorizes.
             if use_min_image:
                 for k in range(np.uint64(0), np.uint64(n_run)):
                     j = first_j + k
-                    dx = min_image((qx - points[0, j]) - shift_x, box_x, half_x)
-                    dy = min_image((qy - points[1, j]) - shift_y, box_y, half_y)
-                    dz = min_image((qz - points[2, j]) - shift_z, box_z, half_z)
-                    run_d2[k] = dx * dx + dy * dy + dz * dz
+                    run_d2[k] = displacement(qx, qy, qz, points[0, j], points[1, j], points[2, j],
+                                             shift, box3, half3, True)[3]
             else:
                 for k in range(np.uint64(0), np.uint64(n_run)):
                     j = first_j + k
-                    dx = (qx - points[0, j]) - shift_x
-                    dy = (qy - points[1, j]) - shift_y
-                    dz = (qz - points[2, j]) - shift_z
-                    run_d2[k] = dx * dx + dy * dy + dz * dz
+                    run_d2[k] = displacement(qx, qy, qz, points[0, j], points[1, j], points[2, j],
+                                             shift, NO_BOX, NO_BOX, False)[3]
             n_hits = 0
             for k in range(n_run):
                 hit_k[n_hits] = k

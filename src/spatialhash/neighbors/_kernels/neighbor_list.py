@@ -24,7 +24,7 @@ import numpy as np
 from numba import prange
 
 from ..._config import jit, jit_parallel
-from ..._kernels.cells import min_image
+from ..._kernels.distance import NO_SHIFT, displacement
 
 #: Fixed parts of the rows, so that the output is the same for any thread count.
 N_PARTS = 64
@@ -139,13 +139,12 @@ def _rows_count(positions, radii, indptr, neighbours, box, half_box, r2, lo, hi)
         x, y, z = positions[s, 0], positions[s, 1], positions[s, 2]
         for c in range(indptr[s], indptr[s + 1]):
             t = neighbours[c]
-            dx = min_image(x - positions[t, 0], box[0], half_box[0])
-            dy = min_image(y - positions[t, 1], box[1], half_box[1])
-            dz = min_image(z - positions[t, 2], box[2], half_box[2])
+            d2 = displacement(x, y, z, positions[t, 0], positions[t, 1], positions[t, 2],
+                              NO_SHIFT, box, half_box, True)[3]
             limit2 = _limit2(radii, s, t, r2) if with_radii else r2
             # Counted without a branch: about half the candidates are kept, a branch on
             # them would be mispredicted half the time.
-            kept += 1 if dx * dx + dy * dy + dz * dz <= limit2 else 0
+            kept += 1 if d2 <= limit2 else 0
     return kept
 
 
@@ -171,10 +170,8 @@ def _rows_fill(positions, radii, order, indptr, neighbours, box, half_box, r2, l
         own = order[s]
         for c in range(indptr[s], indptr[s + 1]):
             t = neighbours[c]
-            dx = min_image(x - positions[t, 0], box[0], half_box[0])
-            dy = min_image(y - positions[t, 1], box[1], half_box[1])
-            dz = min_image(z - positions[t, 2], box[2], half_box[2])
-            d2 = dx * dx + dy * dy + dz * dz
+            d2 = displacement(x, y, z, positions[t, 0], positions[t, 1], positions[t, 2],
+                              NO_SHIFT, box, half_box, True)[3]
             other = order[t]
             at = row + kept if kept < n_kept else spare
             indices[at, 0] = min(own, other)

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._config import jit
-from ..._kernels.cells import min_image
+from ..._kernels.distance import NO_SHIFT, displacement
 from ...grid._kernels.pair_functions import compiled_scans
 
 #: Rows handed to a thread at a time.
@@ -79,8 +79,8 @@ def _list_scan_kernel(half, once=False):
 
     def scan(state, params, lo, hi, fn, args):
         positions, order = state.positions, state.order
-        box_x, box_y, box_z = state.box[0], state.box[1], state.box[2]
-        half_x, half_y, half_z = state.half_box[0], state.half_box[1], state.half_box[2]
+        box3 = (state.box[0], state.box[1], state.box[2])
+        half3 = (state.half_box[0], state.half_box[1], state.half_box[2])
         r2 = params[0]
         radii = state.radii
         with_radii = radii.shape[0] > 0
@@ -112,10 +112,9 @@ def _list_scan_kernel(half, once=False):
                     n_hits = 0
                     for c in range(first, last):
                         t = neighbours[c]
-                        dx = min_image(x - positions[t, 0], box_x, half_x)
-                        dy = min_image(y - positions[t, 1], box_y, half_y)
-                        dz = min_image(z - positions[t, 2], box_z, half_z)
-                        d2 = dx * dx + dy * dy + dz * dz
+                        dx, dy, dz, d2 = displacement(x, y, z, positions[t, 0], positions[t, 1],
+                                                      positions[t, 2], NO_SHIFT, box3, half3,
+                                                      True)
                         hit_t[n_hits] = t
                         hit[n_hits, 0] = d2
                         hit[n_hits, 1] = dx
