@@ -1,7 +1,8 @@
 """`Grid`, the public class of the batch grid: it validates its inputs into canonical
 arrays, picks the engine named by ``algorithm`` (`_engine.ENGINES`), calls it, and returns
 its result. The engines own the arrays and run the kernels (``_cpu_engine.py``,
-``_pair_search.py``); the design is described in ``grid/__init__.py``.
+``_pair_search.py``); the design is described in ``grid/__init__.py``. Queries of the
+grid's own points, each left out of its own row, are put together in ``_self_exclusion.py``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ._inputs import (
     radius_inputs,
     ray_inputs,
 )
+from ._self_exclusion import knn_without_self, own_queries, radius_without_self
 
 if TYPE_CHECKING:
     from ._kernels.state import GridState
@@ -302,13 +304,13 @@ class Grid:
         self._engine.for_each_neighbor(query_points, radii, fn, args)
 
     def query_radius(self, queries, r, *, return_distances: bool = False,
-                     sort: bool = True) -> Neighbors:
+                     sort: bool = True, exclude_self: bool = False) -> Neighbors:
         """For each query point, every point within distance ``r``.
 
         Parameters
         ----------
-        queries : array_like of float, shape (m, d)
-            Query positions.
+        queries : array_like of float, shape (m, d), or None
+            Query positions; None queries the grid's own points (m = n), as it holds them.
         r : float or array_like of float, shape (m,)
             Radius, one for all queries or one per query; ``distance <= r`` is a match.
         return_distances : bool, default False
@@ -316,32 +318,46 @@ class Grid:
         sort : bool, default True
             Sort each row by point index (as ``cKDTree.query_ball_point(...,
             return_sorted=True)``). Unsorted rows come out in cell order, deterministic.
+        exclude_self : bool, default False
+            With ``queries=None``, leave each point out of its own row, by index: a
+            duplicate point at distance 0 stays (scikit-learn's ``radius_neighbors()``
+            without ``X``). A `TypeError` with ``queries`` given.
 
         Returns
         -------
         Neighbors
             CSR rows: ``indptr`` (int64, shape (m + 1,)), ``indices``, ``distances``.
         """
+        queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
+                                            exclude_self)
         query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
                                               self._periodic)
-        return self._engine.query_radius(query_points, radii, return_distances, sort)
+        found = self._engine.query_radius(query_points, radii, return_distances, sort)
+        return radius_without_self(found) if exclude_self else found
 
-    def count_radius(self, queries, r) -> np.ndarray:
+    def count_radius(self, queries, r, *, exclude_self: bool = False) -> np.ndarray:
         """Number of points within ``r`` of each query, shape (m,), int64.
 
-        Parameters are as in `query_radius`; nothing but the counts is stored.
+        Parameters are as in `query_radius` (with ``exclude_self``, one less: each point
+        lies within ``r`` of itself); nothing but the counts is stored.
         """
+        queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
+                                            exclude_self)
         query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
                                               self._periodic)
-        return self._engine.count_radius(query_points, radii)
+        counts = self._engine.count_radius(query_points, radii)
+        if exclude_self:
+            counts -= 1
+        return counts
 
-    def query_knn(self, queries, k: int, *, r_max: float | None = None) -> KNearest:
+    def query_knn(self, queries, k: int, *, r_max: float | None = None,
+                  exclude_self: bool = False) -> KNearest:
         """The ``k`` nearest points of each query, nearest first, exact.
 
         Parameters
         ----------
-        queries : array_like of float, shape (m, d)
-            Query positions.
+        queries : array_like of float, shape (m, d), or None
+            Query positions; None queries the grid's own points (m = n), as it holds them.
         k : int
             Neighbours wanted per query, >= 1.
         r_max : float, optional
@@ -350,6 +366,10 @@ class Grid:
             < distance_upper_bound``, so a point at exactly ``r_max`` is found here and not
             there; empty slots hold -1 here where cKDTree puts ``n`` (the number of
             points), ``inf`` in both.
+        exclude_self : bool, default False
+            With ``queries=None``, the ``k`` nearest other points of each point: its own
+            index is left out, not the points at distance 0 (scikit-learn's
+            ``kneighbors()`` without ``X``). A `TypeError` with ``queries`` given.
 
         Returns
         -------
@@ -359,10 +379,14 @@ class Grid:
             ``r_max`` excludes them, in which case the remaining slots hold -1 and
             ``inf``.
         """
+        queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
+                                            exclude_self)
         query_points = canonical_queries(queries, self._n_dims, self._box)
         k = as_count(k, "k")
         limit = np.inf if r_max is None else as_positive_scalar(
             r_max, "r_max", allow_zero=True, allow_inf=True)
+        if exclude_self:
+            return knn_without_self(self._engine, query_points, k, limit)
         check_knn_size(query_points.shape[0], k, self._n_points)
         return self._engine.query_knn(query_points, k, limit)
 
