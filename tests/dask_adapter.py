@@ -133,7 +133,7 @@ class DaskGrid:
                                        return_distances=return_distances,
                                        **self._options(reach)).compute()
         indices = np.column_stack([frame["i"].to_numpy(), frame["j"].to_numpy()])
-        distances = frame["d"].to_numpy() if return_distances else None
+        distances = frame["distance"].to_numpy() if return_distances else None
         return Pairs(indices.astype(self._index).reshape(-1, 2), distances, (self._n, self._n))
 
     def _columns(self) -> list[str]:
@@ -156,13 +156,13 @@ class DaskGrid:
             frame = sd.query_radius(self._coords(), self._queries(queries), r,
                                     return_distances=return_distances,
                                     **self._options(r)).compute()
-        q = frame["q"].to_numpy()
-        order = (np.lexsort((frame["i"].to_numpy(), q)) if sort
+        q = frame["query"].to_numpy()
+        order = (np.lexsort((frame["point"].to_numpy(), q)) if sort
                  else np.argsort(q, kind="stable"))
         indptr = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(np.bincount(q, minlength=m), out=indptr[1:])
-        indices = frame["i"].to_numpy()[order].astype(self._index)
-        distances = frame["d"].to_numpy()[order] if return_distances else None
+        indices = frame["point"].to_numpy()[order].astype(self._index)
+        distances = frame["distance"].to_numpy()[order] if return_distances else None
         return Neighbors(indptr, indices, distances, self._n)
 
     def count_radius(self, queries, r) -> np.ndarray:
@@ -176,9 +176,9 @@ class DaskGrid:
         with dask.config.set(scheduler="sync"):
             frame = sd.query_knn(self._coords(), self._queries(queries), k, r_max=r_max,
                                  **self._options(self._knn_reach(k, r_max))).compute()
-        q, rank = frame["q"].to_numpy(), frame["rank"].to_numpy()
+        q, rank = frame["query"].to_numpy(), frame["rank"].to_numpy()
         indices = np.full((m, k), -1, dtype=self._index)
         distances = np.full((m, k), np.inf)
-        indices[q, rank] = frame["i"].to_numpy()
-        distances[q, rank] = frame["d"].to_numpy()
+        indices[q, rank] = frame["point"].to_numpy()
+        distances[q, rank] = frame["distance"].to_numpy()
         return KNearest(indices, distances, np.bincount(q, minlength=m).astype(np.int64))

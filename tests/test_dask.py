@@ -80,12 +80,13 @@ def sorted_frame(frame, keys):
 
 
 def assert_pairs_equal(frame, expected):
-    """``frame`` (columns i, j[, d]) holds exactly ``expected``'s pairs and distances."""
+    """``frame`` (columns i, j[, distance]) holds exactly ``expected``'s pairs and
+    distances."""
     got = sorted_frame(frame, ["i", "j"])
     expected = expected.sorted()
     np.testing.assert_array_equal(got[["i", "j"]].to_numpy(), expected.indices)
     if expected.distances is not None:
-        np.testing.assert_array_equal(got["d"].to_numpy(), expected.distances)
+        np.testing.assert_array_equal(got["distance"].to_numpy(), expected.distances)
 
 
 def knn_rows(result, k):
@@ -95,8 +96,9 @@ def knn_rows(result, k):
 
 
 def assert_knn_equal(frame, expected, k):
-    got = sorted_frame(frame, ["q", "rank"])
-    for column, values in zip(("q", "rank", "i", "d"), knn_rows(expected, k), strict=True):
+    got = sorted_frame(frame, ["query", "rank"])
+    for column, values in zip(("query", "rank", "point", "distance"), knn_rows(expected, k),
+                              strict=True):
         np.testing.assert_array_equal(got[column].to_numpy(), values, err_msg=column)
 
 
@@ -172,11 +174,11 @@ def test_radius_queries_equal_the_grid(name):
     frame = sd.query_radius(as_array(points), as_array(queries, 500), r, rows_per_tile=700,
                             return_distances=True).compute()
     expected = Grid(points, cell_size=r).query_radius(queries, r, return_distances=True)
-    got = sorted_frame(frame, ["q", "i"])
-    np.testing.assert_array_equal(got["q"].to_numpy(),
+    got = sorted_frame(frame, ["query", "point"])
+    np.testing.assert_array_equal(got["query"].to_numpy(),
                                   np.repeat(np.arange(len(queries)), np.diff(expected.indptr)))
-    np.testing.assert_array_equal(got["i"].to_numpy(), expected.indices)
-    np.testing.assert_array_equal(got["d"].to_numpy(), expected.distances)
+    np.testing.assert_array_equal(got["point"].to_numpy(), expected.indices)
+    np.testing.assert_array_equal(got["distance"].to_numpy(), expected.distances)
 
 
 @pytest.mark.parametrize("name", ["uniform", "clustered", "lattice", "duplicated", "offset",
@@ -221,7 +223,7 @@ def test_sorted_pairs_concatenate_to_the_grids_sorted_pairs(tmp_path):
                            return_distances=True).compute()
     expected = Grid(points, cell_size=r).query_pairs(r, return_distances=True).sorted()
     np.testing.assert_array_equal(frame[["i", "j"]].to_numpy(), expected.indices)
-    np.testing.assert_array_equal(frame["d"].to_numpy(), expected.distances)
+    np.testing.assert_array_equal(frame["distance"].to_numpy(), expected.distances)
     written = sd.query_pairs(as_array(points), r, rows_per_tile=800, sort=True,
                              output=tmp_path / "sorted")
     files = sorted(written.files)
@@ -239,6 +241,21 @@ def test_a_dense_cluster_is_cut_into_more_tiles_not_one_large_one(tmp_path):
                              output=tmp_path / "pairs")
     assert written.n_tiles >= 10
     assert max(written.tile_rows) <= 2 * 2000
+
+
+def test_columns_are_named_as_the_command_line_names_them():
+    points = uniform(300, 2, seed=16)
+    for distances in (False, True):
+        tail = ["distance"] if distances else []
+        pairs = sd.query_pairs(as_array(points, 100), 0.1, return_distances=distances)
+        radius = sd.query_radius(as_array(points, 100), as_array(points[:20]), 0.1,
+                                 return_distances=distances)
+        for frame, names in ((pairs, ["i", "j", *tail]), (radius, ["query", "point", *tail])):
+            assert list(frame.columns) == names
+            assert list(frame.compute().columns) == names
+    nearest = sd.query_knn(as_array(points, 100), as_array(points[:20]), 3)
+    assert list(nearest.columns) == ["query", "rank", "point", "distance"]
+    assert list(nearest.compute().columns) == ["query", "rank", "point", "distance"]
 
 
 # ------------------------------------------------------------------------- inputs
@@ -335,8 +352,8 @@ def test_knn_and_radius_write_datasets(parquet_points, tmp_path):
     sd.query_radius(directory, as_array(queries, 100), 0.05, columns="x,y,z",
                     output=tmp_path / "radius", rows_per_tile=900)
     expected = Grid(points).query_radius(queries, 0.05)
-    got = sorted_frame(read_dataset(tmp_path / "radius"), ["q", "i"])
-    np.testing.assert_array_equal(got["i"].to_numpy(), expected.indices)
+    got = sorted_frame(read_dataset(tmp_path / "radius"), ["query", "point"])
+    np.testing.assert_array_equal(got["point"].to_numpy(), expected.indices)
 
 
 def test_an_existing_output_is_refused_unless_overwritten(parquet_points, tmp_path):
@@ -452,6 +469,77 @@ def test_the_command_line_names_what_does_not_apply_with_dask(parquet_points, tm
     assert not (tmp_path / "out").exists()
 
 
+def test_dask_refuses_csv_and_npy_inputs_before_a_cluster_starts(parquet_points, tmp_path,
+                                                                 capsys, monkeypatch):
+    # Reading CSV on the workers as the command without --dask reads it would take a
+    # second CSV reader that could parse other points from the same file: refused instead.
+    from spatialhash import cli
+    from spatialhash._cli import dask_queries
+
+    def no_cluster(*args):
+        raise AssertionError("a cluster was started")
+
+    monkeypatch.setattr(dask_queries, "_connect", no_cluster)
+    directory, _ = parquet_points
+    (tmp_path / "points.csv").write_text("x,y\n0,0\n1,1\n")
+    np.save(tmp_path / "queries.npy", np.zeros((2, 2)))
+    (tmp_path / "fake.parquet").write_text("x,y\n0,0\n")
+    output = str(tmp_path / "out")
+    csv = str(tmp_path / "points.csv")
+    assert cli.main(["pairs", csv, "-r", "0.1", "-o", output, "--dask", "local"]) == 2
+    target = str(tmp_path / "points.parquet")
+    assert capsys.readouterr().err == (
+        f"spatialhash pairs: error: INPUT must be Parquet with --dask (a .parquet file, a "
+        f"directory of them or a glob); got {csv}, a CSV file. Convert it once: python -c "
+        f"\"import pyarrow.csv as c, pyarrow.parquet as p; p.write_table(c.read_csv({csv!r}), "
+        f"{target!r})\", or run without --dask, which reads it as it is.\n")
+    npy = str(tmp_path / "queries.npy")
+    assert cli.main(["knn", str(directory), "--queries", npy, "-k", "2", "-o", output,
+                     "--dask", "local"]) == 2
+    assert (f"--queries must be Parquet with --dask (a .parquet file, a directory of them "
+            f"or a glob); got {npy}, a .npy file. Write its columns to a .parquet file once "
+            "(pyarrow.parquet.write_table), or run without --dask") in capsys.readouterr().err
+    fake = str(tmp_path / "fake.parquet")
+    assert cli.main(["pairs", fake, "-r", "0.1", "-o", output, "--dask", "local"]) == 2
+    assert (f"INPUT must be Parquet with --dask; got {fake}, which pyarrow cannot read as "
+            "Parquet (") in capsys.readouterr().err
+    missing = str(tmp_path / "missing.parquet")
+    assert cli.main(["pairs", missing, "-r", "0.1", "-o", output, "--dask", "local"]) == 2
+    assert (f"INPUT: no such Parquet file or directory: {missing!r}."
+            in capsys.readouterr().err)
+    assert not (tmp_path / "out").exists()
+
+
+def test_dask_says_when_the_command_without_it_is_likely_faster(parquet_points, tmp_path,
+                                                                capsys, monkeypatch):
+    from spatialhash import cli
+    from spatialhash._cli import dask_queries
+    from spatialhash._cli.common import CommandError
+
+    def no_cluster(*args):
+        raise CommandError("no cluster in this test.")
+
+    monkeypatch.setattr(dask_queries, "_connect", no_cluster)
+    directory = str(parquet_points[0])
+    output = str(tmp_path / "out")
+    advice = ("without --dask the command is likely faster for a dataset this size (a "
+              "cluster costs seconds to start and to hand the work to).")
+    assert cli.main(["pairs", directory, "-r", "0.05", "-o", output, "--dask", "local"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"spatialhash pairs: INPUT holds 5,000 points, fewer than 1,000,000: {advice}",
+        "spatialhash pairs: error: no cluster in this test."]
+    assert cli.main(["knn", directory, "--queries", directory, "-k", "2", "-o", output,
+                     "--dask", "local"]) == 2
+    assert (f"spatialhash knn: INPUT and --queries hold 10,000 points, fewer than 1,000,000: "
+            f"{advice}") in capsys.readouterr().err
+    assert cli.main(["pairs", directory, "-r", "0.05", "-o", output, "--dask", "local",
+                     "-q"]) == 2
+    assert advice not in capsys.readouterr().err
+    monkeypatch.setattr(dask_queries, "SMALL_INPUT_POINTS", 5000)
+    assert cli.main(["pairs", directory, "-r", "0.05", "-o", output, "--dask", "local"]) == 2
+    assert advice not in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------ a real cluster
 @pytest.fixture(scope="module")
 def cluster():
@@ -477,6 +565,36 @@ def test_a_local_cluster_gives_the_grid_answers(cluster, parquet_points, tmp_pat
     assert_pairs_equal(read_dataset(tmp_path / "pairs"),
                        Grid(points, cell_size=0.05).query_pairs(0.05, return_distances=True))
     assert_knn_equal(knn, Grid(points).query_knn(points, 4), 4)
+
+
+@pytest.mark.parametrize(("command", "columns"), [
+    (["pairs", "-r", "0.25", "--distances"], ["i", "j", "distance"]),
+    (["neighbors", "-r", "0.25", "--distances"], ["query", "point", "distance"]),
+    (["knn", "-k", "5"], ["query", "rank", "point", "distance"]),
+])
+def test_the_command_line_writes_the_same_columns_and_rows_with_and_without_dask(
+        cluster, tmp_path, capsys, command, columns):
+    from spatialhash import cli
+
+    # Points on a 1/8 lattice: exact distances, many ties and pairs at exactly r. The text
+    # column is left out by both engines' default choice of coordinates.
+    points = np.random.default_rng(15).integers(0, 16, (400, 3)) / 8.0
+    source = tmp_path / "points.parquet"
+    pq.write_table(pa.table({"x": points[:, 0], "y": points[:, 1], "z": points[:, 2],
+                             "label": [f"p{i}" for i in range(400)]}), source,
+                   row_group_size=150)
+    name, *options = command
+    plain, on_dask = tmp_path / f"{name}.parquet", tmp_path / f"{name}-dask"
+    assert cli.main([name, str(source), *options, "-o", str(plain)]) == 0
+    assert "likely faster" not in capsys.readouterr().err
+    with dask.config.set(scheduler=None):
+        assert cli.main([name, str(source), *options, "-o", str(on_dask),
+                         "--dask", cluster.scheduler.address]) == 0
+    assert "INPUT holds 400 points" in capsys.readouterr().err
+    expected, got = pq.read_table(plain).to_pandas(), read_dataset(on_dask)
+    assert list(expected.columns) == list(got.columns) == columns
+    assert len(expected) > 400
+    pd.testing.assert_frame_equal(sorted_frame(got, columns), sorted_frame(expected, columns))
 
 
 def test_a_worker_killed_mid_run_leaves_a_complete_output_or_none(cluster, tmp_path):

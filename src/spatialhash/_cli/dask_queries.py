@@ -4,7 +4,12 @@ With ``--dask local`` the command starts a `LocalCluster` of worker processes on
 machine; with a scheduler's address (``tcp://host:8786``) it connects to that cluster.
 INPUT (and ``--queries``) is then a Parquet file, directory or glob, read by the workers,
 and OUTPUT a directory written as a Parquet dataset, all or nothing
-(`spatialhash.dask`).
+(`spatialhash.dask`), with the columns the command writes without ``--dask``.
+
+Before a cluster starts, the inputs are checked: a .csv or .npy file is refused with the
+way to convert it (the engine reads Parquet only, see `check_parquet`), and a dataset of
+fewer than `SMALL_INPUT_POINTS` points gets one line on stderr saying the command without
+``--dask`` is likely faster.
 """
 
 from __future__ import annotations
@@ -12,11 +17,19 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
+from pathlib import Path
 
 from .common import CommandError
 
 #: Seconds to wait for a remote scheduler before giving up.
 CONNECT_TIMEOUT = "20s"
+#: Points (INPUT and --queries together) below which ``--dask`` says that the command
+#: without it is likely faster: starting a cluster and spreading the work over it cost
+#: more than such a search on one machine (docs/dask.md has the measurement).
+SMALL_INPUT_POINTS = 1_000_000
+#: Point-file formats of the command without ``--dask`` that the Dask engine does not read.
+NOT_PARQUET = {".csv": "a CSV file", ".npy": "a .npy file"}
 
 
 def byte_size(text: str) -> int:
@@ -40,8 +53,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help="run on Dask: 'local' (a cluster of worker processes on this machine) or a "
              "scheduler address such as tcp://host:8786. INPUT and --queries are then "
              "Parquet (a file, a directory or a glob) and OUTPUT a directory written as a "
-             "Parquet dataset, one file per tile, with the columns of spatialhash.dask "
-             "(i, j[, d]; q, i[, d]; q, rank, i, d)")
+             "Parquet dataset, one file per tile, with the columns the command writes "
+             "without --dask. A .csv or .npy INPUT is refused: convert it to Parquet. "
+             f"Below {SMALL_INPUT_POINTS:,} points a line on stderr (not with -q) says "
+             "the command without --dask is likely faster")
     group.add_argument("--workers", type=int, metavar="N",
                        help="worker processes of --dask local (default: one per core)")
     group.add_argument("--memory-per-worker", type=byte_size, metavar="SIZE",
@@ -54,6 +69,78 @@ def _refuse(args: argparse.Namespace, *options: str) -> None:
     for option in options:
         if getattr(args, option.lstrip("-").replace("-", "_"), None) is not None:
             raise CommandError(f"{option} does not apply with --dask.")
+
+
+def check_parquet(path: str | None, option: str) -> None:
+    """Refuse a .csv or .npy file (or a glob of them) as ``option`` before a cluster starts.
+
+    The Dask engine reads Parquet only: reading CSV there as the command without
+    ``--dask`` reads it (an optional header found by looking at the first line, text
+    columns told from numeric ones by a sample, every float parsed exactly) would need a
+    second CSV reader on the workers, whose blocks start at byte offsets that need not be
+    line starts in a quoted file, and whose float parsing need not match: the same file
+    could give other points. A Parquet file converted once gives the same points to both.
+    """
+    if path is None or os.path.isdir(path):
+        return
+    suffix = Path(path).suffix.lower()
+    if suffix not in NOT_PARQUET:
+        return
+    if suffix == ".csv":
+        target = str(Path(path).with_suffix(".parquet"))
+        remedy = ('Convert it once: python -c "import pyarrow.csv as c, pyarrow.parquet as '
+                  f"p; p.write_table(c.read_csv({path!r}), {target!r})\"")
+    else:
+        remedy = "Write its columns to a .parquet file once (pyarrow.parquet.write_table)"
+    raise CommandError(
+        f"{option} must be Parquet with --dask (a .parquet file, a directory of them or a "
+        f"glob); got {path}, {NOT_PARQUET[suffix]}. {remedy}, or run without --dask, "
+        "which reads it as it is."
+    )
+
+
+def count_points(inputs: dict[str, str], limit: int) -> int:
+    """Rows of the Parquet datasets ``inputs`` (option -> path), from their footers,
+    counted until ``limit`` is reached (the count then stops, so a large dataset costs a
+    few footers only).
+
+    A missing dataset or a file that is not Parquet ends the command here, before a
+    cluster starts.
+    """
+    import pyarrow.parquet as pq
+
+    from ..dask._sources import parquet_files
+
+    total = 0
+    for option, path in inputs.items():
+        try:
+            files = parquet_files(path)
+        except OSError as error:
+            raise CommandError(f"{option}: {error}") from error
+        for file in files:
+            try:
+                total += pq.ParquetFile(file).metadata.num_rows
+            except (OSError, ValueError) as error:  # pyarrow's, for a file not Parquet
+                raise CommandError(
+                    f"{option} must be Parquet with --dask; got {file}, which pyarrow "
+                    f"cannot read as Parquet ({error})."
+                ) from error
+            if total >= limit:
+                return total
+    return total
+
+
+def _advise(args: argparse.Namespace, inputs: dict[str, str]) -> None:
+    """One line on stderr when ``inputs`` (option -> path) hold fewer than
+    `SMALL_INPUT_POINTS` points: the command without ``--dask`` is likely faster."""
+    n_points = count_points(inputs, SMALL_INPUT_POINTS)
+    if n_points >= SMALL_INPUT_POINTS or args.quiet:
+        return
+    holds = "hold" if len(inputs) > 1 else "holds"
+    print(f"{args.prog}: {' and '.join(inputs)} {holds} {n_points:,} points, fewer than "
+          f"{SMALL_INPUT_POINTS:,}: without --dask the command is likely faster for a "
+          "dataset this size (a cluster costs seconds to start and to hand the work to).",
+          file=sys.stderr)
 
 
 def _connect(address: str, workers: int | None):
@@ -87,6 +174,12 @@ def run(args: argparse.Namespace, query: str) -> int:
     except ImportError as error:
         raise CommandError(str(error)) from error
     _refuse(args, "--radii", "--threads")
+    inputs = {"INPUT": args.input}
+    if getattr(args, "queries", None) is not None:
+        inputs["--queries"] = args.queries
+    for option, path in inputs.items():
+        check_parquet(path, option)
+    _advise(args, inputs)
     common = {"output": args.output, "overwrite": args.overwrite,
               "memory_per_worker": args.memory_per_worker, "progress": not args.quiet,
               "box": args.box}

@@ -27,12 +27,23 @@ import numpy as np
 import pandas as pd
 
 from ._plan import TilePlan, padded
-from ._tiles import POINT, QUERY, Geometry, TileRows, coordinate_names, tile_grid
+from ._tiles import (
+    KNN_COLUMNS,
+    POINT,
+    QUERY,
+    Geometry,
+    TileRows,
+    coordinate_names,
+    tag_block,
+    tile_grid,
+)
 
 #: Round one's halo, in k-th-neighbour distances expected from the mean density.
 HALO_FACTOR = 1.5
 #: The relative widening of a round-one k-th distance passed to round two.
 BOUND_WIDENING = 2.0 ** -40
+#: Unsettled queries per partition of the second round's merge.
+MERGE_PARTITION_QUERIES = 1 << 16
 
 
 def expected_kth_distance(survey, n_dims: int, box3: np.ndarray, k: int) -> float:
@@ -49,9 +60,9 @@ def expected_kth_distance(survey, n_dims: int, box3: np.ndarray, k: int) -> floa
 
 
 def knn_meta(n_dims: int, ids: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Empty frames of answer rows and of unsettled queries."""
-    rows = pd.DataFrame({"q": np.zeros(0, np.int64), "rank": np.zeros(0, np.int64),
-                         "i": np.zeros(0, np.int64), "d": np.zeros(0, np.float64)})
+    """Empty frames of answer rows (`KNN_COLUMNS`) and of unsettled queries."""
+    rows = pd.DataFrame({name: np.zeros(0, np.float64 if name == "distance" else np.int64)
+                         for name in KNN_COLUMNS})
     columns = {"row": np.int64, "bound": np.float64,
                **{n: np.float64 for n in coordinate_names(n_dims)}}
     if ids:
@@ -63,9 +74,16 @@ def _answer_rows(queries: TileRows, points: TileRows, which: np.ndarray, found,
                  ) -> pd.DataFrame:
     slots = np.arange(found.indices.shape[1]) < found.counts[which][:, None]
     query, rank = np.nonzero(slots)  # row-major: by query, then rank
-    return pd.DataFrame({"q": queries.labels(which[query]), "rank": rank.astype(np.int64),
-                         "i": points.labels(found.indices[which][slots]),
-                         "d": found.distances[which][slots]})
+    return pd.DataFrame({"query": queries.labels(which[query]),
+                         "rank": rank.astype(np.int64),
+                         "point": points.labels(found.indices[which][slots]),
+                         "distance": found.distances[which][slots]})
+
+
+def candidates_meta() -> pd.DataFrame:
+    """The empty frame of round two's candidates: ``query, point, distance``."""
+    return pd.DataFrame({"query": np.zeros(0, np.int64), "point": np.zeros(0, np.int64),
+                         "distance": np.zeros(0, np.float64)})
 
 
 def round_one(frame: pd.DataFrame, tile: int, plan: TilePlan, geometry: Geometry, k: int,
@@ -139,14 +157,13 @@ def tag_unsettled(frame: pd.DataFrame, plan: TilePlan, n_dims: int) -> pd.DataFr
 
 def round_two(frame: pd.DataFrame, geometry: Geometry, k: int,
               n_threads: int | None) -> pd.DataFrame:
-    """Candidates ``q, i, d`` of one tile for the unsettled queries sent to it, from its
-    home points."""
+    """Candidates ``query, point, distance`` of one tile for the unsettled queries sent to
+    it, from its home points."""
     n_dims = geometry.n_dims
     points = TileRows.of(frame[frame["home"].to_numpy()], POINT, n_dims)
     part = frame[frame["kind"].to_numpy() == QUERY]
     queries = TileRows.of(part, QUERY, n_dims)
-    empty = pd.DataFrame({"q": np.zeros(0, np.int64), "i": np.zeros(0, np.int64),
-                          "d": np.zeros(0, np.float64)})
+    empty = candidates_meta()
     if queries.rows.size == 0 or points.rows.size == 0:
         return empty
     limit = float(part["bound"].max())  # one limit for the tile: any bound at least works
@@ -154,15 +171,15 @@ def round_two(frame: pd.DataFrame, geometry: Geometry, k: int,
     found = grid.query_knn(queries.coords, min(k, points.rows.size),
                            r_max=None if math.isinf(limit) else limit)
     slots = np.arange(found.indices.shape[1]) < found.counts[:, None]
-    return pd.DataFrame({"q": np.repeat(queries.labels(np.arange(queries.rows.size)),
-                                        found.counts),
-                         "i": points.labels(found.indices[slots]),
-                         "d": found.distances[slots]})
+    return pd.DataFrame({"query": np.repeat(queries.labels(np.arange(queries.rows.size)),
+                                            found.counts),
+                         "point": points.labels(found.indices[slots]),
+                         "distance": found.distances[slots]})
 
 
 def merge_candidates(frame: pd.DataFrame, k: int) -> pd.DataFrame:
     """The k best candidates of each query by (distance, index), ranked."""
-    q, i, d = (frame[c].to_numpy() for c in ("q", "i", "d"))
+    q, i, d = (frame[c].to_numpy() for c in ("query", "point", "distance"))
     order = np.lexsort((i, d, q))
     q, i, d = q[order], i[order], d[order]
     first = np.ones(q.size, dtype=bool)
@@ -170,5 +187,38 @@ def merge_candidates(frame: pd.DataFrame, k: int) -> pd.DataFrame:
     starts = np.flatnonzero(first)
     rank = np.arange(q.size) - np.repeat(starts, np.diff(np.append(starts, q.size)))
     keep = rank < k
-    return pd.DataFrame({"q": q[keep], "rank": rank[keep].astype(np.int64), "i": i[keep],
-                         "d": d[keep]})
+    return pd.DataFrame({"query": q[keep], "rank": rank[keep].astype(np.int64),
+                         "point": i[keep], "distance": d[keep]})
+
+
+def second_round(unsettled: pd.DataFrame, source, info, plan: TilePlan, k: int, answer):
+    """Send the unsettled queries to the tiles their bounds meet, with those tiles' home
+    points (of the `Source` ``source`` surveyed as ``info``), answer them there with
+    ``answer`` (`round_two` on one tile) and merge the candidates: a lazy DataFrame of
+    `KNN_COLUMNS`."""
+    import dask.dataframe as dd
+    from dask import delayed
+
+    n_dims = source.n_dims
+    sent = tag_unsettled(unsettled, plan, n_dims)
+    needed = np.unique(sent["tile"].to_numpy())
+    tag = delayed(_home_points, pure=True)
+    point_blocks = [tag(part, int(offset), plan, needed)
+                    for part, offset in zip(source.parts, info.offsets, strict=True)]
+    meta = sent.iloc[:0]
+    frames = dd.from_delayed([*point_blocks, delayed(sent)], meta=meta, verify_meta=False)
+    tiles = frames.set_index("tile", divisions=list(range(plan.n_tiles + 1)), sort=True)
+    candidates = tiles.map_partitions(answer, meta=candidates_meta(),
+                                      align_dataframes=False)
+    parts = max(1, len(unsettled) // MERGE_PARTITION_QUERIES)
+    rows_meta, _ = knn_meta(n_dims, False)
+    return (candidates.shuffle(on="query", npartitions=parts)
+            .map_partitions(merge_candidates, k, meta=rows_meta))
+
+
+def _home_points(block, offset: int, plan: TilePlan, needed: np.ndarray) -> pd.DataFrame:
+    """A block's points at their home tiles, for the tiles in ``needed`` only."""
+    frame = tag_block(block, offset, plan, None, POINT)
+    frame = frame[np.isin(frame["tile"].to_numpy(), needed)]
+    frame.insert(len(frame.columns) - ("id" in frame), "bound", np.nan)
+    return frame

@@ -22,7 +22,19 @@ from . import _cluster
 from ._output import ROW_GROUP_ROWS, DatasetCommit, Written, write_tile_file
 from ._plan import TilePlan, plan_tiles, survey
 from ._sources import Source, open_source
-from ._tiles import POINT, QUERY, Geometry, tag_block, tagged_meta, tile_neighbors, tile_pairs
+from ._tiles import (
+    DISTANCE_COLUMN,
+    KNN_COLUMNS,
+    PAIR_COLUMNS,
+    POINT,
+    QUERY,
+    RADIUS_COLUMNS,
+    Geometry,
+    tag_block,
+    tagged_meta,
+    tile_neighbors,
+    tile_pairs,
+)
 
 INDEX = np.dtype(np.int64)
 DISTANCE = np.dtype(np.float64)
@@ -164,7 +176,7 @@ def query_pairs(points, r: float | None = None, *, radii_column: str | None = No
     box, periodic
         As in `Grid`: periods of the axes and which are periodic.
     return_distances : bool, default False
-        Add a column ``d``, the distance of each pair.
+        Add a column ``distance``, the distance of each pair.
     sort : bool, default False
         Order the pairs by ``(i, j)`` over the whole output: the partitions (and the
         files, in name order) then concatenate to ``Grid.query_pairs(r).sorted()``, row
@@ -187,10 +199,11 @@ def query_pairs(points, r: float | None = None, *, radii_column: str | None = No
     Returns
     -------
     dask.dataframe.DataFrame or Written
-        Columns ``i, j`` (int64, ``i < j`` in global row numbers) and ``d`` (float64) with
-        ``return_distances``. The same pairs as ``Grid(points).query_pairs(r)``, each
-        once, computed the same way (the distances equal bit for bit); grouped by tile,
-        in a fixed order for a given input, ``r`` and plan.
+        Columns ``i, j`` (int64, ``i < j`` in global row numbers) and ``distance``
+        (float64) with ``return_distances``, as ``spatialhash pairs`` writes them. The
+        same pairs as ``Grid(points).query_pairs(r)``, each once, computed the same way
+        (the distances equal bit for bit); grouped by tile, in a fixed order for a given
+        input, ``r`` and plan.
 
     Notes
     -----
@@ -230,11 +243,11 @@ def query_pairs(points, r: float | None = None, *, radii_column: str | None = No
     def produce(frame):
         return tile_pairs(frame, geometry, r, return_distances, row_group_rows, threads())
 
-    names = ["i", "j", *(["d"] if return_distances else [])]
+    names = [*PAIR_COLUMNS, *([DISTANCE_COLUMN] if return_distances else [])]
     dtypes = [INDEX, INDEX, *([DISTANCE] if return_distances else [])]
     pairs = _frames(tiles, produce, names, dtypes)
     if sort:
-        pairs = _sorted_by_rows(pairs, "i", "j", info.n_rows, plan.n_tiles)
+        pairs = _sorted_by_rows(pairs, *PAIR_COLUMNS, info.n_rows, plan.n_tiles)
         tiles, produce = pairs, _whole_frame(names)
     if output is None:
         return pairs
@@ -293,8 +306,10 @@ def query_radius(points, queries, r: float, *, columns=None, query_columns=None,
     Returns
     -------
     dask.dataframe.DataFrame or Written
-        Columns ``q, i`` (int64 global row numbers, or ids) and ``d``; within a tile by
-        query, then by point. The rows of ``Grid(points).query_radius(queries, r)``.
+        Columns ``query, point`` (int64 global row numbers, or ids) and ``distance``
+        (float64) with ``return_distances``, as ``spatialhash neighbors`` writes them;
+        within a tile by query, then by point. The rows of
+        ``Grid(points).query_radius(queries, r)``.
     """
     source = open_source(points, "points", columns=columns, id_column=id_column)
     targets = open_source(queries, "queries", columns=query_columns, id_column=query_id_column)
@@ -323,7 +338,7 @@ def query_radius(points, queries, r: float, *, columns=None, query_columns=None,
     def produce(frame):
         return tile_neighbors(frame, geometry, r, return_distances, QUERY_BLOCK, threads())
 
-    names = ["q", "i", *(["d"] if return_distances else [])]
+    names = [*RADIUS_COLUMNS, *([DISTANCE_COLUMN] if return_distances else [])]
     dtypes = [INDEX, INDEX, *([DISTANCE] if return_distances else [])]
     if output is None:
         return _frames(tiles, produce, names, dtypes)
@@ -357,11 +372,11 @@ def query_knn(points, queries, k: int, *, r_max: float | None = None, columns=No
     Returns
     -------
     dask.dataframe.DataFrame or Written
-        Columns ``q, rank, i, d``: for each query its neighbours nearest first (rank 0,
-        1, ...), ties broken by the smaller index; a query with fewer than ``k`` points
-        within ``r_max`` (or fewer than ``k`` points in all) has fewer rows. Rows of one
-        query are contiguous; queries come grouped by tile, then the queries of the
-        second round (see Notes).
+        Columns ``query, rank, point, distance``, as ``spatialhash knn`` writes them: for
+        each query its neighbours nearest first (rank 0, 1, ...), ties broken by the
+        smaller index; a query with fewer than ``k`` points within ``r_max`` (or fewer
+        than ``k`` points in all) has fewer rows. Rows of one query are contiguous;
+        queries come grouped by tile, then the queries of the second round (see Notes).
 
     Notes
     -----
@@ -415,9 +430,9 @@ def query_knn(points, queries, k: int, *, r_max: float | None = None, columns=No
 
     def round_two(unsettled: pd.DataFrame):
         """The merged answers of the unsettled queries, lazily."""
-        return _second_round(unsettled, source, info, plan, k, second)
+        return _knn.second_round(unsettled, source, info, plan, k, second)
 
-    names, dtypes = ["q", "rank", "i", "d"], [INDEX, INDEX, INDEX, DISTANCE]
+    names, dtypes = list(KNN_COLUMNS), [INDEX, INDEX, INDEX, DISTANCE]
     run_first = delayed(first, pure=True, nout=2)
     if output is None:
         import dask.dataframe as dd
@@ -462,41 +477,3 @@ def query_knn(points, queries, k: int, *, r_max: float | None = None, columns=No
         target.commit(files, rows, parameters)
     return Written(target.output, files, int(sum(rows)), plan.n_tiles, seconds)
 
-
-#: Unsettled queries per partition of the second round's merge.
-MERGE_PARTITION_QUERIES = 1 << 16
-
-
-def _second_round(unsettled: pd.DataFrame, source: Source, info, plan: TilePlan, k: int,
-                  answer):
-    """Send the unsettled queries to the tiles their bounds meet, with those tiles' home
-    points, and merge the candidates: a lazy DataFrame of ``q, rank, i, d``."""
-    import dask.dataframe as dd
-    from dask import delayed
-
-    from . import _knn
-
-    n_dims = source.n_dims
-    sent = _knn.tag_unsettled(unsettled, plan, n_dims)
-    needed = np.unique(sent["tile"].to_numpy())
-    tag = delayed(_home_points, pure=True)
-    point_blocks = [tag(part, int(offset), plan, needed)
-                    for part, offset in zip(source.parts, info.offsets, strict=True)]
-    meta = sent.iloc[:0]
-    frames = dd.from_delayed([*point_blocks, delayed(sent)], meta=meta, verify_meta=False)
-    tiles = frames.set_index("tile", divisions=list(range(plan.n_tiles + 1)), sort=True)
-    candidates = tiles.map_partitions(answer, meta=pd.DataFrame(
-        {"q": np.zeros(0, np.int64), "i": np.zeros(0, np.int64), "d": np.zeros(0)}),
-        align_dataframes=False)
-    parts = max(1, len(unsettled) // MERGE_PARTITION_QUERIES)
-    rows_meta, _ = _knn.knn_meta(n_dims, False)
-    return (candidates.shuffle(on="q", npartitions=parts)
-            .map_partitions(_knn.merge_candidates, k, meta=rows_meta))
-
-
-def _home_points(block, offset: int, plan: TilePlan, needed: np.ndarray) -> pd.DataFrame:
-    """A block's points at their home tiles, for the tiles in ``needed`` only."""
-    frame = tag_block(block, offset, plan, None, POINT)
-    frame = frame[np.isin(frame["tile"].to_numpy(), needed)]
-    frame.insert(len(frame.columns) - ("id" in frame), "bound", np.nan)
-    return frame

@@ -24,6 +24,13 @@ from ..grid import Grid
 from ._plan import TilePlan, padded
 
 POINT, QUERY = 0, 1
+#: The columns of the rows a user sees, named as the command line names them without
+#: ``--dask``: a pair's ``i, j``, a radius query's ``query, point``, a k-nearest query's
+#: ``query, rank, point, distance``, and the ``distance`` the first two may add.
+PAIR_COLUMNS = ("i", "j")
+RADIUS_COLUMNS = ("query", "point")
+KNN_COLUMNS = ("query", "rank", "point", "distance")
+DISTANCE_COLUMN = "distance"
 
 
 @dataclass(frozen=True)
@@ -108,7 +115,7 @@ def tile_grid(points: TileRows, geometry: Geometry, reach: float,
 def tile_pairs(frame: pd.DataFrame, geometry: Geometry, r: float | None,
                return_distances: bool, chunk_rows: int,
                n_threads: int | None) -> Iterator[list[np.ndarray]]:
-    """The pairs kept in this tile, as column lists ``[i, j(, d)]``, in chunks."""
+    """The pairs kept in this tile, as column lists ``[i, j(, distance)]``, in chunks."""
     points = TileRows.of(frame, POINT, geometry.n_dims)
     if points.rows.size < 2 or not points.home.any():
         return
@@ -132,7 +139,8 @@ def tile_pairs(frame: pd.DataFrame, geometry: Geometry, r: float | None,
 def tile_neighbors(frame: pd.DataFrame, geometry: Geometry, r: float,
                    return_distances: bool, query_block: int,
                    n_threads: int | None) -> Iterator[list[np.ndarray]]:
-    """Rows ``[q, i(, d)]`` for the queries at home in this tile, by query then point."""
+    """Rows ``[query, point(, distance)]`` for the queries at home in this tile, by query
+    then point."""
     points = TileRows.of(frame, POINT, geometry.n_dims)
     queries = TileRows.of(frame, QUERY, geometry.n_dims)
     if queries.rows.size == 0 or points.rows.size == 0:
