@@ -15,6 +15,7 @@ import textwrap
 import numpy as np
 
 from spatialhash import DynamicHash
+from spatialhash._fair_lock import FairLock
 
 
 def _run(code: str, **env) -> subprocess.CompletedProcess:
@@ -101,6 +102,87 @@ def test_dynamic_hash_with_a_writer_and_readers_on_threads_gives_whole_states():
     assert "failures: []" in finished.stdout
 
 
+WRITER_AND_READER_PROGRESS = """
+    import threading
+    import numpy as np
+    from spatialhash import DynamicHash
+
+    # One thread writes (a bulk move of a tenth of the boxes, an insert and a removal of a
+    # few, per round), one reads in a loop; both must get on. Under `threading.RLock`, which
+    # is not fair, the reader took the lock back as soon as it released it, and the
+    # writer's rounds waited behind it.
+    rng = np.random.default_rng(11)
+    n, n_rounds = 5_000, 200
+    lower = rng.random((n, 3)) * 17.0
+    world = DynamicHash(1.0, n_dims=3, capacity=n + 20)
+    world.insert_many(np.arange(n), lower, lower + 0.5)
+    moved = rng.choice(n, n // 10, replace=False)
+    places = [lower[moved], lower[moved] + rng.uniform(-0.3, 0.3, (moved.size, 3))]
+    new_ids, new_lower = np.arange(n, n + 20), rng.random((20, 3)) * 17.0
+    centers = (rng.random((64, 3)) * 17.0).tolist()
+    writing, done = threading.Event(), threading.Event()
+    counts = {"rounds": 0, "reads while writing": 0}
+    failures = []
+
+    def writer():
+        try:
+            writing.set()
+            for number in range(n_rounds):
+                world.move_many(moved, places[number % 2], places[number % 2] + 0.5)
+                world.insert_many(new_ids, new_lower, new_lower + 0.5)
+                world.remove_many(new_ids)
+                counts["rounds"] += 1
+        except Exception as error:
+            failures.append(repr(error))
+        finally:
+            done.set()
+
+    def reader():
+        try:
+            number = 0
+            while not done.is_set():
+                center = centers[number % len(centers)]
+                if number % 3 == 0:
+                    world.query_box([value - 2.0 for value in center],
+                                    [value + 2.0 for value in center])
+                elif number % 3 == 1:
+                    world.query_radius(center, 2.0)
+                else:
+                    world.query_knn(center, 8)
+                number += 1
+                if writing.is_set() and not done.is_set():
+                    counts["reads while writing"] += 1
+        except Exception as error:
+            failures.append(repr(error))
+
+    reading = threading.Thread(target=reader)
+    reading.start()
+    writing_thread = threading.Thread(target=writer)
+    writing_thread.start()
+    for thread in (writing_thread, reading):
+        thread.join()
+    print("failures:", failures)
+    print("rounds:", counts["rounds"], "reads while writing:", counts["reads while writing"])
+    assert not failures
+"""
+
+
+def test_a_writer_and_a_reader_on_threads_both_make_progress():
+    # Counts only (the subprocess's timeout guards against a hang): the writer finishes
+    # every round while the reader runs, and the reader gets in between the writer's
+    # rounds steadily, at least once every twenty rounds. A waiting reader is passed by
+    # the writer for a short handoff at most (`HANDOFF_SECONDS`, a few rounds' length),
+    # and the benchmark measures 2-3 reader calls a round, so the margin is wide even on
+    # a loaded machine.
+    finished = _run(WRITER_AND_READER_PROGRESS)
+    assert finished.returncode == 0, finished.stdout + finished.stderr[-3000:]
+    assert "failures: []" in finished.stdout
+    last = finished.stdout.strip().splitlines()[-1].split()
+    rounds, reads = int(last[1]), int(last[-1])
+    assert rounds == 200
+    assert reads >= rounds // 20, finished.stdout
+
+
 GRID_FROM_THREADS = """
     import threading
     import numpy as np
@@ -154,6 +236,7 @@ def test_a_dynamic_hash_pickles_without_its_lock_and_works_after():
     world.move(2, [0.55, 0.2])  # a point in both boxes, buffered: applied before pickling
     copy = pickle.loads(pickle.dumps(world))
     assert copy._lock is not world._lock
+    assert type(copy._lock) is type(world._lock) is FairLock
     assert copy.query_pairs().tolist() == world.query_pairs().tolist() == [
         [0, 1], [0, 2], [1, 2]]
     copy.remove(0)

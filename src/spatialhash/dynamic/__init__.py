@@ -138,14 +138,15 @@ with the same rule.
 
 Threads
 -------
-Every public method holds the hash's lock (a `threading.RLock`) for its whole call: queries
-change the hash too (they apply buffered moves, rebuild dropped bucket lists and reuse
-scratch buffers), and the kernels release the GIL, so two Python threads in two calls at
-once would corrupt the storage (a crash, a hang or wrong answers). Calls from several
-threads are therefore run one at a time, each seeing the hash as the previous call left
-it. The lock makes a single move 1.2-1.3 times as long (100,000 single moves of 2-D boxes,
-`time.thread_time`, medians of 8 rounds). A hash pickles without its lock and gets a new
-one when unpickled.
+Every public method holds the hash's lock (a `spatialhash._fair_lock.FairLock`, reentrant,
+with waiting bounded: a call is passed by later ones for at most a short handoff, then
+served) for its whole call: queries change the hash too (they apply buffered moves,
+rebuild dropped bucket lists and reuse scratch buffers), and the kernels release the GIL,
+so two Python threads in two calls at once would corrupt the storage (a crash, a hang or
+wrong answers). Calls from several threads are therefore run one at a time, each seeing
+the hash as the previous call left it. The lock makes a single move 1.2-1.3 times as long
+(100,000 single moves of 2-D boxes, `time.thread_time`, medians of 8 rounds). A hash
+pickles without its lock and gets a new one when unpickled.
 
 Semantics
 ---------

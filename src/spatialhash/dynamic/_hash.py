@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 import numbers
-import threading
 from collections.abc import Iterator
 
 import numpy as np
 
+from .._fair_lock import FairLock
 from .._results import Contacts, Hits
 from .._user_functions import DYNAMIC_RAY_CALL, ray_function
 from .._validation import as_count, as_positive_scalar
@@ -80,7 +80,15 @@ class DynamicHash:
             raise ValueError(f"`n_dims` must be 1, 2 or 3; got {n_dims!r}.")
         self._n_dims = int(n_dims)
         capacity = max(as_count(capacity, "capacity"), MIN_CAPACITY)
-        self._lock = threading.RLock()
+        # Every call holds the lock, and a waiting call is passed by later ones for at most
+        # a short handoff (`FairLock`, eventually fair), so a thread that calls in a loop
+        # cannot keep another waiting. The calls take it with `acquire` and `release` in
+        # ``try``/``finally`` rather than a ``with``: a ``with`` calls the Python
+        # `FairLock.acquire` through C, a cost that the cheapest calls (`move`) would
+        # measurably show; a call from Python code does not.
+        # Reentrant, as `threading.RLock` was: code run under the lock (an id's ``__eq__``,
+        # a finalizer) may call the hash again on the same thread.
+        self._lock = FairLock()
         self._rows = np.empty((0, 6))  # reused by the bulk calls (`check.shape_rows`)
         self._use(new_engine(engine, self._cell_size, self._n_dims, capacity),
                   IdRegistry(capacity))
@@ -93,10 +101,13 @@ class DynamicHash:
         self._slot_of = ids.slot_of
 
     def __getstate__(self) -> dict:
-        with self._lock:
+        self._lock.acquire()
+        try:
             state = self.__dict__.copy()
             engine = self._engine
             state["_engine"] = (type(engine), engine.__getstate__())
+        finally:
+            self._lock.release()
         del state["_lock"], state["_move_box"], state["_slot_of"]
         return state
 
@@ -110,7 +121,7 @@ class DynamicHash:
         engine.__setstate__(engine_state)
         self.__dict__.update(state)
         self._use(engine, ids)
-        self._lock = threading.RLock()
+        self._lock = FairLock()
 
     # ------------------------------------------------------------------ properties
     @property
@@ -126,39 +137,60 @@ class DynamicHash:
     @property
     def level_counts(self) -> np.ndarray:
         """Objects per level (level ``L`` has cells of ``cell_size * 4**L``), shape (64,)."""
-        with self._lock:
+        self._lock.acquire()
+        try:
             return self._engine.level_counts()
+        finally:
+            self._lock.release()
 
     def __len__(self) -> int:
-        with self._lock:
+        self._lock.acquire()
+        try:
             return len(self._ids)
+        finally:
+            self._lock.release()
 
     def __contains__(self, id) -> bool:
-        with self._lock:
+        self._lock.acquire()
+        try:
             return id in self._ids
+        finally:
+            self._lock.release()
 
     def __iter__(self) -> Iterator:
-        with self._lock:
+        self._lock.acquire()
+        try:
             return iter(self._ids.ids())
+        finally:
+            self._lock.release()
 
     def __repr__(self) -> str:
-        with self._lock:
+        self._lock.acquire()
+        try:
             levels = np.flatnonzero(self._engine.level_counts()).tolist()
             return (f"DynamicHash(n_objects={len(self._ids)}, n_dims={self._n_dims}, "
                     f"cell_size={self._cell_size}, levels={levels})")
+        finally:
+            self._lock.release()
 
     def clear(self) -> None:
         """Remove every object (capacity is kept)."""
-        with self._lock:
+        self._lock.acquire()
+        try:
             self._engine.clear()
             self._ids.clear()
             self._rows = np.empty((0, 6))
+        finally:
+            self._lock.release()
 
     def bounds(self, id) -> tuple[np.ndarray, np.ndarray]:
         """Bounding box ``(lower, upper)`` of object ``id``, each of shape (n_dims,)."""
-        with self._lock:
+        self._lock.acquire()
+        try:
             row = self._engine.bounds(self._ids.slot(id))
             return row[: self._n_dims].copy(), row[3 : 3 + self._n_dims].copy()
+        finally:
+            self._lock.release()
 
     def _present(self, id) -> bool:
         """Whether ``id`` is in the hash, with the error for an unhashable one."""
@@ -188,13 +220,16 @@ class DynamicHash:
             object when ``category & mask != 0``; `query_pairs` reports a pair when each
             one's category meets the other's mask.
         """
-        with self._lock:
+        self._lock.acquire()
+        try:
             if self._present(id):
                 raise check.present_ids("id", [id])
             shape = check.shape(lower, upper, radius, self._n_dims)
             category = check.bits_value(category, "category")
             mask = check.bits_value(mask, "mask")
             self._ids.register(id, self._engine.insert(shape, category, mask))
+        finally:
+            self._lock.release()
 
     def move(self, id, lower, upper=None, *, radius=None) -> None:
         """Give object ``id`` a new shape: a point, a box (``upper``) or a sphere (``radius``).
@@ -203,7 +238,8 @@ class DynamicHash:
         float64 arrays are buffered and applied, in order, before anything next reads or
         changes the hash (see the `spatialhash.dynamic` docstring): the call only checks them.
         """
-        with self._lock:
+        self._lock.acquire()
+        try:
             # The common case kept short (a simulation may move each of its bodies alone,
             # every step): a point or box given as lists, tuples or 1-D float64 arrays of
             # Python floats, checked here, its id looked up in the registry's dict, and
@@ -256,13 +292,18 @@ class DynamicHash:
                         return
             slot = self._ids.slot(id)
             self._engine.move(slot, check.shape(lower, upper, radius, self._n_dims))
+        finally:
+            self._lock.release()
 
     def remove(self, id) -> None:
         """Remove object ``id``."""
-        with self._lock:
+        self._lock.acquire()
+        try:
             slot = self._ids.slot(id)
             self._engine.remove(slot)
             self._ids.unregister(np.array([slot], np.int64))
+        finally:
+            self._lock.release()
 
     def insert_many(self, ids, lower, upper=None, *, radius=None, category=None,
                     mask=None) -> None:
@@ -281,7 +322,8 @@ class DynamicHash:
         category, mask : int or array_like of int, shape (m,), optional
             Filter bits as in `insert`; default all bits.
         """
-        with self._lock:
+        self._lock.acquire()
+        try:
             ids = check.id_array(ids)
             m = ids.shape[0]
             rows, spheres, self._rows = check.shape_rows(m, self._n_dims, lower, upper, radius,
@@ -291,6 +333,8 @@ class DynamicHash:
             self._ids.check_new(ids)
             self._ids.register_ints(ids, self._engine.insert_many(rows, spheres, categories,
                                                                   masks))
+        finally:
+            self._lock.release()
 
     def move_many(self, ids, lower, upper=None, *, radius=None) -> None:
         """Give many objects new shapes; arguments as in `insert_many`.
@@ -301,18 +345,24 @@ class DynamicHash:
         object by object), and when no query read them since the previous `move_many`: a
         simulation that only asks for pairs does not pay for lists it never reads.
         """
-        with self._lock:
+        self._lock.acquire()
+        try:
             ids = check.id_array(ids)
             rows, spheres, self._rows = check.shape_rows(ids.shape[0], self._n_dims, lower,
                                                          upper, radius, self._rows)
             self._engine.move_many(self._ids.slots_of(ids), rows, spheres)
+        finally:
+            self._lock.release()
 
     def remove_many(self, ids) -> None:
         """Remove many objects by integer id."""
-        with self._lock:
+        self._lock.acquire()
+        try:
             slots = self._ids.slots_of(check.id_array(ids))
             self._engine.remove_many(slots)
             self._ids.unregister(slots)
+        finally:
+            self._lock.release()
 
     def _query(self, kind: int, query: np.ndarray, mask) -> np.ndarray:
         """Ids of the objects that pass a local query and ``mask``: integer ids sorted."""
@@ -329,27 +379,36 @@ class DynamicHash:
         The classic spatial-hash lookup: what shares a bucket with ``position`` (no
         geometric test), at the cell size of each object's level.
         """
-        with self._lock:
+        self._lock.acquire()
+        try:
             point = check.coordinates(position, "position", self._n_dims, bounded=False)
             query = np.array([*point, *point, 0.0])
             return self._query(KIND_CELL, query, mask)
+        finally:
+            self._lock.release()
 
     def query_box(self, lower, upper, *, mask: int = ALL_BITS) -> np.ndarray:
         """Ids of the objects overlapping the closed box ``lower..upper``."""
-        with self._lock:
+        self._lock.acquire()
+        try:
             low = check.coordinates(lower, "lower", self._n_dims, bounded=False)
             high = check.coordinates(upper, "upper", self._n_dims, bounded=False)
             check.check_order(low, high)
             query = np.array([*low, *high, 0.0])
             return self._query(KIND_BOX, query, mask)
+        finally:
+            self._lock.release()
 
     def query_radius(self, center, r: float, *, mask: int = ALL_BITS) -> np.ndarray:
         """Ids of the objects within distance ``r`` of ``center`` (closed ball)."""
-        with self._lock:
+        self._lock.acquire()
+        try:
             point = check.coordinates(center, "center", self._n_dims)
             r = as_positive_scalar(r, "r", allow_zero=True)
             query = np.array([*point, *point, r])
             return self._query(KIND_BALL, query, mask)
+        finally:
+            self._lock.release()
 
     def query_knn(self, point, k: int, *, mask: int = ALL_BITS) -> Hits:
         """The ``k`` objects nearest to ``point``, nearest first, exact.
@@ -359,7 +418,8 @@ class DynamicHash:
         else by storage slot (deterministic, not the ids' order). Fewer than ``k`` come
         back when the hash holds fewer matching objects.
         """
-        with self._lock:
+        self._lock.acquire()
+        try:
             position = np.array(check.coordinates(point, "point", self._n_dims))
             # No more than every object can come back: room for those only (a huge k, valid,
             # would otherwise allocate terabytes).
@@ -368,6 +428,8 @@ class DynamicHash:
                                                      check.bits_value(mask, "mask"),
                                                      self._ids.tie_keys())
             return Hits(self._ids.ids_of_keys(keys), distances)
+        finally:
+            self._lock.release()
 
     def query_ray(self, origin, direction, *, max_distance: float = math.inf,
                   all_hits: bool = False, mask: int = ALL_BITS, fn=None,
@@ -417,7 +479,8 @@ class DynamicHash:
         numba's cache keys that code by the ``fn`` object, new in every process, and never
         hits. Define ``fn`` once, at module level.
         """
-        with self._lock:
+        self._lock.acquire()
+        try:
             start = np.array(check.coordinates(origin, "origin", self._n_dims))
             heading = check.unit_direction(direction, self._n_dims)
             max_distance = as_positive_scalar(max_distance, "max_distance", allow_zero=True,
@@ -429,6 +492,8 @@ class DynamicHash:
             slots, distances = self._engine.query_ray(start, heading, max_distance, mask,
                                                       all_hits, self._ids.tie_keys(), fn, args)
             return Hits(self._ids.ids_of(slots), distances)
+        finally:
+            self._lock.release()
 
     def query_pairs(self) -> np.ndarray:
         """Every pair of overlapping objects, once: ids of shape (n_pairs, 2).
@@ -437,8 +502,11 @@ class DynamicHash:
         smaller id first; the order of the rows is unspecified (but the same for any
         thread count).
         """
-        with self._lock:
+        self._lock.acquire()
+        try:
             return self._ids.pair_ids(*self._engine.query_pairs())
+        finally:
+            self._lock.release()
 
     def query_contacts(self) -> Contacts:
         """The overlapping pairs that began and those that ended since the previous call
@@ -479,10 +547,13 @@ class DynamicHash:
         keys of two calls, and only the pairs reported are turned into ids (see
         ``dynamic/_contacts.py``). A call costs about what `query_pairs` costs.
         """
-        with self._lock:
+        self._lock.acquire()
+        try:
             pairs, counts = self._engine.query_pairs()
             ids = self._ids
             if ids.contacts is None:
                 ids.contacts = ContactState()
             began, ended = ids.contacts.update(pairs, counts, ids)
             return Contacts(began, ended)
+        finally:
+            self._lock.release()
