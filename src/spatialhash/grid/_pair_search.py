@@ -71,7 +71,7 @@ PAIR_REGIONS_PER_THREAD = 4
 #: `iter_pairs` fills the rows of several chunks at once, up to this many (or
 #: ``chunk_size``, when larger), and yields copies of their slices: a fill pass costs
 #: calls and allocations, and starts a parallel region on large grids, too much to pay
-#: for every chunk of a few pairs. 1.5 MiB of rows with distances.
+#: for every chunk of a few pairs. A row with its distance takes 24 bytes.
 ITER_PAIRS_BATCH_ROWS = 1 << 16
 #: Passed where a kernel writes no distances (one specialization with or without them).
 _NO_DISTANCES = np.empty(0, dtype=np.float64)
