@@ -91,7 +91,7 @@ def ours(data, r: float, output: Path, memory: int) -> dict:
 
     started = time.perf_counter()
     written = sd.query_pairs(data, r, columns=["x", "y"], output=output,
-                             memory_per_worker=memory)
+                             plan=sd.Plan(memory_per_worker=memory))
     seconds = time.perf_counter() - started
     return {"seconds": seconds, "stages": written.seconds,
             "detail": f"{written.n_tiles} tiles"}

@@ -4,8 +4,8 @@ suite (``test_contract.py``).
 `DaskGrid` holds the points; each query hands them to the Dask engine as a dask array of
 three chunks (a dask DataFrame of three partitions, with a radius column, for per-point
 radii) with a tile target that cuts even a handful of points into two tiles or more
-(`rows_per_tile`), so that ghosts and tile edges take part in the answers. The query runs
-on Dask's synchronous scheduler (one thread, no cluster), and its rows (``i, j[, d]``,
+(``Plan.rows_per_tile``), so that ghosts and tile edges take part in the answers. The query
+runs on Dask's synchronous scheduler (one thread, no cluster), and its rows (``i, j[, d]``,
 ``q, i[, d]`` or ``q, rank, i, d``: int64 global row numbers) become `Grid`'s result types
 with `Grid`'s conventions: indices in the grid's index dtype (int32 below 2**31 - 1
 points), ``indptr`` and counts in int64, the rows of `Neighbors` sorted by index unless
@@ -89,8 +89,9 @@ class DaskGrid:
         self._spread = np.ptp(coords, axis=0) if self._n else np.zeros(n_dims)
 
     def _options(self, reach: float) -> dict:
-        """The box, and a tile target for a search of ``reach``."""
-        return {**self._box, "rows_per_tile": rows_per_tile(self._n, self._spread, reach)}
+        """The box, and a plan with a tile target for a search of ``reach``."""
+        plan = sd.Plan(rows_per_tile=rows_per_tile(self._n, self._spread, reach))
+        return {**self._box, "plan": plan}
 
     def _knn_reach(self, k: int, r_max: float | None) -> float:
         """About the halo of the Dask engine's k-nearest tiles: 1.5 times the k-th
@@ -125,13 +126,13 @@ class DaskGrid:
         with dask.config.set(scheduler="sync"):
             if radii is None:
                 frame = sd.query_pairs(self._coords(), r, return_distances=return_distances,
-                                       **self._options(r)).compute()
+                                       **self._options(r))
             else:
                 reach = 2.0 * float(np.max(radii, initial=0.0))
                 frame = sd.query_pairs(self._table(radii), radii_column="radius",
                                        columns=self._columns(),
                                        return_distances=return_distances,
-                                       **self._options(reach)).compute()
+                                       **self._options(reach))
         indices = np.column_stack([frame["i"].to_numpy(), frame["j"].to_numpy()])
         distances = frame["distance"].to_numpy() if return_distances else None
         return Pairs(indices.astype(self._index).reshape(-1, 2), distances, (self._n, self._n))
@@ -155,7 +156,7 @@ class DaskGrid:
         with dask.config.set(scheduler="sync"):
             frame = sd.query_radius(self._coords(), self._queries(queries), r,
                                     return_distances=return_distances,
-                                    **self._options(r)).compute()
+                                    **self._options(r))
         q = frame["query"].to_numpy()
         order = (np.lexsort((frame["point"].to_numpy(), q)) if sort
                  else np.argsort(q, kind="stable"))
@@ -175,7 +176,7 @@ class DaskGrid:
         m = len(queries)
         with dask.config.set(scheduler="sync"):
             frame = sd.query_knn(self._coords(), self._queries(queries), k, r_max=r_max,
-                                 **self._options(self._knn_reach(k, r_max))).compute()
+                                 **self._options(self._knn_reach(k, r_max)))
         q, rank = frame["query"].to_numpy(), frame["rank"].to_numpy()
         indices = np.full((m, k), -1, dtype=self._index)
         distances = np.full((m, k), np.inf)

@@ -107,8 +107,8 @@ def assert_knn_equal(frame, expected, k):
 @pytest.mark.parametrize("rows_per_tile", [400, 2500])
 def test_pairs_equal_the_grid(name, rows_per_tile):
     points, r = DATASETS[name]
-    frame = sd.query_pairs(as_array(points), r, rows_per_tile=rows_per_tile,
-                           return_distances=True).compute()
+    frame = sd.query_pairs(as_array(points), r, plan=sd.Plan(rows_per_tile=rows_per_tile),
+                           return_distances=True)
     assert_pairs_equal(frame, Grid(points, cell_size=r).query_pairs(r, return_distances=True))
 
 
@@ -118,7 +118,7 @@ def test_periodic_pairs_equal_the_grid(name, periodic):
     points, r = DATASETS[name]
     box = [1.0, 2.0, 2.0] if name != "lattice" else 2.0
     frame = sd.query_pairs(as_array(points), r, box=box, periodic=periodic,
-                           rows_per_tile=500, return_distances=True).compute()
+                           plan=sd.Plan(rows_per_tile=500), return_distances=True)
     grid = Grid(points, cell_size=r, box=box, periodic=periodic)
     assert_pairs_equal(frame, grid.query_pairs(r, return_distances=True))
 
@@ -135,7 +135,7 @@ def test_tiles_thinner_than_r_still_give_every_pair(monkeypatch):
     # The planner leaves tiles at least a reach wide; cut them far thinner here.
     monkeypatch.setattr(_queries, "plan_tiles", plan_ignoring_reach)
     points, r = uniform(2000, 2, seed=3), 0.2
-    frame = sd.query_pairs(as_array(points), r, rows_per_tile=100).compute()
+    frame = sd.query_pairs(as_array(points), r, plan=sd.Plan(rows_per_tile=100))
     assert_pairs_equal(frame, Grid(points, cell_size=r).query_pairs(r))
     inner = np.clip(plans[0].upper, 0, 1) - np.clip(plans[0].lower, 0, 1)
     assert (inner[:, :2].min(axis=1) < r).sum() >= 10
@@ -147,8 +147,8 @@ def test_pairs_with_radii_equal_the_grid():
     radii = rng.uniform(0.0, 0.03, 5000)
     table = dd.from_pandas(pd.DataFrame({"x": points[:, 0], "y": points[:, 1],
                                          "z": points[:, 2], "radius": radii}), npartitions=3)
-    frame = sd.query_pairs(table, radii_column="radius", rows_per_tile=800,
-                           return_distances=True).compute()
+    frame = sd.query_pairs(table, radii_column="radius", plan=sd.Plan(rows_per_tile=800),
+                           return_distances=True)
     expected = Grid(points, cell_size=0.06).query_pairs(radii=radii, return_distances=True)
     assert_pairs_equal(frame, expected)
 
@@ -162,8 +162,9 @@ def test_pairs_equal_the_grid_on_random_lattice_points(seed, n, d, rows_per_tile
     rng = np.random.default_rng(seed)
     points = rng.integers(0, 16, (n, d)) * 0.125  # ties, duplicates, points on cuts
     box = 2.0 if periodic else None
-    frame = sd.query_pairs(as_array(points, 64), r, box=box, rows_per_tile=rows_per_tile,
-                           return_distances=True).compute()
+    frame = sd.query_pairs(as_array(points, 64), r, box=box,
+                           plan=sd.Plan(rows_per_tile=rows_per_tile),
+                           return_distances=True)
     assert_pairs_equal(frame, Grid(points, box=box).query_pairs(r, return_distances=True))
 
 
@@ -171,8 +172,9 @@ def test_pairs_equal_the_grid_on_random_lattice_points(seed, n, d, rows_per_tile
 def test_radius_queries_equal_the_grid(name):
     points, r = DATASETS[name]
     queries = points[::7] + r / 3
-    frame = sd.query_radius(as_array(points), as_array(queries, 500), r, rows_per_tile=700,
-                            return_distances=True).compute()
+    frame = sd.query_radius(as_array(points), as_array(queries, 500), r,
+                            plan=sd.Plan(rows_per_tile=700),
+                            return_distances=True)
     expected = Grid(points, cell_size=r).query_radius(queries, r, return_distances=True)
     got = sorted_frame(frame, ["query", "point"])
     np.testing.assert_array_equal(got["query"].to_numpy(),
@@ -188,7 +190,7 @@ def test_knn_equals_the_grid(name, k):
     points, _ = DATASETS[name]
     queries = np.concatenate([points[::11], points[:50] + 0.01])
     frame = sd.query_knn(as_array(points), as_array(queries, 400), k,
-                         rows_per_tile=600).compute()
+                         plan=sd.Plan(rows_per_tile=600))
     assert_knn_equal(frame, Grid(points).query_knn(queries, k), k)
 
 
@@ -197,7 +199,7 @@ def test_knn_with_r_max_and_periodic_boxes_equals_the_grid(r_max):
     points = uniform(4000, 3, seed=5)
     queries = uniform(600, 3, seed=6)
     frame = sd.query_knn(as_array(points), as_array(queries), 6, r_max=r_max, box=1.0,
-                         rows_per_tile=500).compute()
+                         plan=sd.Plan(rows_per_tile=500))
     assert_knn_equal(frame, Grid(points, box=1.0).query_knn(queries, 6, r_max=r_max), 6)
 
 
@@ -205,26 +207,27 @@ def test_knn_needing_the_second_round_equals_the_grid():
     # Queries far from every point: no tile's halo holds their neighbours.
     points = clustered(3000, 2, seed=7)
     queries = np.array([[5.0, 5.0], [-3.0, 0.5], [0.5, 40.0]])
-    frame = sd.query_knn(as_array(points), as_array(queries), 4, rows_per_tile=300).compute()
+    frame = sd.query_knn(as_array(points), as_array(queries), 4,
+                         plan=sd.Plan(rows_per_tile=300))
     assert_knn_equal(frame, Grid(points).query_knn(queries, 4), 4)
 
 
 def test_knn_with_more_k_than_points_returns_every_point():
     points = uniform(30, 2, seed=8)
     frame = sd.query_knn(as_array(points, 7), as_array(points[:5]), 50,
-                         rows_per_tile=10).compute()
+                         plan=sd.Plan(rows_per_tile=10))
     assert_knn_equal(frame, Grid(points).query_knn(points[:5], 50), 50)
     assert len(frame) == 5 * 30
 
 
 def test_sorted_pairs_concatenate_to_the_grids_sorted_pairs(tmp_path):
     points, r = DATASETS["clustered"]
-    frame = sd.query_pairs(as_array(points), r, rows_per_tile=800, sort=True,
-                           return_distances=True).compute()
+    frame = sd.query_pairs(as_array(points), r, plan=sd.Plan(rows_per_tile=800), sort=True,
+                           return_distances=True)
     expected = Grid(points, cell_size=r).query_pairs(r, return_distances=True).sorted()
     np.testing.assert_array_equal(frame[["i", "j"]].to_numpy(), expected.indices)
     np.testing.assert_array_equal(frame["distance"].to_numpy(), expected.distances)
-    written = sd.query_pairs(as_array(points), r, rows_per_tile=800, sort=True,
+    written = sd.query_pairs(as_array(points), r, plan=sd.Plan(rows_per_tile=800), sort=True,
                              output=tmp_path / "sorted")
     files = sorted(written.files)
     assert files == written.files and len(files) > 1
@@ -237,7 +240,7 @@ def test_a_dense_cluster_is_cut_into_more_tiles_not_one_large_one(tmp_path):
     # hold at most about their target, ghosts included (a reach-wide cube at the centre
     # holds about 100 points).
     points, r = clustered(20_000, seed=15), 0.002
-    written = sd.query_pairs(as_array(points, 5000), r, rows_per_tile=2000,
+    written = sd.query_pairs(as_array(points, 5000), r, plan=sd.Plan(rows_per_tile=2000),
                              output=tmp_path / "pairs")
     assert written.n_tiles >= 10
     assert max(written.tile_rows) <= 2 * 2000
@@ -247,15 +250,18 @@ def test_columns_are_named_as_the_command_line_names_them():
     points = uniform(300, 2, seed=16)
     for distances in (False, True):
         tail = ["distance"] if distances else []
-        pairs = sd.query_pairs(as_array(points, 100), 0.1, return_distances=distances)
-        radius = sd.query_radius(as_array(points, 100), as_array(points[:20]), 0.1,
-                                 return_distances=distances)
-        for frame, names in ((pairs, ["i", "j", *tail]), (radius, ["query", "point", *tail])):
-            assert list(frame.columns) == names
-            assert list(frame.compute().columns) == names
+        for r in (0.1, 0.0):  # some rows, and none
+            pairs = sd.query_pairs(as_array(points, 100), r, return_distances=distances)
+            radius = sd.query_radius(as_array(points, 100), as_array(points[:20] + 0.5), r,
+                                     return_distances=distances)
+            for frame, names in ((pairs, ["i", "j", *tail]),
+                                 (radius, ["query", "point", *tail])):
+                assert isinstance(frame, pd.DataFrame)
+                assert list(frame.columns) == names
+                assert [str(t) for t in frame.dtypes] == ["int64", "int64",
+                                                          *["float64"] * distances]
     nearest = sd.query_knn(as_array(points, 100), as_array(points[:20]), 3)
     assert list(nearest.columns) == ["query", "rank", "point", "distance"]
-    assert list(nearest.compute().columns) == ["query", "rank", "point", "distance"]
 
 
 # ------------------------------------------------------------------------- inputs
@@ -279,14 +285,14 @@ def test_parquet_inputs_give_global_row_numbers_in_file_order(parquet_points, fo
     files = sorted(glob.glob(str(directory / "*.parquet")))
     source = {"directory": directory, "glob": str(directory / "*.parquet"),
               "list": files}[form]
-    frame = sd.query_pairs(source, 0.05, columns="x,y,z", rows_per_tile=900).compute()
+    frame = sd.query_pairs(source, 0.05, columns="x,y,z", plan=sd.Plan(rows_per_tile=900))
     assert_pairs_equal(frame, Grid(points, cell_size=0.05).query_pairs(0.05))
 
 
 def test_an_id_column_names_the_points(parquet_points):
     directory, points = parquet_points
     frame = sd.query_pairs(directory, 0.05, columns=["x", "y", "z"], id_column="name",
-                           rows_per_tile=900).compute()
+                           plan=sd.Plan(rows_per_tile=900))
     expected = Grid(points, cell_size=0.05).query_pairs(0.05).sorted().indices * 10 + 7
     np.testing.assert_array_equal(sorted_frame(frame, ["i", "j"])[["i", "j"]].to_numpy(),
                                   expected)
@@ -295,8 +301,8 @@ def test_an_id_column_names_the_points(parquet_points):
 def test_a_dask_dataframe_input_equals_the_array_input():
     points = uniform(3000, 2, seed=10)
     table = dd.from_pandas(pd.DataFrame(points, columns=["a", "b"]), npartitions=4)
-    from_table = sd.query_pairs(table, 0.03, rows_per_tile=500).compute()
-    from_array = sd.query_pairs(as_array(points), 0.03, rows_per_tile=500).compute()
+    from_table = sd.query_pairs(table, 0.03, plan=sd.Plan(rows_per_tile=500))
+    from_array = sd.query_pairs(as_array(points), 0.03, plan=sd.Plan(rows_per_tile=500))
     pd.testing.assert_frame_equal(sorted_frame(from_table, ["i", "j"]),
                                   sorted_frame(from_array, ["i", "j"]))
 
@@ -304,7 +310,7 @@ def test_a_dask_dataframe_input_equals_the_array_input():
 def test_inputs_are_not_modified():
     points = uniform(2000, 3, seed=11)
     copy = points.copy()
-    sd.query_pairs(as_array(points), 0.05, box=1.0, rows_per_tile=300).compute()
+    sd.query_pairs(as_array(points), 0.05, box=1.0, plan=sd.Plan(rows_per_tile=300))
     np.testing.assert_array_equal(points, copy)
 
 
@@ -316,8 +322,9 @@ def read_dataset(path):
 def test_written_pairs_equal_the_grid_with_a_manifest(parquet_points, tmp_path):
     directory, points = parquet_points
     output = tmp_path / "pairs"
-    written = sd.query_pairs(directory, 0.05, columns="x,y,z", output=output,
-                             return_distances=True, rows_per_tile=900, row_group_rows=1000)
+    written = sd.query_pairs(directory, 0.05, columns="x,y,z",
+                             output=sd.Output(output, row_group_rows=1000),
+                             return_distances=True, plan=sd.Plan(rows_per_tile=900))
     assert_pairs_equal(read_dataset(output),
                        Grid(points, cell_size=0.05).query_pairs(0.05, return_distances=True))
     manifest = pd.read_json(output / "_manifest.json", typ="series")
@@ -336,7 +343,8 @@ def test_the_same_run_writes_the_same_bytes(parquet_points, tmp_path):
     directory, _ = parquet_points
     outputs = [tmp_path / "first", tmp_path / "second"]
     for output in outputs:
-        sd.query_pairs(directory, 0.05, columns="x,y,z", output=output, rows_per_tile=900)
+        sd.query_pairs(directory, 0.05, columns="x,y,z", output=output,
+                       plan=sd.Plan(rows_per_tile=900))
     names = sorted(os.listdir(outputs[0]))
     assert names == sorted(os.listdir(outputs[1]))
     for name in names:
@@ -347,10 +355,10 @@ def test_knn_and_radius_write_datasets(parquet_points, tmp_path):
     directory, points = parquet_points
     queries = uniform(500, 3, seed=12)
     sd.query_knn(directory, as_array(queries, 100), 5, columns="x,y,z",
-                 output=tmp_path / "knn", rows_per_tile=900)
+                 output=tmp_path / "knn", plan=sd.Plan(rows_per_tile=900))
     assert_knn_equal(read_dataset(tmp_path / "knn"), Grid(points).query_knn(queries, 5), 5)
     sd.query_radius(directory, as_array(queries, 100), 0.05, columns="x,y,z",
-                    output=tmp_path / "radius", rows_per_tile=900)
+                    output=tmp_path / "radius", plan=sd.Plan(rows_per_tile=900))
     expected = Grid(points).query_radius(queries, 0.05)
     got = sorted_frame(read_dataset(tmp_path / "radius"), ["query", "point"])
     np.testing.assert_array_equal(got["point"].to_numpy(), expected.indices)
@@ -364,7 +372,7 @@ def test_an_existing_output_is_refused_unless_overwritten(parquet_points, tmp_pa
     with pytest.raises(FileExistsError, match="overwrite"):
         sd.query_pairs(directory, 0.05, columns="x,y,z", output=output)
     assert (output / "keep.txt").read_text() == "mine"
-    sd.query_pairs(directory, 0.05, columns="x,y,z", output=output, overwrite=True)
+    sd.query_pairs(directory, 0.05, columns="x,y,z", output=sd.Output(output, overwrite=True))
     assert not (output / "keep.txt").exists() and (output / "_manifest.json").exists()
 
 
@@ -414,21 +422,112 @@ def test_bad_parameters_are_named():
         sd.query_pairs(points)
     with pytest.raises(ValueError, match="half the periodic box"):
         sd.query_pairs(points, 0.6, box=1.0)
-    with pytest.raises(TypeError, match="dask array.*columns"):
+    with pytest.raises(TypeError, match="`points` is an array: `columns`"):
         sd.query_pairs(points, 0.1, columns="x,y")
-    with pytest.raises(TypeError, match="Parquet path"):
-        sd.query_pairs(np.zeros((3, 2)), 0.1)
+    with pytest.raises(TypeError, match="Parquet path.*NumPy or dask array.*got dict"):
+        sd.query_pairs({"x": [0.0]}, 0.1)
+    with pytest.raises(ValueError, match=r"`points` must be an array of shape \(n, d\) with "
+                                         r"d = 1, 2 or 3; got shape \(3, 4\)"):
+        sd.query_pairs(np.zeros((3, 4)), 0.1)
+    with pytest.raises(TypeError, match="`queries` must hold real numbers; got dtype bool"):
+        sd.query_knn(points, np.zeros((3, 2), dtype=bool), 2)
+    with pytest.raises(TypeError, match="`plan` must be None or a Plan; got dict"):
+        sd.query_pairs(points, 0.1, plan={"rows_per_tile": 10})
+    with pytest.raises(TypeError, match="`output` must be None, an Output or a path; got int"):
+        sd.query_pairs(points, 0.1, output=3)
     with pytest.raises(ValueError, match="`k`"):
         sd.query_knn(points, points, 0)
     with pytest.raises(ValueError, match="`queries` must have 2 coordinates"):
         sd.query_radius(points, as_array(uniform(10, 3)), 0.1)
 
 
+def test_output_and_plan_check_their_values(tmp_path):
+    assert sd.Output(tmp_path / "x") == sd.Output(str(tmp_path / "x"))
+    assert sd.Plan(progress=np.True_).progress is True
+    with pytest.raises(TypeError, match=r"`path` must be a str or os.PathLike naming a "
+                                        r"directory; got int 3\."):
+        sd.Output(3)
+    with pytest.raises(ValueError, match="`path` must name a directory; got ''"):
+        sd.Output("")
+    with pytest.raises(TypeError, match="`overwrite` must be True or False; got 'yes'"):
+        sd.Output("x", overwrite="yes")
+    with pytest.raises(ValueError, match="`row_group_rows` must be >= 1; got 0"):
+        sd.Output("x", row_group_rows=0)
+    for name in ("memory_per_worker", "rows_per_tile", "max_result_bytes"):
+        with pytest.raises(ValueError, match=f"`{name}` must be >= 1; got -5"):
+            sd.Plan(**{name: -5})
+        with pytest.raises(TypeError, match=f"`{name}` must be an integer; got 1.5"):
+            sd.Plan(**{name: 1.5})
+    with pytest.raises(TypeError, match="`progress` must be True or False; got 1"):
+        sd.Plan(progress=1)
+    with pytest.raises(AttributeError):
+        sd.Plan().rows_per_tile = 3
+
+
+def test_an_output_that_exists_is_refused_before_the_data_are_read(tmp_path):
+    (tmp_path / "pairs").mkdir()
+    with pytest.raises(FileExistsError, match="the output .*pairs' exists; remove it or"):
+        sd.query_pairs(tmp_path / "missing.parquet", 0.1, output=tmp_path / "pairs")
+    with pytest.raises(FileNotFoundError, match="the directory of the output does not exist"):
+        sd.query_pairs(tmp_path / "missing.parquet", 0.1, output=tmp_path / "no" / "pairs")
+
+
+def test_queries_held_in_memory_equal_the_grid():
+    points = uniform(4000, 3, seed=17)
+    queries = np.concatenate([uniform(300, 3, seed=18), points[:40]])
+    near = sd.query_radius(as_array(points), queries, 0.05, return_distances=True,
+                           plan=sd.Plan(rows_per_tile=900))
+    expected = Grid(points).query_radius(queries, 0.05, return_distances=True)
+    got = sorted_frame(near, ["query", "point"])
+    np.testing.assert_array_equal(got["query"].to_numpy(),
+                                  np.repeat(np.arange(len(queries)), expected.counts))
+    np.testing.assert_array_equal(got["point"].to_numpy(), expected.indices)
+    np.testing.assert_array_equal(got["distance"].to_numpy(), expected.distances)
+    table = pd.DataFrame(queries.astype(np.float32), columns=["x", "y", "z"])
+    for given in (queries, queries.astype(np.float32), table):
+        nearest = sd.query_knn(points, given, 5, plan=sd.Plan(rows_per_tile=900))
+        exact = np.asarray(given, dtype=np.float64)
+        assert_knn_equal(nearest, Grid(points).query_knn(exact, 5), 5)
+
+
+def pairs_bytes(points, r):
+    """Bytes of the rows ``i, j`` of the pairs of ``points`` within ``r``."""
+    return 16 * len(Grid(points).query_pairs(r))
+
+
+def test_results_in_memory_past_their_limits_name_output():
+    points, r = uniform(3000, 3, seed=19), 0.06
+    whole = pairs_bytes(points, r)
+    tiles = sd.Plan(rows_per_tile=600)
+    assert len(sd.query_pairs(points, r, plan=tiles)) == whole // 16
+    # The whole result against `max_result_bytes` (on the local schedulers every tile's
+    # rows are in this process, so one tile is held to it as well).
+    small = sd.Plan(rows_per_tile=600, max_result_bytes=whole - 1)
+    with pytest.raises(sd.ResultTooLargeError, match=(
+            rf"the rows returned in memory must fit in `max_result_bytes` = {whole - 1:,} "
+            rf"bytes; got {whole:,} bytes from \d+ of \d+ tiles\. Pass `output=` \(a "
+            r"directory\) to have the tiles write their rows to a Parquet dataset as they "
+            r"run, or raise `Plan.max_result_bytes`\.")):
+        sd.query_pairs(points, r, plan=small)
+    # One tile against its share of `memory_per_worker`.
+    tight = sd.Plan(rows_per_tile=600, memory_per_worker=400)
+    with pytest.raises(sd.ResultTooLargeError, match=(
+            r"the rows of one tile must fit in 100 bytes \(0.25 of `memory_per_worker`\) to "
+            r"be returned in memory; got [\d,]+ bytes in tile \d+ before it finished\. Pass "
+            r"`output=` .*, or give the workers more memory\.")):
+        sd.query_pairs(points, r, plan=tight)
+    with pytest.raises(sd.ResultTooLargeError, match=r"to be sorted; .* \(without `sort`\)"):
+        sd.query_pairs(points, r, plan=tight, sort=True)
+    with pytest.raises(sd.ResultTooLargeError, match="`max_result_bytes`"):
+        sd.query_knn(points, points, 4, plan=sd.Plan(rows_per_tile=600,
+                                                     max_result_bytes=1000))
+
+
 def test_nan_in_a_dask_array_names_its_block():
     points = uniform(100, 2)
     points[57, 0] = np.inf
     with pytest.raises(ValueError, match="block 1, row 7, coordinate 0"):
-        sd.query_pairs(as_array(points, 50), 0.1).compute()
+        sd.query_pairs(as_array(points, 50), 0.1)
 
 
 # --------------------------------------------------------------------- command line
@@ -510,6 +609,36 @@ def test_dask_refuses_csv_and_npy_inputs_before_a_cluster_starts(parquet_points,
     assert not (tmp_path / "out").exists()
 
 
+def test_dask_checks_output_before_a_cluster_starts(parquet_points, tmp_path, capsys,
+                                                   monkeypatch):
+    from spatialhash import cli
+    from spatialhash._cli import dask_queries
+
+    def no_cluster(*args):
+        raise AssertionError("a cluster was started")
+
+    monkeypatch.setattr(dask_queries, "_connect", no_cluster)
+    base = ["pairs", str(parquet_points[0]), "-r", "0.05", "--dask", "local", "-q"]
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    assert cli.main([*base, "-o", str(taken)]) == 2
+    assert capsys.readouterr().err == (
+        f"spatialhash pairs: error: OUTPUT: the output {str(taken)!r} exists; remove it or "
+        "pass `overwrite=True` to `Output` (--overwrite).\n")
+    nowhere = tmp_path / "no" / "pairs"
+    assert cli.main([*base, "-o", str(nowhere)]) == 2
+    assert (f"OUTPUT: the directory of the output does not exist: {str(nowhere.parent)!r}."
+            in capsys.readouterr().err)
+    for name, kind in (("pairs.csv", "a CSV file"), ("pairs.npy", "a .npy file")):
+        output = str(tmp_path / name)
+        assert cli.main([*base, "-o", output]) == 2
+        assert capsys.readouterr().err == (
+            f"spatialhash pairs: error: OUTPUT must be a directory with --dask, written as a "
+            f"Parquet dataset; got {output}, the name of {kind}. Name a directory (pairs/, "
+            f"pairs.parquet), or run without --dask to write {kind}.\n")
+    assert sorted(os.listdir(tmp_path)) == ["points", "taken"]
+
+
 def test_dask_says_when_the_command_without_it_is_likely_faster(parquet_points, tmp_path,
                                                                 capsys, monkeypatch):
     from spatialhash import cli
@@ -558,13 +687,32 @@ def test_a_local_cluster_gives_the_grid_answers(cluster, parquet_points, tmp_pat
     directory, points = parquet_points
     with dask.config.set(scheduler=None):
         written = sd.query_pairs(directory, 0.05, columns="x,y,z", output=tmp_path / "pairs",
-                                 rows_per_tile=900, return_distances=True)
+                                 plan=sd.Plan(rows_per_tile=900), return_distances=True)
         knn = sd.query_knn(directory, directory, 4, columns="x,y,z",
-                           query_columns="x,y,z", rows_per_tile=900).compute()
+                           query_columns="x,y,z", plan=sd.Plan(rows_per_tile=900))
     assert written.n_tiles > 2
     assert_pairs_equal(read_dataset(tmp_path / "pairs"),
                        Grid(points, cell_size=0.05).query_pairs(0.05, return_distances=True))
     assert_knn_equal(knn, Grid(points).query_knn(points, 4), 4)
+
+
+def test_a_result_larger_than_a_worker_is_gathered_to_the_client(cluster, parquet_points):
+    # Each tile's rows travel to the client on their own: with tiles held to a quarter of
+    # `memory_per_worker`, a result as large as that memory comes back whole; a tile
+    # past its share stops with an error naming `output=`, and no worker dies.
+    directory, points = parquet_points
+    whole = pairs_bytes(points, 0.05)
+    with dask.config.set(scheduler=None):
+        pairs = sd.query_pairs(directory, 0.05, columns="x,y,z",
+                               plan=sd.Plan(rows_per_tile=1000, memory_per_worker=whole))
+        assert_pairs_equal(pairs, Grid(points, cell_size=0.05).query_pairs(0.05))
+        with pytest.raises(sd.ResultTooLargeError, match="tile .* Pass `output=`"):
+            sd.query_pairs(directory, 0.05, columns="x,y,z",
+                           plan=sd.Plan(rows_per_tile=1000, memory_per_worker=whole // 8))
+        with pytest.raises(sd.ResultTooLargeError, match="`max_result_bytes` = 1,000 bytes"):
+            sd.query_radius(directory, points, 0.05, columns="x,y,z",
+                            plan=sd.Plan(rows_per_tile=1000, max_result_bytes=1000))
+    assert len(cluster.scheduler_info()["workers"]) == 2
 
 
 @pytest.mark.parametrize(("command", "columns"), [
@@ -615,10 +763,11 @@ def test_a_worker_killed_mid_run_leaves_a_complete_output_or_none(cluster, tmp_p
 
     timer = threading.Timer(1.0, kill_one)
     with dask.config.set(scheduler=None):
-        sd.query_pairs(as_array(points[:1000]), r).compute()  # the workers warmed first
+        sd.query_pairs(as_array(points[:1000]), r)  # the workers warmed first
         timer.start()
         try:
-            sd.query_pairs(as_array(points, 20_000), r, output=output, rows_per_tile=20_000)
+            sd.query_pairs(as_array(points, 20_000), r, output=output,
+                           plan=sd.Plan(rows_per_tile=20_000))
         except Exception:  # the run may fail (the worker's tasks exhausted their retries)
             assert not output.exists()
         else:

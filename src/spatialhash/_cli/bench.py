@@ -14,7 +14,7 @@ from pathlib import Path
 
 import spatialhash
 
-from .common import CommandError
+from .common import CommandError, add_command
 
 DESCRIPTION = (
     "Run the benchmark table: spatialhash against scipy's cKDTree and the other peers "
@@ -29,11 +29,9 @@ def add_parser(subparsers) -> None:
     """Add ``bench`` to the command line's ``subparsers``; its arguments pass through."""
     # No options of its own (not even -h, handled in run()): whatever follows `bench`
     # belongs to the script.
-    parser = subparsers.add_parser("bench", help="run the benchmark table",
-                                   description=DESCRIPTION, add_help=False,
-                                   allow_abbrev=False)
-    parser.set_defaults(handler=run, prog=parser.prog, passthrough=True,
-                        print_help=parser.print_help)
+    parser = add_command(subparsers, "bench", run, "run the benchmark table", DESCRIPTION,
+                         add_help=False, allow_abbrev=False)
+    parser.set_defaults(passthrough=True, print_help=parser.print_help)
 
 
 def benchmark_script() -> Path:

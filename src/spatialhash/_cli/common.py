@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import math
 import signal
@@ -53,6 +54,27 @@ class Terminated(BaseException):
         #: The exit status a shell reports for a process the signal ended: 128 + its number.
         self.status = 128 + signal_number
         super().__init__(signal.Signals(signal_number).name)
+
+
+def add_command(subparsers, name: str, handler, help: str, description: str,
+                **options) -> argparse.ArgumentParser:
+    """Add the command ``name`` to ``subparsers``, run by ``handler``, and return its parser.
+
+    Parameters
+    ----------
+    subparsers
+        What ``ArgumentParser.add_subparsers`` returned.
+    name, help, description : str
+        The command's name, its line in the list of commands, and its ``--help`` text.
+    handler : callable
+        Runs the command: ``handler(args)`` returns the exit status. ``args.prog`` names
+        the command in its messages.
+    **options
+        Passed to ``add_parser`` (``add_help``, ``allow_abbrev``).
+    """
+    parser = subparsers.add_parser(name, help=help, description=description, **options)
+    parser.set_defaults(handler=handler, prog=parser.prog)
+    return parser
 
 
 def size_text(n_bytes: int) -> str:

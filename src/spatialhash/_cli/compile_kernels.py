@@ -15,7 +15,7 @@ import json
 import os
 import time
 
-from .common import CommandError, progress
+from .common import CommandError, add_command, progress
 from .info import kernel_cache
 
 DESCRIPTION = (
@@ -33,8 +33,8 @@ DESCRIPTION = (
 
 def add_parser(subparsers) -> None:
     """Add ``compile`` to the command line's ``subparsers``."""
-    parser = subparsers.add_parser("compile", help="compile every kernel into the cache now",
-                                   description=DESCRIPTION)
+    parser = add_command(subparsers, "compile", run,
+                         "compile every kernel into the cache now", DESCRIPTION)
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object: seconds per call, total, kernels "
                              "compiled and loaded, cache")
@@ -43,7 +43,6 @@ def add_parser(subparsers) -> None:
                         help="worker processes compiling at once (default: one per core, at "
                              "most one per group of calls, 4); 1 runs every call in this "
                              "process")
-    parser.set_defaults(handler=run, prog=parser.prog)
 
 
 def _default_jobs(n_groups: int) -> int:

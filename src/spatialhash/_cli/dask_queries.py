@@ -6,10 +6,12 @@ INPUT (and ``--queries``) is then a Parquet file, directory or glob, read by the
 and OUTPUT a directory written as a Parquet dataset, all or nothing
 (`spatialhash.dask`), with the columns the command writes without ``--dask``.
 
-Before a cluster starts, the inputs are checked: a .csv or .npy file is refused with the
-way to convert it (the engine reads Parquet only, see `check_parquet`), and a dataset of
-fewer than `SMALL_INPUT_POINTS` points gets one line on stderr saying the command without
-``--dask`` is likely faster.
+Before a cluster starts, the inputs and OUTPUT are checked: a .csv or .npy file is
+refused with the way to convert it (the engine reads Parquet only, see `check_parquet`),
+an OUTPUT that exists (without ``--overwrite``), lies in a missing directory or bears a
+file format's name (`check_output`) is refused, and a dataset of fewer than
+`SMALL_INPUT_POINTS` points gets one line on stderr saying the command without ``--dask``
+is likely faster.
 """
 
 from __future__ import annotations
@@ -99,6 +101,27 @@ def check_parquet(path: str | None, option: str) -> None:
     )
 
 
+def check_output(args: argparse.Namespace):
+    """The `Output` of the run, checked before a cluster starts: OUTPUT is a directory
+    written as a Parquet dataset, so a name of another format (.csv, .npy) is refused,
+    as are an existing OUTPUT without ``--overwrite`` and a missing parent directory."""
+    from ..dask import Output
+
+    suffix = Path(args.output).suffix.lower()
+    if suffix in NOT_PARQUET:
+        raise CommandError(
+            f"OUTPUT must be a directory with --dask, written as a Parquet dataset; got "
+            f"{args.output}, the name of {NOT_PARQUET[suffix]}. Name a directory (pairs/, "
+            f"pairs.parquet), or run without --dask to write {NOT_PARQUET[suffix]}."
+        )
+    output = Output(args.output, overwrite=args.overwrite)
+    try:
+        output.check()
+    except OSError as error:
+        raise CommandError(f"OUTPUT: {error}") from error
+    return output
+
+
 def count_points(inputs: dict[str, str], limit: int) -> int:
     """Rows of the Parquet datasets ``inputs`` (option -> path), from their footers,
     counted until ``limit`` is reached (the count then stops, so a large dataset costs a
@@ -179,10 +202,10 @@ def run(args: argparse.Namespace, query: str) -> int:
         inputs["--queries"] = args.queries
     for option, path in inputs.items():
         check_parquet(path, option)
+    output = check_output(args)
     _advise(args, inputs)
-    common = {"output": args.output, "overwrite": args.overwrite,
-              "memory_per_worker": args.memory_per_worker, "progress": not args.quiet,
-              "box": args.box}
+    plan = engine.Plan(memory_per_worker=args.memory_per_worker, progress=not args.quiet)
+    common = {"output": output, "plan": plan, "box": args.box}
     client = _connect(args.dask, args.workers)
     try:
         if query == "pairs":

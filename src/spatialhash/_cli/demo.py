@@ -11,7 +11,7 @@ import argparse
 import importlib
 from types import ModuleType
 
-from .common import CommandError
+from .common import CommandError, add_command
 
 #: Demo name -> (module, one-line description).
 DEMOS = {
@@ -35,9 +35,8 @@ def add_parser(subparsers, wanted: str | None) -> None:
     )
     demos = parser.add_subparsers(dest="demo", metavar="NAME", required=True)
     for name, (_, description) in DEMOS.items():
-        demo = demos.add_parser(name, help=description, description=description[0].upper()
-                                + description[1:] + ".")
-        demo.set_defaults(handler=run, prog=demo.prog)
+        demo = add_command(demos, name, run, description,
+                           description[0].upper() + description[1:] + ".")
         if name == wanted:
             load(name).add_arguments(demo)
 

@@ -14,6 +14,8 @@ import numba
 
 import spatialhash
 
+from .common import add_command
+
 #: Distributions reported, by role: the hard dependencies, then the optional ones
 #: (the extras in pyproject.toml).
 REQUIRED = ("numpy", "numba")
@@ -23,14 +25,13 @@ OPTIONAL = ("scipy", "pillow", "pygame", "tqdm", "pyarrow", "vesin", "freud-anal
 
 def add_parser(subparsers) -> None:
     """Add ``info`` to the command line's ``subparsers``."""
-    parser = subparsers.add_parser(
-        "info", help="versions, threads, numba cache",
-        description="Print the versions of spatialhash, Python and its dependencies "
-                    "(optional ones: 'not installed' when missing), numba's threading "
-                    "layer and thread count, the numba cache in use, and the CPU count.",
+    parser = add_command(
+        subparsers, "info", run, "versions, threads, numba cache",
+        "Print the versions of spatialhash, Python and its dependencies (optional ones: "
+        "'not installed' when missing), numba's threading layer and thread count, the "
+        "numba cache in use, and the CPU count.",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.set_defaults(handler=run, prog=parser.prog)
 
 
 def version(distribution: str) -> str:

@@ -22,7 +22,14 @@ import numpy as np
 
 from ..grid import Grid
 from . import dask_queries, readers, writers
-from .common import CommandError, allocation, out_of_memory, progress, size_text
+from .common import (
+    CommandError,
+    add_command,
+    allocation,
+    out_of_memory,
+    progress,
+    size_text,
+)
 
 #: Most pairs held in memory at once while writing (one cell's pairs may be more).
 PAIRS_CHUNK = 1 << 20
@@ -126,53 +133,61 @@ def _options(parser: argparse.ArgumentParser, queries: bool) -> None:
     dask_queries.add_options(parser)
 
 
+def _command(subparsers, name: str, handler: Callable, help: str,
+             description: str) -> argparse.ArgumentParser:
+    """A query command's parser with INPUT and OUTPUT; its own options come next, then
+    `_shared`."""
+    parser = add_command(subparsers, name, handler, help, description)
+    _files(parser)
+    return parser
+
+
+def _shared(parser: argparse.ArgumentParser, queries: bool, distances: bool) -> None:
+    """The options a query command shares with the others (``--distances`` where its rows
+    can carry them)."""
+    if distances:
+        parser.add_argument("--distances", action="store_true", help="add a distance column")
+    _options(parser, queries=queries)
+
+
 def add_parsers(subparsers) -> None:
     """Add ``pairs``, ``neighbors`` and ``knn`` to the command line's ``subparsers``."""
-    pairs = subparsers.add_parser(
-        "pairs", help="all pairs of points within a distance",
-        description="Every pair of points of INPUT within distance R (distance <= R), or "
-                    "whose spheres touch (distance <= radius_i + radius_j), written once "
-                    "each with i < j as rows i, j[, distance] (0-based row numbers of INPUT), "
-                    "in an order that is deterministic but unspecified.",
+    pairs = _command(
+        subparsers, "pairs", run_pairs, "all pairs of points within a distance",
+        "Every pair of points of INPUT within distance R (distance <= R), or whose spheres "
+        "touch (distance <= radius_i + radius_j), written once each with i < j as rows i, "
+        "j[, distance] (0-based row numbers of INPUT), in an order that is deterministic "
+        "but unspecified.",
     )
-    _files(pairs)
     reach = pairs.add_mutually_exclusive_group(required=True)
     reach.add_argument("-r", type=distance, metavar="R", help="the distance")
     reach.add_argument("--radii-column", metavar="NAME",
                        help="column of INPUT with one radius per point")
     reach.add_argument("--radii", metavar="FILE",
                        help="file with one radius per point (one numeric column)")
-    pairs.add_argument("--distances", action="store_true", help="add a distance column")
-    _options(pairs, queries=False)
-    pairs.set_defaults(handler=run_pairs, prog=pairs.prog)
+    _shared(pairs, queries=False, distances=True)
 
-    neighbors = subparsers.add_parser(
-        "neighbors", help="the points within a distance of each query",
-        description="For each query point, every point of INPUT within distance R "
-                    "(distance <= R), written as rows query, point[, distance], sorted by "
-                    "query, then point.",
+    neighbors = _command(
+        subparsers, "neighbors", run_neighbors, "the points within a distance of each query",
+        "For each query point, every point of INPUT within distance R (distance <= R), "
+        "written as rows query, point[, distance], sorted by query, then point.",
     )
-    _files(neighbors)
     neighbors.add_argument("-r", type=distance, metavar="R", required=True,
                            help="the distance")
-    neighbors.add_argument("--distances", action="store_true", help="add a distance column")
-    _options(neighbors, queries=True)
-    neighbors.set_defaults(handler=run_neighbors, prog=neighbors.prog)
+    _shared(neighbors, queries=True, distances=True)
 
-    knn = subparsers.add_parser(
-        "knn", help="the k nearest points of each query",
-        description="For each query point, its K nearest points of INPUT, written as rows "
-                    "query, rank, point, distance (rank 0 is the nearest; ties in distance "
-                    "go to the smaller index). A query with fewer than K points in reach "
-                    "(INPUT is small, or --r-max) has fewer rows.",
+    knn = _command(
+        subparsers, "knn", run_knn, "the k nearest points of each query",
+        "For each query point, its K nearest points of INPUT, written as rows query, rank, "
+        "point, distance (rank 0 is the nearest; ties in distance go to the smaller "
+        "index). A query with fewer than K points in reach (INPUT is small, or --r-max) "
+        "has fewer rows.",
     )
-    _files(knn)
     knn.add_argument("-k", type=count, metavar="K", required=True,
                      help="neighbours per query")
     knn.add_argument("--r-max", type=distance_limit, metavar="R",
                      help="only points within this distance count (default: no limit)")
-    _options(knn, queries=True)
-    knn.set_defaults(handler=run_knn, prog=knn.prog)
+    _shared(knn, queries=True, distances=False)
 
 
 # ---------------------------------------------------------------------- commands

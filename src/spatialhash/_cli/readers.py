@@ -247,6 +247,15 @@ def _is_real(dtype: np.dtype) -> bool:
                                   or np.issubdtype(dtype, np.floating))
 
 
+def _check_numeric(path: str, selected: list[str], numeric: set[str],
+                   kind: Callable[[str], str]) -> None:
+    """Refuse a column of ``selected`` that is not in ``numeric``, naming its kind
+    (``kind(name)``: ``"dtype <U3"``, ``"type string"``)."""
+    for name in selected:
+        if name not in numeric:
+            raise CommandError(f"{path}: column {name!r} must hold numbers; got {kind(name)}.")
+
+
 def _structured_table(path: str, array: np.ndarray, where) -> Table:
     if array.ndim != 1:
         raise CommandError(
@@ -258,12 +267,7 @@ def _structured_table(path: str, array: np.ndarray, where) -> Table:
                if array.dtype[name].shape == () and _is_real(array.dtype[name])}
 
     def load(selected: list[str]) -> np.ndarray:
-        for name in selected:
-            if name not in numeric:
-                raise CommandError(
-                    f"{path}: column {name!r} must hold numbers; got dtype "
-                    f"{array.dtype[name]}."
-                )
+        _check_numeric(path, selected, numeric, lambda name: f"dtype {array.dtype[name]}")
         columns = [array[name].astype(np.float64) for name in selected]
         return np.column_stack(columns) if columns else np.empty((array.shape[0], 0))
 
@@ -437,12 +441,7 @@ def _open_parquet(path: str, quiet: bool) -> Table:
                if pyarrow.types.is_integer(field.type) or pyarrow.types.is_floating(field.type)}
 
     def load(selected: list[str]) -> np.ndarray:
-        for name in selected:
-            if name not in numeric:
-                raise CommandError(
-                    f"{path}: column {name!r} must hold numbers; got type "
-                    f"{schema.field(name).type}."
-                )
+        _check_numeric(path, selected, numeric, lambda name: f"type {schema.field(name).type}")
         try:
             table = parquet.read_table(path, columns=list(dict.fromkeys(selected)))
         except (pyarrow.ArrowException, OSError) as error:

@@ -22,10 +22,15 @@ because a tile's local order is its global order.
 from __future__ import annotations
 
 import math
+import time
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from ._cluster import tile_threads
+from ._collect import Limits, check_tile, compute, concatenated, frame_bytes, gather
+from ._output import DatasetCommit, Written, write_tile_file
 from ._plan import TilePlan, padded
 from ._tiles import (
     KNN_COLUMNS,
@@ -222,3 +227,106 @@ def _home_points(block, offset: int, plan: TilePlan, needed: np.ndarray) -> pd.D
     frame = frame[np.isin(frame["tile"].to_numpy(), needed)]
     frame.insert(len(frame.columns) - ("id" in frame), "bound", np.nan)
     return frame
+
+
+#: The dtypes of `KNN_COLUMNS`.
+KNN_DTYPES = [np.dtype(np.int64)] * 3 + [np.dtype(np.float64)]
+
+
+@dataclass(frozen=True)
+class KnnTiles:
+    """What every tile of one k-nearest query needs: the tile plan, the geometry, ``k``,
+    ``r_max``, round one's halo, and whether the queries carry ids."""
+
+    plan: TilePlan
+    geometry: Geometry
+    k: int
+    r_max: float
+    halo: float
+    ids: bool
+
+    def first(self, frame: pd.DataFrame, tile: int):
+        """Round one on one tile: its settled answers and its unsettled queries."""
+        return round_one(frame, tile, self.plan, self.geometry, self.k, self.r_max,
+                         self.halo, tile_threads())
+
+    def second(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Round two's candidates of one tile."""
+        return round_two(frame, self.geometry, self.k, tile_threads())
+
+    def merged(self, unsettled: pd.DataFrame, points) -> object:
+        """The merged answers of ``unsettled`` queries, lazily; ``points`` is the points'
+        (`Source`, survey)."""
+        return second_round(unsettled, *points, self.plan, self.k, self.second)
+
+
+def _both_bytes(result) -> int:
+    return frame_bytes(result[0]) + frame_bytes(result[1])
+
+
+def in_memory(parts: list, query: KnnTiles, points, limits: Limits,
+              progress: bool) -> pd.DataFrame:
+    """Both rounds over the tiles ``parts`` (delayed frames), every answer gathered to
+    the client (`_collect.gather`)."""
+    from dask import delayed
+
+    rows_meta, open_meta = knn_meta(query.geometry.n_dims, query.ids)
+
+    def first(frame: pd.DataFrame, tile: int):
+        answers, unsettled = query.first(frame, tile)
+        check_tile(frame_bytes(answers), tile, limits)
+        return answers, unsettled
+
+    task = delayed(first, pure=True)
+    results, held = gather([task(frame, tile) for tile, frame in enumerate(parts)], limits,
+                           progress, _both_bytes)
+    answers = [result[0] for result in results]
+    unsettled = pd.concat([result[1] for result in results] or [open_meta])
+    if not unsettled.empty:
+        more, _ = gather(list(query.merged(unsettled, points).to_delayed()), limits,
+                         progress, held=held)
+        answers += more
+    return concatenated(answers, rows_meta)
+
+
+def written(parts: list, query: KnnTiles, points, run, parameters: dict) -> Written:
+    """Both rounds over the tiles ``parts`` (delayed frames), the answers written to
+    ``run.output`` (round one's by tile, round two's by merged part)."""
+    from dask import delayed
+
+    output, seconds = run.output, run.seconds
+    names, dtypes = list(KNN_COLUMNS), KNN_DTYPES
+    _, open_meta = knn_meta(query.geometry.n_dims, query.ids)
+
+    def chunks(frame: pd.DataFrame) -> list:
+        return [[frame[c].to_numpy() for c in names]] if len(frame) else []
+
+    def first_file(frame: pd.DataFrame, tile: int, directory: str):
+        answers, unsettled = query.first(frame, tile)
+        name, rows, _, _ = write_tile_file(directory, tile, names, dtypes, chunks(answers),
+                                           output.row_group_rows)
+        return name, rows, unsettled
+
+    def merged_file(frame: pd.DataFrame, part: int, directory: str):
+        return write_tile_file(directory, query.plan.n_tiles + part, names, dtypes,
+                               chunks(frame), output.row_group_rows)[:2]
+
+    started = time.perf_counter()
+    with DatasetCommit(output) as target:
+        task = delayed(first_file, pure=True)
+        results = compute([task(frame, tile, target.directory)
+                           for tile, frame in enumerate(parts)], run.plan.progress)
+        files, rows = [r[0] for r in results], [r[1] for r in results]
+        unsettled = pd.concat([r[2] for r in results] or [open_meta])
+        seconds["first round"] = time.perf_counter() - started
+        started = time.perf_counter()
+        if not unsettled.empty:
+            task = delayed(merged_file, pure=True)
+            more = compute([task(part, number, target.directory) for number, part
+                            in enumerate(query.merged(unsettled, points).to_delayed())],
+                           run.plan.progress)
+            files += [m[0] for m in more]
+            rows += [m[1] for m in more]
+        seconds["second round"] = time.perf_counter() - started
+        target.commit(files, rows, {**parameters, "second_round_queries": len(unsettled)})
+    return Written(target.output, files, int(sum(rows)), query.plan.n_tiles, seconds)

@@ -107,21 +107,18 @@ def write_tile_file(directory: str, tile: int, names: Sequence[str],
 
 
 class DatasetCommit:
-    """The hidden directory a run writes into, renamed to ``output`` by `commit`.
+    """The hidden directory a run writes into, renamed to ``output`` (an `Output`) by
+    `commit`.
 
     Use as a context manager: leaving it by an exception removes the directory.
     """
 
-    def __init__(self, output, overwrite: bool) -> None:
-        self.output = os.path.abspath(os.fspath(output))
-        if os.path.exists(self.output) and not overwrite:
-            raise FileExistsError(f"the output {os.fspath(output)!r} exists; remove it or pass "
-                                  "overwrite=True (--overwrite).")
+    def __init__(self, output) -> None:
+        output.check()  # an `Output`: refused here if it exists or has no parent
+        self.output = os.path.abspath(output.path)
         parent, base = os.path.split(self.output)
-        if not os.path.isdir(parent):
-            raise FileNotFoundError(f"the directory of the output does not exist: {parent!r}.")
         self.directory = os.path.join(parent, f".{base}.incomplete-{uuid.uuid4().hex[:12]}")
-        self.overwrite = overwrite
+        self.overwrite = output.overwrite
 
     def __enter__(self) -> DatasetCommit:
         os.mkdir(self.directory)

@@ -1,5 +1,6 @@
 """Point sets for the Dask engine: a Parquet dataset, a ``dask.dataframe`` or a
-``dask.array``, opened as a list of lazy blocks.
+``dask.array``, opened as a list of lazy blocks; a NumPy array or a pandas DataFrame
+held by the client is cut into blocks of `IN_MEMORY_ROWS` rows first.
 
 A block is one partition's points as canonical arrays (`Block`): coordinates in float64,
 the optional radius and id columns. Every block is checked where it is read, so a NaN is
@@ -21,6 +22,8 @@ import numpy as np
 from .._validation import check_magnitude
 
 MAX_DIMS = 3
+#: Rows of a block cut from a NumPy array or a pandas DataFrame.
+IN_MEMORY_ROWS = 1 << 20
 
 
 class Block(NamedTuple):
@@ -222,7 +225,7 @@ def open_array(array, name: str) -> Source:
     from dask import delayed
 
     if array.ndim != 2 or not 1 <= array.shape[1] <= MAX_DIMS:
-        raise ValueError(f"`{name}` must be a dask array of shape (n, d) with d = 1, 2 or 3; "
+        raise ValueError(f"`{name}` must be an array of shape (n, d) with d = 1, 2 or 3; "
                          f"got shape {array.shape}.")
     if array.dtype.kind not in "iuf":
         raise TypeError(f"`{name}` must hold real numbers; got dtype {array.dtype}.")
@@ -244,23 +247,31 @@ def _array_block(block: np.ndarray, number: int, name: str) -> Block:
 
 def open_source(points, name: str = "points", *, columns: Sequence[str] | None = None,
                 radii_column: str | None = None, id_column: str | None = None) -> Source:
-    """Open ``points``: a Parquet path, glob or list of them, a dask DataFrame or a dask
-    array (which takes no column options)."""
+    """Open ``points``: a Parquet path, glob or list of them, a pandas or dask DataFrame,
+    or a NumPy or dask array (which takes no column options)."""
     import dask.array as da
     import dask.dataframe as dd
+    import pandas as pd
 
     if isinstance(columns, str):
         columns = [c.strip() for c in columns.split(",")]
+    if isinstance(points, pd.DataFrame):
+        n_parts = max(1, -(-len(points) // IN_MEMORY_ROWS))
+        points = dd.from_pandas(points, npartitions=n_parts, sort=False)
+    elif isinstance(points, np.ndarray):
+        chunks = (IN_MEMORY_ROWS, *points.shape[1:]) if points.ndim else ()
+        points = da.from_array(points, chunks=chunks)
     if isinstance(points, dd.DataFrame):
         return open_dataframe(points, name, columns, radii_column, id_column)
     if isinstance(points, da.Array):
         if columns is not None or radii_column is not None or id_column is not None:
-            raise TypeError(f"`{name}` is a dask array: `columns`, `radii_column` and "
+            raise TypeError(f"`{name}` is an array: `columns`, `radii_column` and "
                             "`id_column` apply to tables only.")
         return open_array(points, name)
     if isinstance(points, (str, os.PathLike, list, tuple)):
         return open_parquet(points, name, columns, radii_column, id_column)
     raise TypeError(
         f"`{name}` must be a Parquet path (a file, a directory, a glob or a list of them), "
-        f"a dask.dataframe.DataFrame or a dask.array.Array; got {type(points).__name__}."
+        f"a pandas or dask DataFrame, or a NumPy or dask array of shape (n, d); got "
+        f"{type(points).__name__}."
     )
