@@ -7,6 +7,7 @@ generated from the docstrings (autosummary, numpydoc), and the gallery runs the 
 
 from __future__ import annotations
 
+import html
 import re
 
 import spatialhash
@@ -22,6 +23,7 @@ extensions = [
     "sphinx.ext.autosummary",
     "numpydoc",
     "myst_parser",
+    "sphinx_design",  # the landing page's grid and cards
     "sphinx_gallery.gen_gallery",
 ]
 # No sphinx.ext.intersphinx: its inventories (numpy, scipy) are fetched from the internet at
@@ -88,6 +90,38 @@ def _repository_links(app, docname: str, source: list[str]) -> None:
         source[0] = _REPOSITORY_LINK.sub(rf"[\1]({SOURCE_URL}\2)", source[0])
 
 
+# -- the gallery's thumbnails: alt text ---------------------------------------------------------
+# sphinx-gallery writes each thumbnail of auto_examples/index.rst with an empty ``:alt:``; a
+# screen reader then says nothing of it. Each gets the title of its example, which the
+# thumbnail's caption shows beside it.
+_THUMBNAIL = re.compile(
+    r"(?P<image>\.\. image:: /\S+\n[ \t]+):alt:[ \t]*\n"
+    r'(?P<between>(?:(?!\.\. image::).*\n)*?.*sphx-glr-thumbnail-title">(?P<title>.*?)</div>)')
+
+
+def _thumbnail_alt_text(app, docname: str, source: list[str]) -> None:
+    if "sphx-glr-thumbcontainer" not in source[0]:
+        return
+
+    def alt(match: re.Match) -> str:
+        title = " ".join(html.unescape(match["title"]).split())
+        return f"{match['image']}:alt: {title}\n{match['between']}"
+
+    source[0] = _THUMBNAIL.sub(alt, source[0])
+
+
+# -- links from the docstrings to the pages ---------------------------------------------------
+# Docstrings name a page as its file (``docs/design.md``), readable in `help()` and in an
+# editor; on the site that name becomes a link to the page. A package's design note
+# (`spatialhash.dynamic`) needs nothing here: single backquotes link to it, since
+# design-notes.rst documents the packages.
+_PAGE_FILE = re.compile(r"(``)?docs/([a-z][a-z0-9-]*)\.md(#[a-z0-9-]+)?(?(1)``)")
+
+
+def _page_links(app, what: str, name: str, obj, options, lines: list[str]) -> None:
+    lines[:] = [_PAGE_FILE.sub(r":doc:`/\2`", line) for line in lines]
+
+
 # -- the class pages' attribute tables ---------------------------------------------------------
 def _skip_plain_attributes(app, what: str, name: str, obj, skip: bool, options) -> bool | None:
     """Leave plain attributes (the result types' dataclass fields) out of the autosummary
@@ -99,4 +133,6 @@ def _skip_plain_attributes(app, what: str, name: str, obj, skip: bool, options) 
 
 def setup(app):
     app.connect("source-read", _repository_links)
+    app.connect("source-read", _thumbnail_alt_text)
+    app.connect("autodoc-process-docstring", _page_links)
     app.connect("autodoc-skip-member", _skip_plain_attributes)

@@ -611,7 +611,7 @@ def test_missing_pyarrow_is_a_clear_message(tmp_path, capsys, monkeypatch, role)
     assert run("pairs", source, "-r", 1, "-o", output) == 2
     assert capsys.readouterr().err == (
         f"spatialhash pairs: error: {role} .parquet needs pyarrow: pip install "
-        "'spatialhash[demo]'\n")
+        "'spatialhash[parquet]'\n")
     assert not output.exists()
 
 
@@ -803,7 +803,7 @@ def test_demo_with_a_missing_dependency_or_module(monkeypatch, capsys):
     monkeypatch.setattr(demo.importlib, "import_module", missing("PIL"))
     assert cli.main(["demo", "particles"]) == 2
     assert capsys.readouterr().err == (
-        "spatialhash demo particles: error: the particles demo needs pillow: pip install "
+        "spatialhash demo particles: error: the particles demo needs Pillow: pip install "
         "'spatialhash[demo]'\n")
     monkeypatch.setattr(demo.importlib, "import_module", missing("spatialhash.demos.cloth"))
     assert cli.main(["demo", "cloth", "--help"]) == 2
@@ -822,11 +822,12 @@ MISSING_EXTRAS = [
     (["particles", "--headless", "--output", "none"], ["tqdm"],
      f"spatialhash demo particles needs tqdm; install it with: {INSTALL}"),
     (["particles", "--interactive", "--headless", "--output", "none"], ["pygame", "PIL"],
-     f"spatialhash demo particles needs pygame (for --interactive); install it with: {INSTALL}"),
+     "spatialhash demo particles needs pygame (for --interactive); install it with: "
+     "pip install 'spatialhash[window]'"),
     (["particles", "--output", "p.gif"], ["pygame", "PIL", "tqdm"],
      "spatialhash demo particles needs Pillow (for --output p.gif), pygame (for the window "
      "that opens where a display is; --headless skips it) and tqdm; install them with: "
-     f"{INSTALL}"),
+     "pip install 'spatialhash[demo,window]'"),
     (["cloth"], ["PIL"],
      f"spatialhash demo cloth needs Pillow (for --output cloth.gif); install it with: {INSTALL}"),
     (["cloth", "--output", "none"], ["tqdm", "PIL", "pygame"],
@@ -932,6 +933,7 @@ def test_python_m_spatialhash_help_and_no_demo_imports():
     assert result.stdout.splitlines()[-1] == "0 False False"
 
 
+@pytest.mark.slow
 def test_console_script_exit_codes(tmp_path):
     script = Path(sys.executable).parent / "spatialhash"
     assert script.is_file(), "the console script is installed with the package"
@@ -958,6 +960,7 @@ def test_bench_help_shows_the_script_options():
     assert "--repeat" in result.stdout and "--workloads" in result.stdout
 
 
+@pytest.mark.slow
 def test_compile_runs_every_warm_up_call_and_reports_the_cache(capsys):
     from spatialhash import _warmup
 
@@ -981,6 +984,7 @@ def test_compile_runs_every_warm_up_call_and_reports_the_cache(capsys):
     assert again["compiled"] == 0 and again["loaded"] == 0
 
 
+@pytest.mark.slow
 def test_compile_in_worker_processes_leaves_every_kernel_in_the_cache(capsys):
     """Two workers run the groups of calls; then this process runs every call again and
     must compile nothing: each kernel it has not in memory loads from the cache."""
@@ -1247,6 +1251,7 @@ def test_out_of_memory_anywhere_is_one_line(tmp_path, capsys, monkeypatch, error
     assert files_in(tmp_path) == {"points.npy"}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes")
 @pytest.mark.parametrize("unbuffered", ["", "1"], ids=["buffered", "unbuffered"])
 def test_stdout_closed_early_exits_141_quietly(tmp_path, unbuffered):

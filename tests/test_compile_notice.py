@@ -75,6 +75,7 @@ def _run(code: str, **env) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, check=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_a_real_compile_of_a_spatialhash_kernel_prints_the_line_once():
     # A throwaway kernel posing as one of ours (not cached): numba's real compile events.
     code = """
@@ -92,6 +93,7 @@ def test_a_real_compile_of_a_spatialhash_kernel_prints_the_line_once():
     assert _run(code, SPATIALHASH_COMPILE_NOTICE="0").stderr == ""
 
 
+@pytest.mark.slow
 def test_a_warm_start_prints_nothing():
     code = """
         import numpy as np

@@ -38,6 +38,7 @@ def _zero(path):
     path.write_bytes(bytes(len(path.read_bytes())))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("suffix", "damage"), [
     (".nbi", _truncate), (".nbc", _truncate), (".nbc", _zero), (".nbi", _zero),
 ])

@@ -112,6 +112,7 @@ def test_pairs_equal_the_grid(name, rows_per_tile):
     assert_pairs_equal(frame, Grid(points, cell_size=r).query_pairs(r, return_distances=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("periodic", [True, [True, False, True], [False, True, False]])
 @pytest.mark.parametrize("name", ["uniform", "lattice", "clustered"])
 def test_periodic_pairs_equal_the_grid(name, periodic):
@@ -183,6 +184,7 @@ def test_radius_queries_equal_the_grid(name):
     np.testing.assert_array_equal(got["distance"].to_numpy(), expected.distances)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["uniform", "clustered", "lattice", "duplicated", "offset",
                                   "2-D", "1-D"])
 @pytest.mark.parametrize("k", [1, 9])
@@ -203,6 +205,7 @@ def test_knn_with_r_max_and_periodic_boxes_equals_the_grid(r_max):
     assert_knn_equal(frame, Grid(points, box=1.0).query_knn(queries, 6, r_max=r_max), 6)
 
 
+@pytest.mark.slow
 def test_knn_needing_the_second_round_equals_the_grid():
     # Queries far from every point: no tile's halo holds their neighbours.
     points = clustered(3000, 2, seed=7)
@@ -220,6 +223,7 @@ def test_knn_with_more_k_than_points_returns_every_point():
     assert len(frame) == 5 * 30
 
 
+@pytest.mark.slow
 def test_sorted_pairs_concatenate_to_the_grids_sorted_pairs(tmp_path):
     points, r = DATASETS["clustered"]
     frame = sd.query_pairs(as_array(points), r, plan=sd.Plan(rows_per_tile=800), sort=True,
@@ -531,6 +535,7 @@ def test_nan_in_a_dask_array_names_its_block():
 
 
 # --------------------------------------------------------------------- command line
+@pytest.mark.slow
 def test_the_command_line_runs_pairs_and_knn_on_a_local_cluster(parquet_points, tmp_path):
     import subprocess
     import sys
@@ -683,6 +688,7 @@ def cluster():
         cluster.close()
 
 
+@pytest.mark.slow
 def test_a_local_cluster_gives_the_grid_answers(cluster, parquet_points, tmp_path):
     directory, points = parquet_points
     with dask.config.set(scheduler=None):
@@ -696,6 +702,7 @@ def test_a_local_cluster_gives_the_grid_answers(cluster, parquet_points, tmp_pat
     assert_knn_equal(knn, Grid(points).query_knn(points, 4), 4)
 
 
+@pytest.mark.slow
 def test_a_result_larger_than_a_worker_is_gathered_to_the_client(cluster, parquet_points):
     # Each tile's rows travel to the client on their own: with tiles held to a quarter of
     # `memory_per_worker`, a result as large as that memory comes back whole; a tile
@@ -715,6 +722,7 @@ def test_a_result_larger_than_a_worker_is_gathered_to_the_client(cluster, parque
     assert len(cluster.scheduler_info()["workers"]) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("command", "columns"), [
     (["pairs", "-r", "0.25", "--distances"], ["i", "j", "distance"]),
     (["neighbors", "-r", "0.25", "--distances"], ["query", "point", "distance"]),
@@ -745,6 +753,7 @@ def test_the_command_line_writes_the_same_columns_and_rows_with_and_without_dask
     pd.testing.assert_frame_equal(sorted_frame(got, columns), sorted_frame(expected, columns))
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_leaves_a_complete_output_or_none(cluster, tmp_path):
     import signal
     import threading

@@ -176,7 +176,7 @@ def test_initial_state():
 
 @pytest.mark.parametrize(("n_particles", "n_steps", "seed"), [
     (1000, 360, 0),
-    (1000, 360, 7),
+    pytest.param(1000, 360, 7, marks=pytest.mark.slow),
     # The demo's own run (`spatialhash demo particles`: 5,000 particles, 600 steps).
     pytest.param(5000, 600, 0, marks=pytest.mark.slow),
 ])

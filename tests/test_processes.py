@@ -56,7 +56,9 @@ def _run_script(tmp_path, code: str, *args: str, **env) -> subprocess.CompletedP
                           capture_output=True, text=True, timeout=420, check=False)
 
 
-@pytest.mark.parametrize("start_method", ["fork", "forkserver", "spawn"])
+@pytest.mark.parametrize("start_method", [
+    "fork", pytest.param("forkserver", marks=pytest.mark.slow),
+    pytest.param("spawn", marks=pytest.mark.slow)])
 def test_a_process_pool_after_multi_threaded_queries_finishes(tmp_path, start_method):
     finished = _run_script(tmp_path, POOL_AFTER_QUERIES, start_method)
     assert finished.returncode == 0, finished.stderr[-2000:]
@@ -67,6 +69,7 @@ def test_a_process_pool_after_multi_threaded_queries_finishes(tmp_path, start_me
         assert layer == "tbb"
 
 
+@pytest.mark.slow
 def test_a_users_threading_layer_wins(tmp_path):
     code = """
         import numba

@@ -33,7 +33,7 @@ class Pairs:
     distances : ndarray of float64, shape (n_pairs,), or None
         The distance of each pair, when asked for.
     shape : tuple of int
-        ``(n_rows, n_columns)`` of the matrix the pairs index: ``(n, n)`` for one point set,
+        ``(n_rows, n_columns)`` of the array the pairs index: ``(n, n)`` for one point set,
         ``(m, n)`` between ``m`` queries and ``n`` points.
     """
 
@@ -61,9 +61,10 @@ class Pairs:
     def to_scipy(self, symmetric: bool = False):
         """The pairs as a ``scipy.sparse.coo_array`` of ``shape``.
 
-        Entries hold the distances when they were computed, else ones. Explicit zeros
-        (pairs at distance 0) are kept. With ``symmetric``, each pair of one point set is
-        also entered as ``(j, i)``.
+        A sparse array, not a sparse matrix: ``*`` multiplies elementwise and ``@`` is the
+        matrix product, as for NumPy arrays. Entries hold the distances when they were
+        computed, else ones. Explicit zeros (pairs at distance 0) are kept. With
+        ``symmetric``, each pair of one point set is also entered as ``(j, i)``.
         """
         sparse = _sparse()
         rows, columns = self.indices[:, 0], self.indices[:, 1]
@@ -185,8 +186,9 @@ class Neighbors:
     def to_scipy(self):
         """The neighbours as a ``scipy.sparse.csr_array`` of shape (m, n_points).
 
-        Entries hold the distances when they were computed, else ones; explicit zeros
-        (neighbours at distance 0) are kept.
+        A sparse array, not a sparse matrix: ``*`` multiplies elementwise and ``@`` is the
+        matrix product. Entries hold the distances when they were computed, else ones;
+        explicit zeros (neighbours at distance 0) are kept.
         """
         sparse = _sparse()
         data = np.ones(self.indices.shape[0]) if self.distances is None else self.distances
@@ -241,10 +243,11 @@ class KNearest:
     def to_scipy(self, mode: str = "connectivity"):
         """The neighbours as a ``scipy.sparse.csr_array`` of shape (m, n_points).
 
-        The k-nearest graph of scikit-learn's ``kneighbors_graph``: row ``q`` holds one
-        entry a neighbour, in the order of the neighbours (nearest first; call
-        ``sort_indices()`` for column order). Padding slots (index -1) are left out, so
-        a row has ``counts[q]`` entries.
+        The k-nearest graph of scikit-learn's ``kneighbors_graph``, as a sparse array
+        rather than its sparse matrix (``*`` multiplies elementwise, ``@`` is the matrix
+        product): row ``q`` holds one entry a neighbour, in the order of the neighbours
+        (nearest first; call ``sort_indices()`` for column order). Padding slots
+        (index -1) are left out, so a row has ``counts[q]`` entries.
 
         Parameters
         ----------

@@ -131,9 +131,10 @@ def optional_import(name: str, purpose: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ImportError as error:
-        package = name.split(".")[0]
+        from ..demos._options import distribution, install_command  # the extras' one table
+
         raise CommandError(
-            f"{purpose} needs {package}: pip install 'spatialhash[demo]'"
+            f"{purpose} needs {distribution(name)}: {install_command([name])}"
         ) from error
 
 

@@ -21,8 +21,6 @@ DEMOS = {
     "cloth": ("spatialhash.demos.cloth",
               "a cloth that folds onto itself, with self-collision (3-D, XPBD)"),
 }
-#: Import names whose distribution is called otherwise.
-DISTRIBUTIONS = {"PIL": "pillow"}
 
 
 def add_parser(subparsers, wanted: str | None) -> None:
@@ -30,8 +28,9 @@ def add_parser(subparsers, wanted: str | None) -> None:
     parser = subparsers.add_parser(
         "demo", help="run a simulation: particles or cloth",
         description="Simulations that show the spatial hash at work. They need the demo "
-                    "extra: pip install 'spatialhash[demo]'. `spatialhash demo NAME --help` "
-                    "lists a demo's options.",
+                    "extra: pip install 'spatialhash[demo]' (the particle demo's window, "
+                    "the window extra). `spatialhash demo NAME --help` lists a demo's "
+                    "options.",
     )
     demos = parser.add_subparsers(dest="demo", metavar="NAME", required=True)
     for name, (_, description) in DEMOS.items():
@@ -53,10 +52,10 @@ def load(name: str) -> ModuleType:
                 f"the {name} demo is not part of this installation ({module_name} cannot be "
                 f"imported: {error})."
             ) from error
-        package = missing.split(".")[0]
+        from ..demos._options import distribution, install_command  # the extras' one table
+
         raise CommandError(
-            f"the {name} demo needs {DISTRIBUTIONS.get(package, package)}: "
-            "pip install 'spatialhash[demo]'"
+            f"the {name} demo needs {distribution(missing)}: {install_command([missing])}"
         ) from error
 
 

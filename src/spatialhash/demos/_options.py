@@ -2,8 +2,10 @@
 
 Every option is checked before any work starts, so a bad value costs the user a one-line
 message at once rather than a traceback after the simulation. So are the optional modules
-the chosen options need (the ``demo`` extra): a base install (numpy and numba only) gets
-one line saying what to install, not an ``ImportError`` part-way through the run.
+the chosen options need: a base install (numpy and numba only) gets one line naming the
+extras to install, not an ``ImportError`` part-way through the run. `EXTRAS` and
+`install_command` are the one table and the one sentence for every optional module of the
+demos and the command line (``spatialhash._cli.common.optional_import`` reads them too).
 """
 
 from __future__ import annotations
@@ -18,10 +20,38 @@ import numba
 
 #: Animation files the demos write (Pillow's GIF writer).
 ANIMATION_SUFFIXES = (".gif",)
-#: Import name -> the distribution that provides it, as ``pip`` knows it.
-DISTRIBUTIONS = {"PIL": "Pillow", "pygame": "pygame", "tqdm": "tqdm"}
-#: How to install every optional module of the demos.
-INSTALL = "pip install 'spatialhash[demo]'"
+#: Optional module (import name) -> the distribution that provides it, as ``pip`` knows
+#: it, and the extra of pyproject.toml that installs it. A headless demo needs only the
+#: ``demo`` extra; the window and Parquet files have extras of their own, being larger.
+EXTRAS = {
+    "PIL": ("Pillow", "demo"),  # the demos' animations
+    "tqdm": ("tqdm", "demo"),  # progress bars, the demos' and the command line's
+    "pygame": ("pygame", "window"),  # the particle demo's interactive window
+    "pyarrow": ("pyarrow", "parquet"),  # .parquet files on the command line
+}
+
+
+def distribution(name: str) -> str:
+    """The distribution that provides the module ``name`` (``"PIL"``: ``"Pillow"``)."""
+    return _extra_entry(name)[0]
+
+
+def install_command(names) -> str:
+    """The ``pip`` command that installs the optional modules ``names`` (import names).
+
+    The extras are named in the order of `EXTRAS`, each once: ``pip install
+    'spatialhash[demo,window]'`` for Pillow and pygame.
+    """
+    wanted = {_extra_entry(name)[1] for name in names}
+    order = dict.fromkeys(extra for _, extra in EXTRAS.values())
+    return f"pip install 'spatialhash[{','.join(e for e in order if e in wanted)}]'"
+
+
+def _extra_entry(name: str) -> tuple[str, str]:
+    """``EXTRAS``'s entry for module ``name`` or its package; a module not in the table is
+    its own distribution, in the ``demo`` extra."""
+    package = name.split(".")[0]
+    return EXTRAS.get(package, (package, "demo"))
 
 
 def add_threads_argument(parser: argparse.ArgumentParser, what: str) -> None:
@@ -96,11 +126,10 @@ def missing_modules_problem(command: str, needs: dict[str, str]) -> str | None:
     missing = [(name, why) for name, why in needs.items() if not _importable(name)]
     if not missing:
         return None
-    names = [DISTRIBUTIONS.get(name, name) + (f" ({why})" if why else "")
-             for name, why in missing]
+    names = [distribution(name) + (f" ({why})" if why else "") for name, why in missing]
     listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
     return (f"{command} needs {listed}; install {'it' if len(names) == 1 else 'them'} "
-            f"with: {INSTALL}")
+            f"with: {install_command(name for name, _ in missing)}")
 
 
 def _importable(name: str) -> bool:
