@@ -26,7 +26,7 @@ from numba.core.errors import TypingError
 
 from spatialhash import Grid, _compile_notice
 from spatialhash.grid import _cpu_engine, _pair_functions
-from spatialhash.grid._kernels import pairs as pairs_kernels
+from spatialhash.grid._kernels import pair_scan as pairs_kernels
 
 import oracles
 

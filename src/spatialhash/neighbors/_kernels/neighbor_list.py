@@ -3,7 +3,7 @@ them within ``r``, as the pair kernels compute them.
 
 The candidates are kept in CSR form over the build's cell order: row ``s`` (the point at
 position ``s`` of the build's `order`) lists the positions ``t`` of the points its scan met
-in the build's pair search (``pairs.pairs_scan_cells`` with ``as_found``): those after it in
+in the build's pair search (`pair_scan.half_stencil_scan`, rows ``as_found``): those after it in
 its cell, then those of its cell's half stencil, in the order of that search. Each
 candidate pair is in one row only. A scan that needs every point's candidates on its own
 row (the full rows) adds the transposed rows of `lower_rows`. The positions of the points
