@@ -28,7 +28,7 @@ import numpy as np
 from .. import _config
 from .._kernels import indirect
 from .._user_functions import GRID_RAY_CALL, PAIR_CALL, arg_types, typed_call
-from ._kernels import pair_functions, pair_scan, ray_functions
+from ._kernels import pair_functions, ray_functions, stencil
 
 #: The most slabs, and the fewest, of a half-stencil scan (`slab_plan`): enough for every
 #: thread to take slabs of about equal work in each of the two phases. Below
@@ -123,8 +123,8 @@ def _cell_slabs(state, reach: float) -> tuple:
     """``(reach_cells, by_id, slabs)`` of pairs within ``reach`` on the grid ``state``:
     the reach in cells, whether pairs are found by cell id, and the `slab_plan` (None by
     id or without slabs)."""
-    reach_cells = pair_scan.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
-    by_id = pair_scan.stencil_by_id(state.n_cells, state.box, reach_cells,
+    reach_cells = stencil.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
+    by_id = stencil.stencil_by_id(state.n_cells, state.box, reach_cells,
                                 state.cell_coords.shape[0])
     return reach_cells, by_id, None if by_id else slab_plan(state, reach_cells)
 

@@ -38,7 +38,7 @@ import numpy as np
 from .. import _config
 from .._kernels import indirect
 from .._results import Pairs
-from ._kernels import pair_scan, pairs, regions
+from ._kernels import pair_scan, pairs, regions, stencil
 
 if TYPE_CHECKING:
     from ._cpu_engine import CpuEngine
@@ -125,7 +125,7 @@ def append_pairs(engine: CpuEngine, r2, radii, reach, return_distances,
     rows in the same order as the count and fill passes, without the count pass."""
     n = engine.n_points
     state = indexed_state(engine, order)
-    reach_cells = pair_scan.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
+    reach_cells = stencil.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
     capacity = max(64, PAIRS_PER_POINT_GUESS * n)
     indices = np.empty((capacity, 2), dtype=engine.index_dtype)
     distances = np.empty(capacity if return_distances else 0, dtype=np.float64)
@@ -154,7 +154,7 @@ def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances,
     """
     n = engine.n_points
     state = indexed_state(engine, order)
-    reach_cells = pair_scan.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
+    reach_cells = stencil.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
     region_cells = regions.split_regions(state.cell_start,
                                        PAIR_REGIONS_PER_THREAD * numba.get_num_threads())
     if n < PAIR_ESTIMATE_MIN_POINTS:
@@ -258,7 +258,7 @@ def iter_pairs(engine: CpuEngine, r2, radii, reach, chunk_size,
 def count_pairs(engine: CpuEngine, r2, radii, reach):
     """The count pass: the cells of ``reach`` and the pairs found from each cell."""
     state = engine.state
-    reach_cells = pair_scan.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
+    reach_cells = stencil.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
     counts = np.zeros(engine.n_occupied_cells, dtype=np.int64)
     scan_pairs(engine, (r2, radii, reach_cells), 0, counts.shape[0],
                (counts, np.empty((0, 2), engine.index_dtype), _NO_DISTANCES, False, False))

@@ -9,7 +9,7 @@ When the search range covers a whole periodic axis (a box of fewer than ``2 * re
 cells), stencil offsets alias the same cell; there, and when the stencil holds more cells
 than are occupied, each cell ``a`` pairs with the occupied cells ``b >= a`` by id instead
 (taking the minimum image per pair on whole periodic axes). The choice is made once for the
-grid (`stencil_by_id`): a cell on the half stencil and its neighbour by id would both claim
+grid (`stencil.stencil_by_id`): a cell on the half stencil and its neighbour by id would both claim
 their pairs.
 
 Visitors. `half_stencil_scan` makes the one cell walk and distance step
@@ -59,8 +59,6 @@ import numpy as np
 
 from ..._config import jit, jit_inline
 from ..._kernels.cells import (
-    RANGE_ABSOLUTE_TOLERANCE,
-    RANGE_RELATIVE_TOLERANCE,
     axis_range,
     cell_buffers,
     cells_needed,
@@ -71,44 +69,13 @@ from ..._kernels.cells import (
     wrap_whole_axes,
 )
 from ..._kernels.distance import NO_BOX, NO_SHIFT, displacement
+from .stencil import stencil_by_id
 
 #: Grids of at least this many points per occupied cell gather each cell's candidates
 #: into one run (see the module docstring).
 GATHER_MIN_POINTS_PER_CELL = 3.0
 #: The consumers of `half_stencil_scan` (see the module docstring).
 ROWS, BOTH_ORDERS, ONCE = "rows", "both orders", "once"
-
-
-@jit
-def reach_in_cells(inv_cell_size, n_cells, reach):
-    """Cells to search on each side of a cell so that no pair within ``reach`` is missed.
-
-    Two cell coordinates of points within ``reach`` differ by at most ``reach / cell_size``
-    plus the rounding of each coordinate (a few ulps of the largest cell coordinate). No
-    search needs more cells than the axis has: the count is capped there, which also keeps
-    a reach of 2**63 cells or more (a huge ``r`` over tiny cells) from overflowing.
-    """
-    cells = np.empty(3, np.int64)
-    for axis in range(3):
-        u_reach = reach * inv_cell_size[axis]
-        rounding = 2.0 * (n_cells[axis] + 1.0) * 2.0**-50
-        needed = u_reach * (1.0 + RANGE_RELATIVE_TOLERANCE) + rounding + RANGE_ABSOLUTE_TOLERANCE
-        cells[axis] = math.ceil(min(needed, float(n_cells[axis])))
-    return cells
-
-
-@jit
-def stencil_by_id(n_cells, box, reach_cells, n_occupied):
-    """Whether pairs are found by cell id rather than by the half stencil (see the module
-    docstring): when the stencil wraps a whole periodic axis (its offsets alias), or holds
-    at least as many cells as are occupied. Decided once for the whole grid."""
-    volume = 1.0
-    for axis in range(3):
-        span = 2 * reach_cells[axis] + 1
-        if not math.isinf(box[axis]) and span >= n_cells[axis]:
-            return True
-        volume *= min(span, n_cells[axis])
-    return volume >= n_occupied
 
 
 @jit_inline
