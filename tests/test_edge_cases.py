@@ -671,6 +671,7 @@ def test_colliding_rows_and_cells_in_the_hash_tables():
     np.testing.assert_array_equal(boxes.indices, box_indices)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("box", "outlier"), [(None, False), (1.0, False), (None, True)])
 def test_int64_indices_give_the_int32_answers(box, outlier, monkeypatch):
     """Grids of 2**31 points or more index with int64, a path no other test reaches
