@@ -17,7 +17,7 @@ from spatialhash import Grid, Neighbors, Pairs
 from spatialhash._kernels.points import wrap_columns
 from spatialhash._validation import grid_points
 from spatialhash.grid import _build, _cpu_engine, _pair_search
-from spatialhash.grid._kernels import pairs as pair_kernels
+from spatialhash.grid._kernels import pair_scan
 
 import oracles
 
@@ -544,7 +544,7 @@ def test_one_dimensional_points():
 #: with the kernel that gathers each cell's candidates. A setting is ``module.NAME``, the
 #: module being one of `PATH_MODULES`: where the code that reads the constant lives.
 PATH_MODULES = {"engine": _cpu_engine, "build": _build, "pair_search": _pair_search,
-                "pairs": pair_kernels}
+                "pair_scan": pair_scan}
 PATHS = [
     (1, {}),
     (2, {}),
@@ -558,15 +558,15 @@ PATHS = [
     (2, {"engine.PARALLEL_MIN_POINTS": 0, "pair_search.PAIR_ESTIMATE_MIN_POINTS": 0,
          "pair_search.ONE_PASS_MAX_PAIRS_PER_POINT": 0}),
     # The pair kernel that gathers each cell's candidates, on the same paths.
-    (1, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0}),
-    (2, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0}),
-    (1, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0,
+    (1, {"pair_scan.GATHER_MIN_POINTS_PER_CELL": 0.0}),
+    (2, {"pair_scan.GATHER_MIN_POINTS_PER_CELL": 0.0}),
+    (1, {"pair_scan.GATHER_MIN_POINTS_PER_CELL": 0.0,
          "pair_search.PARALLEL_MIN_POINTS_ONE_PASS": 10**9,
          "pair_search.PAIRS_PER_POINT_GUESS": 0}),
-    (2, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0, "engine.PARALLEL_MIN_POINTS": 0,
+    (2, {"pair_scan.GATHER_MIN_POINTS_PER_CELL": 0.0, "engine.PARALLEL_MIN_POINTS": 0,
          "pair_search.PAIR_ESTIMATE_MIN_POINTS": 0,
          "pair_search.ONE_PASS_MAX_PAIRS_PER_POINT": 0}),
-    (2, {"pairs.GATHER_MIN_POINTS_PER_CELL": 0.0, "pair_search.PAIRS_PER_POINT_RESERVED": 0,
+    (2, {"pair_scan.GATHER_MIN_POINTS_PER_CELL": 0.0, "pair_search.PAIRS_PER_POINT_RESERVED": 0,
          "pair_search.PAIR_ROWS_MARGIN": 0.0, "pair_search.PAIR_ROWS_SLACK": 1}),
 ]
 
@@ -671,6 +671,7 @@ def test_colliding_rows_and_cells_in_the_hash_tables():
     np.testing.assert_array_equal(boxes.indices, box_indices)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("box", "outlier"), [(None, False), (1.0, False), (None, True)])
 def test_int64_indices_give_the_int32_answers(box, outlier, monkeypatch):
     """Grids of 2**31 points or more index with int64, a path no other test reaches

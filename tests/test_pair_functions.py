@@ -26,7 +26,7 @@ from numba.core.errors import TypingError
 
 from spatialhash import Grid, _compile_notice
 from spatialhash.grid import _cpu_engine, _pair_functions
-from spatialhash.grid._kernels import pairs as pairs_kernels
+from spatialhash.grid._kernels import stencil
 
 import oracles
 
@@ -408,14 +408,14 @@ def slab_plan(grid, r=None, radii=None):
     state = grid.state
     reach = r if radii is None else 2 * float(np.max(radii, initial=0.0))
     reach_cells = _pair_search_reach(state, reach)
-    if pairs_kernels.stencil_by_id(state.n_cells, state.box, reach_cells,
+    if stencil.stencil_by_id(state.n_cells, state.box, reach_cells,
                                    state.cell_coords.shape[0]):
         return None
     return _pair_functions.slab_plan(state, reach_cells)
 
 
 def _pair_search_reach(state, reach):
-    return pairs_kernels.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
+    return stencil.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
 
 
 def thread_counts_agree(grid_for, r=None, radii=None):

@@ -88,7 +88,7 @@ def small_calls(seed: int = 0) -> list[Call]:
          .query_pairs(r)),
         ("hash-table build + query_pairs", lambda: Grid(spread, cell_size=r).query_pairs(r)),
         ("NeighborList build + update + pairs", lambda: _neighbor_list_pairs(points, r)),
-        # Under `pairs.GATHER_MIN_POINTS_PER_CELL` points a cell: the other pair kernel.
+        # Under `pair_scan.GATHER_MIN_POINTS_PER_CELL` points a cell: the other pair kernel.
         ("few points a cell: build + query_pairs",
          lambda: Grid(points, cell_size=r / 2).query_pairs(r)),
     ]

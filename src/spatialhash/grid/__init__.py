@@ -10,10 +10,12 @@ searches. ``_build.py``: the host side of the build. ``_inputs.py``: the input c
 the queries. ``_pair_functions.py``: a user's function over pairs. ``_kernels/``: the
 numba kernels, one module per query family. A query's whole path, public method to distance loop, is
 ``_grid.py`` -> ``_cpu_engine.py`` -> ``_kernels/<family>.py``; for pairs, ``_grid.py`` ->
-``_pair_search.py`` (the engine's `query_pairs` and `iter_pairs`) -> ``_kernels/pairs.py``;
-for a user's function over pairs, ``_grid.py`` -> ``_pair_functions.py`` ->
-``_kernels/pair_functions.py``; for ``query_ray``'s function over each ray's hits,
-``_grid.py`` -> ``_cpu_engine.py`` -> ``_pair_functions.py`` -> ``_kernels/ray_functions.py``.
+``_pair_search.py`` (the engine's `query_pairs` and `iter_pairs`) -> ``_kernels/pairs.py``
+-> ``_kernels/pair_scan.py``; for a user's function over pairs, ``_grid.py`` ->
+``_pair_functions.py`` -> ``_kernels/pair_functions.py`` -> ``_kernels/pair_scan.py``
+(the one scan of pairs, its consumers as visitors); for ``query_ray``'s function over
+each ray's hits, ``_grid.py`` -> ``_cpu_engine.py`` -> ``_pair_functions.py`` ->
+``_kernels/ray_functions.py``.
 The neighbour lists built on a grid are a package of their own, ``spatialhash/neighbors``:
 they take from the grid only what `Grid` and `_engine.GridEngine` declare
 (`GridEngine.found_pairs`), and run their functions over pairs through

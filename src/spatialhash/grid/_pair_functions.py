@@ -28,7 +28,7 @@ import numpy as np
 from .. import _config
 from .._kernels import indirect
 from .._user_functions import GRID_RAY_CALL, PAIR_CALL, arg_types, typed_call
-from ._kernels import pair_functions, pairs, ray_functions
+from ._kernels import pair_functions, ray_functions, stencil
 
 #: The most slabs, and the fewest, of a half-stencil scan (`slab_plan`): enough for every
 #: thread to take slabs of about equal work in each of the two phases. Below
@@ -106,7 +106,7 @@ def for_each_pair(engine: CpuEngine, r2, radii, reach, fn, args, once: bool = Fa
         return
     if slabs is None:
         slabs, parallel = np.array([[0, n_occupied]], dtype=np.int64), False
-    params = (r2, radii, reach_cells, state.dense_start.shape[0] > 0, slabs)
+    params = (r2, radii, reach_cells, slabs)
     run_scan(context, parallel, _ONCE_SCAN if once else _HALF_SCAN, params, slabs.shape[0],
              fn, args)
 
@@ -123,8 +123,8 @@ def _cell_slabs(state, reach: float) -> tuple:
     """``(reach_cells, by_id, slabs)`` of pairs within ``reach`` on the grid ``state``:
     the reach in cells, whether pairs are found by cell id, and the `slab_plan` (None by
     id or without slabs)."""
-    reach_cells = pairs.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
-    by_id = pairs.stencil_by_id(state.n_cells, state.box, reach_cells,
+    reach_cells = stencil.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
+    by_id = stencil.stencil_by_id(state.n_cells, state.box, reach_cells,
                                 state.cell_coords.shape[0])
     return reach_cells, by_id, None if by_id else slab_plan(state, reach_cells)
 

@@ -8,10 +8,13 @@ back to `count_pairs` and `fill_pairs` (a count pass that sizes the output exact
 a fill pass) when there are very many pairs per point. `iter_pairs` counts once, then
 fills chunks (`fill_pairs`). Every path gives the same rows in the same order.
 
-The kernels are in ``_kernels/pairs.py``: `pair_kernel` chooses the sequential kernel
-(the only place that does), which runs over a range of cells; `scan_parts` runs the
-parallel driver ``pairs.pairs_parts`` over parts of the cells, calling that kernel
-through its address (see "Compiling" in the design, ``grid/__init__.py``).
+The kernels are in ``_kernels/pairs.py`` (the scan of ``_kernels/pair_scan.py`` with its
+rows visitor): `pair_kernel` chooses the sequential kernel (the only place that does),
+which `scan_cells` runs over a range of cells; `scan_parts` runs the parallel driver
+``pairs.pairs_parts`` over parts of the cells, calling that kernel through its address
+(see "Compiling" in the design, ``grid/__init__.py``). The kernels take the search as
+``(r2, radii, reach_cells)`` and the outputs as the rows visitor's ``(cell_begin,
+positions, indices, distances, write, as_found)`` (`pair_scan.half_stencil_scan`).
 
 `FoundPairs` is the answer of `CpuEngine.found_pairs`: the pairs as the search found them,
 with the order and the points they refer to.
@@ -35,7 +38,7 @@ import numpy as np
 from .. import _config
 from .._kernels import indirect
 from .._results import Pairs
-from ._kernels import pairs, regions
+from ._kernels import pair_scan, pairs, regions, stencil
 
 if TYPE_CHECKING:
     from ._cpu_engine import CpuEngine
@@ -101,7 +104,7 @@ def query_pairs(engine: CpuEngine, r2, radii, reach, return_distances,
     """All pairs (`GridEngine.query_pairs`): one pass, on the calling thread for small
     inputs, else by regions of cells on every thread. With ``as_found``, each pair ``(i,
     j)`` as found, ``i`` the point whose scan met ``j``, rather than ``(min, max)`` (see
-    ``pairs.pairs_scan_cells``); with ``order``, the index written for each sorted point
+    `pair_scan.half_stencil_scan`); with ``order``, the index written for each sorted point
     (`CpuEngine.found_pairs` passes the positions themselves)."""
     if engine.n_points < PARALLEL_MIN_POINTS_ONE_PASS:
         return append_pairs(engine, r2, radii, reach, return_distances, as_found, order)
@@ -122,14 +125,13 @@ def append_pairs(engine: CpuEngine, r2, radii, reach, return_distances,
     rows in the same order as the count and fill passes, without the count pass."""
     n = engine.n_points
     state = indexed_state(engine, order)
-    reach_cells = pairs.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
+    reach_cells = stencil.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
     capacity = max(64, PAIRS_PER_POINT_GUESS * n)
     indices = np.empty((capacity, 2), dtype=engine.index_dtype)
     distances = np.empty(capacity if return_distances else 0, dtype=np.float64)
-    indices, distances, n_pairs = pair_kernel(state)(
-        state, r2, radii, reach_cells, 0, engine.n_occupied_cells, 0,
-        np.empty(0, np.int64), indices, distances, True, as_found,
-    )
+    indices, distances, n_pairs = scan_cells(
+        state, (r2, radii, reach_cells), 0, engine.n_occupied_cells,
+        (0, _NO_POSITIONS, indices, distances, True, as_found))
     # Keep the rows written; copy them out when the buffer is mostly empty.
     indices = indices[:n_pairs]
     distances = distances[:n_pairs]
@@ -152,7 +154,7 @@ def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances,
     """
     n = engine.n_points
     state = indexed_state(engine, order)
-    reach_cells = pairs.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
+    reach_cells = stencil.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
     region_cells = regions.split_regions(state.cell_start,
                                        PAIR_REGIONS_PER_THREAD * numba.get_num_threads())
     if n < PAIR_ESTIMATE_MIN_POINTS:
@@ -174,8 +176,9 @@ def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances,
     distances = np.empty(capacity if return_distances else 0, dtype=np.float64)
     n_written = np.empty(region_cells.shape[0] - 1, dtype=np.int64)
     parts = np.column_stack((region_cells[:-1], region_cells[1:]))
-    scan_parts(engine, r2, radii, reach_cells, parts, 0, _NO_POSITIONS, region_rows,
-               indices, distances, True, n_written, as_found, order)
+    scan_parts(engine, (r2, radii, reach_cells), parts,
+               (0, _NO_POSITIONS, indices, distances, True, as_found), region_rows,
+               n_written, order)
     rows_written = n_written.tolist()
     if min(rows_written) >= 0:
         total = move_regions_down(indices, distances, region_rows, rows_written)
@@ -185,11 +188,10 @@ def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances,
     for k, written in enumerate(rows_written):
         rows = slice(region_rows[k], region_rows[k + 1])
         if written < 0:
-            index_piece, distance_piece, written = pair_kernel(state)(
-                state, r2, radii, reach_cells, region_cells[k], region_cells[k + 1],
-                region_cells[k], np.empty(0, np.int64), indices[rows],
-                distances[rows] if return_distances else distances, True, as_found,
-            )
+            index_piece, distance_piece, written = scan_cells(
+                state, (r2, radii, reach_cells), region_cells[k], region_cells[k + 1],
+                (region_cells[k], _NO_POSITIONS, indices[rows],
+                 distances[rows] if return_distances else distances, True, as_found))
         else:
             index_piece, distance_piece = indices[rows], distances[rows]
         index_pieces.append(index_piece[:written])
@@ -205,9 +207,9 @@ def estimate_region_pairs(engine: CpuEngine, r2, radii, reach_cells, region_cell
     cell_start = engine.state.cell_start
     counts = np.zeros(engine.n_occupied_cells, dtype=np.int64)
     sampled = np.arange(0, counts.shape[0], PAIR_SAMPLE_STRIDE)
-    scan_parts(engine, r2, radii, reach_cells, np.column_stack((sampled, sampled + 1)), 0,
-               counts, _NO_POSITIONS, np.empty((0, 2), engine.index_dtype), _NO_DISTANCES,
-               False, _NO_POSITIONS, False)
+    scan_parts(engine, (r2, radii, reach_cells), np.column_stack((sampled, sampled + 1)),
+               (0, counts, np.empty((0, 2), engine.index_dtype), _NO_DISTANCES, False, False),
+               _NO_POSITIONS, _NO_POSITIONS)
     sampled_points = np.zeros(engine.n_occupied_cells, dtype=np.int64)
     sampled_points[::PAIR_SAMPLE_STRIDE] = np.diff(cell_start)[::PAIR_SAMPLE_STRIDE]
     starts = region_cells[:-1]
@@ -256,10 +258,10 @@ def iter_pairs(engine: CpuEngine, r2, radii, reach, chunk_size,
 def count_pairs(engine: CpuEngine, r2, radii, reach):
     """The count pass: the cells of ``reach`` and the pairs found from each cell."""
     state = engine.state
-    reach_cells = pairs.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
+    reach_cells = stencil.reach_in_cells(state.inv_cell_size, state.n_cells, reach)
     counts = np.zeros(engine.n_occupied_cells, dtype=np.int64)
-    scan_pairs(engine, r2, radii, reach_cells, 0, counts.shape[0], counts,
-               np.empty((0, 2), engine.index_dtype), _NO_DISTANCES, False)
+    scan_pairs(engine, (r2, radii, reach_cells), 0, counts.shape[0],
+               (counts, np.empty((0, 2), engine.index_dtype), _NO_DISTANCES, False, False))
     return reach_cells, counts
 
 
@@ -272,52 +274,57 @@ def fill_pairs(engine: CpuEngine, r2, radii, reach_cells, counts, begin, end,
     n_pairs = int(offsets[-1])
     indices = np.empty((n_pairs, 2), dtype=engine.index_dtype)
     distances = np.empty(n_pairs if return_distances else 0, dtype=np.float64)
-    scan_pairs(engine, r2, radii, reach_cells, begin, end - begin, offsets, indices,
-               distances, True, as_found, order)
+    scan_pairs(engine, (r2, radii, reach_cells), begin, end,
+               (offsets, indices, distances, True, as_found), order)
     n = engine.n_points
     return Pairs(indices, distances if return_distances else None, (n, n))
 
 
 # ---------------------------------------------------------------------- kernels
-def scan_pairs(engine: CpuEngine, r2, radii, reach_cells, begin, n_cells, positions,
-               indices, distances, write, as_found: bool = False,
+def scan_pairs(engine: CpuEngine, search: tuple, begin, end, outputs: tuple,
                order: np.ndarray | None = None):
-    """A count (``write`` False) or fill pass over ``n_cells`` cells from ``begin``: in
-    chunks of ``pairs.CELLS_PER_CHUNK`` cells on every thread, or on the calling thread."""
+    """A count (``write`` False) or fill pass over cells ``begin .. end - 1``: in chunks of
+    ``pairs.CELLS_PER_CHUNK`` cells on every thread, or on the calling thread. ``search =
+    (r2, radii, reach_cells)``, ``outputs = (positions, indices, distances, write,
+    as_found)`` (the rows visitor's outputs, from cell ``begin``)."""
+    rows = (begin, *outputs)
     if engine.parallel_over_points(engine.n_points):
-        chunk_starts = np.arange(begin, begin + n_cells, pairs.CELLS_PER_CHUNK)
+        chunk_starts = np.arange(begin, end, pairs.CELLS_PER_CHUNK)
         parts = np.column_stack((chunk_starts, np.minimum(
-            chunk_starts + pairs.CELLS_PER_CHUNK, begin + n_cells)))
-        scan_parts(engine, r2, radii, reach_cells, parts, begin, positions, _NO_POSITIONS,
-                   indices, distances, write, _NO_POSITIONS, as_found, order)
+            chunk_starts + pairs.CELLS_PER_CHUNK, end)))
+        scan_parts(engine, search, parts, rows, _NO_POSITIONS, _NO_POSITIONS, order)
     else:
-        state = indexed_state(engine, order)
-        pair_kernel(state)(state, r2, radii, reach_cells, begin, begin + n_cells, begin,
-                           positions, indices, distances, write, as_found)
+        scan_cells(indexed_state(engine, order), search, begin, end, rows)
 
 
-def scan_parts(engine: CpuEngine, r2, radii, reach_cells, parts, cell_begin, positions,
-               part_rows, indices, distances, write, n_written, as_found: bool = False,
+def scan_cells(state, search: tuple, begin, end, rows: tuple):
+    """The sequential kernel of `pair_kernel` over cells ``begin .. end - 1`` on the calling
+    thread: its outputs (grown or not) and the rows it appended."""
+    params = (*search, np.array([[begin, end]], dtype=np.int64))
+    return pair_kernel(state)(state, params, 0, 1, None, rows)
+
+
+def scan_parts(engine: CpuEngine, search: tuple, parts, rows: tuple, part_rows, n_written,
                order: np.ndarray | None = None):
     """The parallel driver ``pairs.pairs_parts`` over ``parts`` (rows of first and end
     cells), calling the kernel of `pair_kernel` through its address."""
     state = indexed_state(engine, order)
-    kernel = indirect.kernel_target(pair_kernel(state), (
-        state, r2, radii, reach_cells, 0, 0, 0, positions, indices, distances, write,
-        as_found), engine.index_dtype)
-    pairs.pairs_parts(state, r2, radii, reach_cells, parts, cell_begin, positions,
-                      part_rows, indices, distances, write, as_found, n_written, kernel)
+    params = (*search, np.ascontiguousarray(parts, dtype=np.int64))
+    kernel = indirect.kernel_target(pair_kernel(state), (state, params, 0, 0, None, rows),
+                                    engine.index_dtype)
+    pairs.pairs_parts(state, params, rows, part_rows, n_written, kernel)
 
 
 def pair_kernel(state):
     """The sequential pair kernel for ``state``: the one that gathers each cell's
-    candidates first where cells hold at least ``pairs.GATHER_MIN_POINTS_PER_CELL``
-    points on average, else the one that reads them in place (see ``_kernels/pairs.py``).
+    candidates first where cells hold at least ``pair_scan.GATHER_MIN_POINTS_PER_CELL``
+    points on average, else the one that reads them in place (see ``_kernels/pair_scan.py``).
 
     The only place that chooses between the two: the sequential calls run the kernel it
     returns, and `scan_parts` gives the parallel driver that kernel's address.
     """
-    if state.points.shape[1] >= pairs.GATHER_MIN_POINTS_PER_CELL * state.cell_coords.shape[0]:
+    if (state.points.shape[1]
+            >= pair_scan.GATHER_MIN_POINTS_PER_CELL * state.cell_coords.shape[0]):
         return pairs.pairs_scan_cells_gathered
     return pairs.pairs_scan_cells
 

@@ -3,10 +3,12 @@
 `Grid.for_each_pair` and `Grid.for_each_neighbor` call ``fn(i, j, d2, dx, dy, dz,
 *args)``, ``fn`` being the caller's numba function (a dispatcher argument). Three scans:
 
-- `_half_scan_kernel`, pairs on grids cut into slabs (`_pair_functions.slab_plan`, most
-  grids): each point of a cell against the points after it in the cell's half stencil
-  (`pairs.half_stencil_runs`, the runs of ``query_pairs``), so each unordered pair is met
-  once and ``fn`` called for ``(i, j)`` and then ``(j, i)``;
+- the scan of ``query_pairs`` (`pair_scan.half_stencil_scan`) with the `BOTH_ORDERS` or
+  `ONCE` visitor, pairs on grids cut into slabs (`_pair_functions.slab_plan`, most grids):
+  each point of a cell against the points after it in the cell's half stencil, so each
+  unordered pair is met once and ``fn`` called for ``(i, j)`` and then ``(j, i)`` (or
+  once). Its items are slabs (``params = (r2, radii, reach_cells, slabs)``), which the
+  driver runs in two phases (`_slab_parallel_kernel`);
 - `_scan_kernel` over cells (``over_cells``), pairs on the other grids (pairs by cell id,
   too few planes for slabs): each point of a cell against the runs of the cell's full
   stencil, so each unordered pair is met twice, once from each side;
@@ -62,11 +64,12 @@ from ..._kernels.cells import (
 )
 from ..._kernels.distance import NO_BOX, NO_SHIFT, displacement
 from ..._kernels.indirect import kernel_caller
-from .pairs import (
+from .pair_scan import (
+    BOTH_ORDERS,
     GATHER_MIN_POINTS_PER_CELL,
+    ONCE,
     gather_near,
-    half_stencil_capacity,
-    half_stencil_runs,
+    half_stencil_scan,
     near_buffers,
 )
 
@@ -95,9 +98,9 @@ def _scan_kernel(over_cells, once=False):
     For each point ``i`` of the item (or the query), the distances to a run's points are
     computed first, in a loop LLVM vectorizes, then ``fn`` is called for the hits, with the
     differences computed again, by the same arithmetic. In grids of several points per cell
-    (`pairs.GATHER_MIN_POINTS_PER_CELL`), a cell whose runs need no periodic image first
+    (`pair_scan.GATHER_MIN_POINTS_PER_CELL`), a cell whose runs need no periodic image first
     copies the candidates within reach of the box bounding its points next to each other,
-    in the order of the runs, as `pairs.pairs_scan_cells_gathered` does; each of its points
+    in the order of the runs, as `pair_scan.half_stencil_scan` does; each of its points
     then scans that one run: the same calls in the same order, 18% less time for the SPH
     density of a million points (``benchmarks/bench_pair_functions.py``).
     """
@@ -155,14 +158,14 @@ def _scan_kernel(over_cells, once=False):
                     run_shifts[r, 2] != 0.0)
             if gather and not shifted:
                 # The candidates within reach of the box bounding the cell's points, copied
-                # next to each other in the order of the runs (`pairs.gather_near`).
+                # next to each other in the order of the runs (`pair_scan.gather_near`).
                 if n_candidates > near_x.shape[0]:
                     near_x, near_y, near_z, near_j, near_radii = near_buffers(n_candidates)
                 if n_candidates > run_d2.shape[0]:
                     run_d2 = np.empty(n_candidates, np.float64)
                     hit_index = np.empty(n_candidates, np.int64)
-                n_near = gather_near(points, order, radii, r2, run_bounds, n_runs, source_lo,
-                                     source_hi, 0, near_x, near_y, near_z, near_j, near_radii)
+                n_near = gather_near(points, order, radii, r2, (run_bounds, n_runs), source_lo,
+                                     source_hi, 0, (near_x, near_y, near_z, near_j, near_radii))
                 for source in range(source_lo, source_hi):
                     x, y, z = points[0, source], points[1, source], points[2, source]
                     own = np.int64(order[source])
@@ -232,128 +235,6 @@ def _scan_kernel(over_cells, once=False):
                                                      points[2, j], shift, box3, half3,
                                                      use_min_image)
                         fn(own, np.int64(order[j]), run_d2[k], dx, dy, dz, *args)
-
-    return scan
-
-
-def _half_scan_kernel(once):
-    """The sequential scan of each unordered pair once, over slabs ``lo .. hi - 1``
-    (``params = (r2, radii, reach_cells, inline_runs, slabs)``, ``radii`` in the grid's
-    point order or empty, ``slabs`` the bounds of the slabs of cells in the order they
-    run, from `_pair_functions.slab_plan`): each point of a cell against the points after
-    it in the runs of the cell's half stencil (`pairs.half_stencil_runs`), the pairs and
-    the arithmetic of `pairs.pairs_scan_cells`, for grids whose pairs are not found by id.
-    Each hit calls ``fn(i, j, d2, dx, dy, dz, *args)`` then
-    ``fn(j, i, d2, -dx, -dy, -dz, *args)``.
-
-    With ``once`` (a constant of each compiled kernel), only ``fn(i, j, ...)``, for a
-    function that writes both rows (`Grid.for_each_pair` with ``once=True``).
-
-    Half the distances of the full stencil, but ``fn(j, i)`` writes row ``j``, which lies
-    in a cell of the half stencil: the parallel driver (`_slab_parallel_kernel`) runs at
-    the same time only slabs whose stencils do not meet, in two phases, the first the
-    first half of ``slabs``. A row takes its calls from its own slab and the one before it,
-    in the order of the phases then of the cells, on one thread or many.
-    """
-
-    def scan(state, params, lo, hi, fn, args):
-        points, order, cell_start = state.points, state.order, state.cell_start
-        box3 = (state.box[0], state.box[1], state.box[2])
-        r2, radii, reach_cells, inline_runs, slabs = params
-        with_radii = radii.shape[0] > 0
-        first = np.empty(3, np.int64)
-        last = np.empty(3, np.int64)
-        half = np.empty(3, np.float64)
-        run_bounds, run_shifts = run_buffers(half_stencil_capacity(state.n_cells, reach_cells))
-        hit_index = np.empty(256, np.int64)
-        hit_d2 = np.empty(256, np.float64)
-        near_x, near_y, near_z, near_j, near_radii = near_buffers(256)
-        n_occupied = state.cell_coords.shape[0]
-        # Grids of several points per cell gather a cell's candidates (see `_scan_kernel`).
-        gather = cell_start[n_occupied] >= GATHER_MIN_POINTS_PER_CELL * n_occupied
-        for slab in range(lo, hi):
-            for a in range(slabs[slab, 0], slabs[slab, 1]):
-                n_runs, use_min_image, run_bounds, run_shifts = half_stencil_runs(
-                    state, a, reach_cells, inline_runs, first, last, half, run_bounds, run_shifts)
-                half3 = (half[0], half[1], half[2])
-                shifted = use_min_image
-                n_candidates = 0
-                for r in range(n_runs):
-                    n_candidates += run_bounds[r, 1] - run_bounds[r, 0]
-                    shifted |= (run_shifts[r, 0] != 0.0) | (run_shifts[r, 1] != 0.0) | (
-                        run_shifts[r, 2] != 0.0)
-                if n_candidates > hit_index.shape[0]:
-                    hit_index = np.empty(n_candidates, np.int64)
-                    hit_d2 = np.empty(n_candidates, np.float64)
-                own_start, own_end = cell_start[a], cell_start[a + 1]
-                if gather and not shifted:
-                    # The candidates within reach of the box bounding the cell's points, next
-                    # to each other in the order of the runs, the own cell's first
-                    # (`pairs.gather_near`).
-                    if n_candidates > near_x.shape[0]:
-                        near_x, near_y, near_z, near_j, near_radii = near_buffers(n_candidates)
-                    n_near = gather_near(points, order, radii, r2, run_bounds, n_runs,
-                                         own_start, own_end, own_end, near_x, near_y, near_z,
-                                         near_j, near_radii)
-                    for i in range(own_start, own_end):
-                        x, y, z = points[0, i], points[1, i], points[2, i]
-                        radius = radii[i] if with_radii else 0.0
-                        k_lo = np.uint64(i - own_start + 1)
-                        k_hi = np.uint64(n_near)
-                        for k in range(k_lo, k_hi):
-                            hit_d2[k] = displacement(x, y, z, near_x[k], near_y[k], near_z[k],
-                                                     NO_SHIFT, NO_BOX, NO_BOX, False)[3]
-                        n_hits = 0
-                        if with_radii:
-                            for k in range(k_lo, k_hi):
-                                limit = radius + near_radii[k]
-                                hit_index[n_hits] = k
-                                n_hits += 1 if hit_d2[k] <= limit * limit else 0
-                        else:
-                            for k in range(k_lo, k_hi):
-                                hit_index[n_hits] = k
-                                n_hits += 1 if hit_d2[k] <= r2 else 0
-                        oi = np.int64(order[i])
-                        for h in range(n_hits):
-                            k = hit_index[h]
-                            oj, d2 = near_j[k], hit_d2[k]
-                            dx, dy, dz, _ = displacement(x, y, z, near_x[k], near_y[k], near_z[k],
-                                                         NO_SHIFT, NO_BOX, NO_BOX, False)
-                            fn(oi, oj, d2, dx, dy, dz, *args)
-                            if not once:
-                                fn(oj, oi, d2, -dx, -dy, -dz, *args)
-                    continue
-                for i in range(own_start, own_end):
-                    x, y, z = points[0, i], points[1, i], points[2, i]
-                    radius = radii[i] if with_radii else 0.0
-                    oi = np.int64(order[i])
-                    for r in range(n_runs):
-                        # Unsigned bounds: see the `cells` docstring.
-                        start = np.uint64(i + 1 if r == 0 else run_bounds[r, 0])
-                        end = np.uint64(run_bounds[r, 1])
-                        shift = (run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2])
-                        n_hits = 0
-                        for j in range(start, end):
-                            d2 = displacement(x, y, z, points[0, j], points[1, j], points[2, j],
-                                              shift, box3, half3, use_min_image)[3]
-                            if with_radii:
-                                limit = radius + radii[j]
-                                hit = d2 <= limit * limit
-                            else:
-                                hit = d2 <= r2
-                            # Written unconditionally, kept only on a hit: no branch to mispredict.
-                            hit_index[n_hits] = j
-                            hit_d2[n_hits] = d2
-                            n_hits += 1 if hit else 0
-                        for h in range(n_hits):
-                            j = hit_index[h]
-                            dx, dy, dz, _ = displacement(x, y, z, points[0, j], points[1, j],
-                                                         points[2, j], shift, box3, half3,
-                                                         use_min_image)
-                            oj = np.int64(order[j])
-                            fn(oi, oj, hit_d2[h], dx, dy, dz, *args)
-                            if not once:
-                                fn(oj, oi, hit_d2[h], -dx, -dy, -dz, *args)
 
     return scan
 
@@ -432,7 +313,8 @@ PAIR_CELLS = compiled_scans(_scan_kernel(over_cells=True), "pair_function_cells"
                             CELLS_PER_CHUNK)
 NEIGHBOR_QUERIES = compiled_scans(_scan_kernel(over_cells=False), "neighbor_function_queries",
                                   QUERIES_PER_CHUNK)
-HALF_CELLS = compiled_scans(_half_scan_kernel(once=False), "pair_function_half_cells")
-ONCE_CELLS = compiled_scans(_half_scan_kernel(once=True), "pair_once_half_cells")
+HALF_CELLS = compiled_scans(half_stencil_scan(gather=True, visitor=BOTH_ORDERS),
+                            "pair_function_half_cells")
+ONCE_CELLS = compiled_scans(half_stencil_scan(gather=True, visitor=ONCE), "pair_once_half_cells")
 #: On the calling thread only (grids without slabs, ``once``).
 pair_once_cells = _jit_uncached(_scan_kernel(over_cells=True, once=True), "pair_once_cells")

@@ -3,7 +3,7 @@ them within ``r``, as the pair kernels compute them.
 
 The candidates are kept in CSR form over the build's cell order: row ``s`` (the point at
 position ``s`` of the build's `order`) lists the positions ``t`` of the points its scan met
-in the build's pair search (``pairs.pairs_scan_cells`` with ``as_found``): those after it in
+in the build's pair search (`pair_scan.half_stencil_scan`, rows ``as_found``): those after it in
 its cell, then those of its cell's half stencil, in the order of that search. Each
 candidate pair is in one row only. A scan that needs every point's candidates on its own
 row (the full rows) adds the transposed rows of `lower_rows`. The positions of the points
@@ -156,12 +156,14 @@ def _limit2(radii, s, t, r2):
 
 
 @jit
-def _rows_fill(positions, radii, order, indptr, neighbours, box, half_box, r2, lo, hi,
-               indices, distances, row, n_kept):
-    """The ``n_kept`` pairs of rows ``lo .. hi - 1`` within reach (see `_rows_count`),
-    written from ``row`` on. Every candidate is written, at the next row while some remain
+def _rows_fill(positions, radii, order, rows, box, half_box, r2, lo, hi, outputs):
+    """The ``n_kept`` pairs of rows ``lo .. hi - 1`` (of ``rows = (indptr, neighbours)``)
+    within reach (see `_rows_count`), written into ``outputs = (indices, distances, row,
+    n_kept)`` from ``row`` on. Every candidate is written, at the next row while some remain
     to be kept and at the last row of the outputs (a spare, cut off by the caller) once all
     are: no branch on the distances."""
+    indptr, neighbours = rows
+    indices, distances, row, n_kept = outputs
     spare = indices.shape[0] - 1
     kept = 0
     with_radii = radii.shape[0] > 0
@@ -200,7 +202,7 @@ def candidates_within(positions, radii, order, indptr, neighbours, box, half_box
     indices = np.empty((n_pairs + 1, 2), order.dtype)
     distances = np.empty(n_pairs + 1, np.float64)
     for part in prange(N_PARTS):
-        _rows_fill(positions, radii, order, indptr, neighbours, box, half_box, r2,
-                   part * n // N_PARTS, (part + 1) * n // N_PARTS, indices, distances,
-                   counts[part], counts[part + 1] - counts[part])
+        _rows_fill(positions, radii, order, (indptr, neighbours), box, half_box, r2,
+                   part * n // N_PARTS, (part + 1) * n // N_PARTS,
+                   (indices, distances, counts[part], counts[part + 1] - counts[part]))
     return indices[:n_pairs], distances[:n_pairs]
