@@ -23,6 +23,7 @@ from ._contacts import ContactState
 from ._engine import new_engine
 from ._ids import IdRegistry
 from ._kernels.query import KIND_BALL, KIND_BOX, KIND_CELL
+from ._locked import locked
 from ._storage import MIN_CAPACITY
 from ._validation import ALL_BITS, UnknownIdError
 
@@ -80,14 +81,11 @@ class DynamicHash:
             raise ValueError(f"`n_dims` must be 1, 2 or 3; got {n_dims!r}.")
         self._n_dims = int(n_dims)
         capacity = max(as_count(capacity, "capacity"), MIN_CAPACITY)
-        # Every call holds the lock, and a waiting call is passed by later ones for at most
-        # a short handoff (`FairLock`, eventually fair), so a thread that calls in a loop
-        # cannot keep another waiting. The calls take it with `acquire` and `release` in
-        # ``try``/``finally`` rather than a ``with``: a ``with`` calls the Python
-        # `FairLock.acquire` through C, a cost that the cheapest calls (`move`) would
-        # measurably show; a call from Python code does not.
-        # Reentrant, as `threading.RLock` was: code run under the lock (an id's ``__eq__``,
-        # a finalizer) may call the hash again on the same thread.
+        # Every call holds the lock (`locked`), and a waiting call is passed by later ones
+        # for at most a short handoff (`FairLock`, eventually fair), so a thread that calls
+        # in a loop cannot keep another waiting. Reentrant, as `threading.RLock` is: code
+        # run under the lock (an id's ``__eq__``, a finalizer) may call the hash again on
+        # the same thread.
         self._lock = FairLock()
         self._rows = np.empty((0, 6))  # reused by the bulk calls (`check.shape_rows`)
         self._use(new_engine(engine, self._cell_size, self._n_dims, capacity),
@@ -101,13 +99,10 @@ class DynamicHash:
         self._slot_of = ids.slot_of
 
     def __getstate__(self) -> dict:
-        self._lock.acquire()
-        try:
+        with self._lock:
             state = self.__dict__.copy()
             engine = self._engine
             state["_engine"] = (type(engine), engine.__getstate__())
-        finally:
-            self._lock.release()
         del state["_lock"], state["_move_box"], state["_slot_of"]
         return state
 
@@ -135,62 +130,41 @@ class DynamicHash:
         return self._n_dims
 
     @property
+    @locked
     def level_counts(self) -> np.ndarray:
         """Objects per level (level ``L`` has cells of ``cell_size * 4**L``), shape (64,)."""
-        self._lock.acquire()
-        try:
-            return self._engine.level_counts()
-        finally:
-            self._lock.release()
+        return self._engine.level_counts()
 
+    @locked
     def __len__(self) -> int:
-        self._lock.acquire()
-        try:
-            return len(self._ids)
-        finally:
-            self._lock.release()
+        return len(self._ids)
 
+    @locked
     def __contains__(self, id) -> bool:
-        self._lock.acquire()
-        try:
-            return id in self._ids
-        finally:
-            self._lock.release()
+        return id in self._ids
 
+    @locked
     def __iter__(self) -> Iterator:
-        self._lock.acquire()
-        try:
-            return iter(self._ids.ids())
-        finally:
-            self._lock.release()
+        return iter(self._ids.ids())
 
+    @locked
     def __repr__(self) -> str:
-        self._lock.acquire()
-        try:
-            levels = np.flatnonzero(self._engine.level_counts()).tolist()
-            return (f"DynamicHash(n_objects={len(self._ids)}, n_dims={self._n_dims}, "
-                    f"cell_size={self._cell_size}, levels={levels})")
-        finally:
-            self._lock.release()
+        levels = np.flatnonzero(self._engine.level_counts()).tolist()
+        return (f"DynamicHash(n_objects={len(self._ids)}, n_dims={self._n_dims}, "
+                f"cell_size={self._cell_size}, levels={levels})")
 
+    @locked
     def clear(self) -> None:
         """Remove every object (capacity is kept)."""
-        self._lock.acquire()
-        try:
-            self._engine.clear()
-            self._ids.clear()
-            self._rows = np.empty((0, 6))
-        finally:
-            self._lock.release()
+        self._engine.clear()
+        self._ids.clear()
+        self._rows = np.empty((0, 6))
 
+    @locked
     def bounds(self, id) -> tuple[np.ndarray, np.ndarray]:
         """Bounding box ``(lower, upper)`` of object ``id``, each of shape (n_dims,)."""
-        self._lock.acquire()
-        try:
-            row = self._engine.bounds(self._ids.slot(id))
-            return row[: self._n_dims].copy(), row[3 : 3 + self._n_dims].copy()
-        finally:
-            self._lock.release()
+        row = self._engine.bounds(self._ids.slot(id))
+        return row[: self._n_dims].copy(), row[3 : 3 + self._n_dims].copy()
 
     def _present(self, id) -> bool:
         """Whether ``id`` is in the hash, with the error for an unhashable one."""
@@ -200,6 +174,7 @@ class DynamicHash:
             raise check.unhashable(id) from error
 
     # ------------------------------------------------------------------ changes
+    @locked
     def insert(self, id, lower, upper=None, *, radius=None, category: int = ALL_BITS,
                mask: int = ALL_BITS) -> None:
         """Add an object: a point (``lower`` only), a box, or a sphere (``radius``).
@@ -220,16 +195,12 @@ class DynamicHash:
             object when ``category & mask != 0``; `query_pairs` reports a pair when each
             one's category meets the other's mask.
         """
-        self._lock.acquire()
-        try:
-            if self._present(id):
-                raise check.present_ids("id", [id])
-            shape = check.shape(lower, upper, radius, self._n_dims)
-            category = check.bits_value(category, "category")
-            mask = check.bits_value(mask, "mask")
-            self._ids.register(id, self._engine.insert(shape, category, mask))
-        finally:
-            self._lock.release()
+        if self._present(id):
+            raise check.present_ids("id", [id])
+        shape = check.shape(lower, upper, radius, self._n_dims)
+        category = check.bits_value(category, "category")
+        mask = check.bits_value(mask, "mask")
+        self._ids.register(id, self._engine.insert(shape, category, mask))
 
     def move(self, id, lower, upper=None, *, radius=None) -> None:
         """Give object ``id`` a new shape: a point, a box (``upper``) or a sphere (``radius``).
@@ -238,6 +209,7 @@ class DynamicHash:
         float64 arrays are buffered and applied, in order, before anything next reads or
         changes the hash (see the `spatialhash.dynamic` docstring): the call only checks them.
         """
+        # The lock taken here rather than by `locked`: no wrapper's call on the cheapest call.
         self._lock.acquire()
         try:
             # The common case kept short (a simulation may move each of its bodies alone,
@@ -295,16 +267,14 @@ class DynamicHash:
         finally:
             self._lock.release()
 
+    @locked
     def remove(self, id) -> None:
         """Remove object ``id``."""
-        self._lock.acquire()
-        try:
-            slot = self._ids.slot(id)
-            self._engine.remove(slot)
-            self._ids.unregister(np.array([slot], np.int64))
-        finally:
-            self._lock.release()
+        slot = self._ids.slot(id)
+        self._engine.remove(slot)
+        self._ids.unregister(np.array([slot], np.int64))
 
+    @locked
     def insert_many(self, ids, lower, upper=None, *, radius=None, category=None,
                     mask=None) -> None:
         """Add many objects with integer ids: points, boxes (``upper``) or spheres (``radius``).
@@ -322,20 +292,17 @@ class DynamicHash:
         category, mask : int or array_like of int, shape (m,), optional
             Filter bits as in `insert`; default all bits.
         """
-        self._lock.acquire()
-        try:
-            ids = check.id_array(ids)
-            m = ids.shape[0]
-            rows, spheres, self._rows = check.shape_rows(m, self._n_dims, lower, upper, radius,
-                                                         self._rows)
-            categories = check.bits_rows(category, "category", m)
-            masks = check.bits_rows(mask, "mask", m)
-            self._ids.check_new(ids)
-            self._ids.register_ints(ids, self._engine.insert_many(rows, spheres, categories,
-                                                                  masks))
-        finally:
-            self._lock.release()
+        ids = check.id_array(ids)
+        m = ids.shape[0]
+        rows, spheres, self._rows = check.shape_rows(m, self._n_dims, lower, upper, radius,
+                                                     self._rows)
+        categories = check.bits_rows(category, "category", m)
+        masks = check.bits_rows(mask, "mask", m)
+        self._ids.check_new(ids)
+        self._ids.register_ints(ids, self._engine.insert_many(rows, spheres, categories,
+                                                              masks))
 
+    @locked
     def move_many(self, ids, lower, upper=None, *, radius=None) -> None:
         """Give many objects new shapes; arguments as in `insert_many`.
 
@@ -345,24 +312,17 @@ class DynamicHash:
         object by object), and when no query read them since the previous `move_many`: a
         simulation that only asks for pairs does not pay for lists it never reads.
         """
-        self._lock.acquire()
-        try:
-            ids = check.id_array(ids)
-            rows, spheres, self._rows = check.shape_rows(ids.shape[0], self._n_dims, lower,
-                                                         upper, radius, self._rows)
-            self._engine.move_many(self._ids.slots_of(ids), rows, spheres)
-        finally:
-            self._lock.release()
+        ids = check.id_array(ids)
+        rows, spheres, self._rows = check.shape_rows(ids.shape[0], self._n_dims, lower,
+                                                     upper, radius, self._rows)
+        self._engine.move_many(self._ids.slots_of(ids), rows, spheres)
 
+    @locked
     def remove_many(self, ids) -> None:
         """Remove many objects by integer id."""
-        self._lock.acquire()
-        try:
-            slots = self._ids.slots_of(check.id_array(ids))
-            self._engine.remove_many(slots)
-            self._ids.unregister(slots)
-        finally:
-            self._lock.release()
+        slots = self._ids.slots_of(check.id_array(ids))
+        self._engine.remove_many(slots)
+        self._ids.unregister(slots)
 
     def _query(self, kind: int, query: np.ndarray, mask) -> np.ndarray:
         """Ids of the objects that pass a local query and ``mask``: integer ids sorted."""
@@ -373,43 +333,35 @@ class DynamicHash:
         return ids
 
     # ------------------------------------------------------------------ queries
+    @locked
     def query_cell(self, position, *, mask: int = ALL_BITS) -> np.ndarray:
         """Ids of the objects stored in the cells holding ``position``, on every level.
 
         The classic spatial-hash lookup: what shares a bucket with ``position`` (no
         geometric test), at the cell size of each object's level.
         """
-        self._lock.acquire()
-        try:
-            point = check.coordinates(position, "position", self._n_dims, bounded=False)
-            query = np.array([*point, *point, 0.0])
-            return self._query(KIND_CELL, query, mask)
-        finally:
-            self._lock.release()
+        point = check.coordinates(position, "position", self._n_dims, bounded=False)
+        query = np.array([*point, *point, 0.0])
+        return self._query(KIND_CELL, query, mask)
 
+    @locked
     def query_box(self, lower, upper, *, mask: int = ALL_BITS) -> np.ndarray:
         """Ids of the objects overlapping the closed box ``lower..upper``."""
-        self._lock.acquire()
-        try:
-            low = check.coordinates(lower, "lower", self._n_dims, bounded=False)
-            high = check.coordinates(upper, "upper", self._n_dims, bounded=False)
-            check.check_order(low, high)
-            query = np.array([*low, *high, 0.0])
-            return self._query(KIND_BOX, query, mask)
-        finally:
-            self._lock.release()
+        low = check.coordinates(lower, "lower", self._n_dims, bounded=False)
+        high = check.coordinates(upper, "upper", self._n_dims, bounded=False)
+        check.check_order(low, high)
+        query = np.array([*low, *high, 0.0])
+        return self._query(KIND_BOX, query, mask)
 
+    @locked
     def query_radius(self, center, r: float, *, mask: int = ALL_BITS) -> np.ndarray:
         """Ids of the objects within distance ``r`` of ``center`` (closed ball)."""
-        self._lock.acquire()
-        try:
-            point = check.coordinates(center, "center", self._n_dims)
-            r = as_positive_scalar(r, "r", allow_zero=True)
-            query = np.array([*point, *point, r])
-            return self._query(KIND_BALL, query, mask)
-        finally:
-            self._lock.release()
+        point = check.coordinates(center, "center", self._n_dims)
+        r = as_positive_scalar(r, "r", allow_zero=True)
+        query = np.array([*point, *point, r])
+        return self._query(KIND_BALL, query, mask)
 
+    @locked
     def query_knn(self, point, k: int, *, mask: int = ALL_BITS) -> Hits:
         """The ``k`` objects nearest to ``point``, nearest first, exact.
 
@@ -418,19 +370,16 @@ class DynamicHash:
         else by storage slot (deterministic, not the ids' order). Fewer than ``k`` come
         back when the hash holds fewer matching objects.
         """
-        self._lock.acquire()
-        try:
-            position = np.array(check.coordinates(point, "point", self._n_dims))
-            # No more than every object can come back: room for those only (a huge k, valid,
-            # would otherwise allocate terabytes).
-            k = min(as_count(k, "k"), max(len(self._ids), 1))
-            keys, distances = self._engine.query_knn(position, k,
-                                                     check.bits_value(mask, "mask"),
-                                                     self._ids.tie_keys())
-            return Hits(self._ids.ids_of_keys(keys), distances)
-        finally:
-            self._lock.release()
+        position = np.array(check.coordinates(point, "point", self._n_dims))
+        # No more than every object can come back: room for those only (a huge k, valid,
+        # would otherwise allocate terabytes).
+        k = min(as_count(k, "k"), max(len(self._ids), 1))
+        keys, distances = self._engine.query_knn(position, k,
+                                                 check.bits_value(mask, "mask"),
+                                                 self._ids.tie_keys())
+        return Hits(self._ids.ids_of_keys(keys), distances)
 
+    @locked
     def query_ray(self, origin, direction, *, max_distance: float = math.inf,
                   all_hits: bool = False, mask: int = ALL_BITS, fn=None,
                   args: tuple = ()) -> Hits:
@@ -479,22 +428,19 @@ class DynamicHash:
         numba's cache keys that code by the ``fn`` object, new in every process, and never
         hits. Define ``fn`` once, at module level.
         """
-        self._lock.acquire()
-        try:
-            start = np.array(check.coordinates(origin, "origin", self._n_dims))
-            heading = check.unit_direction(direction, self._n_dims)
-            max_distance = as_positive_scalar(max_distance, "max_distance", allow_zero=True,
-                                              allow_inf=True)
-            mask = check.bits_value(mask, "mask")
-            fn = ray_function(fn, args, all_hits, DYNAMIC_RAY_CALL)
-            if fn is not None and not self._ids.all_int:
-                raise check.function_needs_int_ids(self._ids.first_other_id())
-            slots, distances = self._engine.query_ray(start, heading, max_distance, mask,
-                                                      all_hits, self._ids.tie_keys(), fn, args)
-            return Hits(self._ids.ids_of(slots), distances)
-        finally:
-            self._lock.release()
+        start = np.array(check.coordinates(origin, "origin", self._n_dims))
+        heading = check.unit_direction(direction, self._n_dims)
+        max_distance = as_positive_scalar(max_distance, "max_distance", allow_zero=True,
+                                          allow_inf=True)
+        mask = check.bits_value(mask, "mask")
+        fn = ray_function(fn, args, all_hits, DYNAMIC_RAY_CALL)
+        if fn is not None and not self._ids.all_int:
+            raise check.function_needs_int_ids(self._ids.first_other_id())
+        slots, distances = self._engine.query_ray(start, heading, max_distance, mask,
+                                                  all_hits, self._ids.tie_keys(), fn, args)
+        return Hits(self._ids.ids_of(slots), distances)
 
+    @locked
     def query_pairs(self) -> np.ndarray:
         """Every pair of overlapping objects, once: ids of shape (n_pairs, 2).
 
@@ -502,12 +448,9 @@ class DynamicHash:
         smaller id first; the order of the rows is unspecified (but the same for any
         thread count).
         """
-        self._lock.acquire()
-        try:
-            return self._ids.pair_ids(*self._engine.query_pairs())
-        finally:
-            self._lock.release()
+        return self._ids.pair_ids(*self._engine.query_pairs())
 
+    @locked
     def query_contacts(self) -> Contacts:
         """The overlapping pairs that began and those that ended since the previous call
         (contact events, as Box2D's begin and end contacts).
@@ -547,13 +490,9 @@ class DynamicHash:
         keys of two calls, and only the pairs reported are turned into ids (see
         ``dynamic/_contacts.py``). A call costs about what `query_pairs` costs.
         """
-        self._lock.acquire()
-        try:
-            pairs, counts = self._engine.query_pairs()
-            ids = self._ids
-            if ids.contacts is None:
-                ids.contacts = ContactState()
-            began, ended = ids.contacts.update(pairs, counts, ids)
-            return Contacts(began, ended)
-        finally:
-            self._lock.release()
+        pairs, counts = self._engine.query_pairs()
+        ids = self._ids
+        if ids.contacts is None:
+            ids.contacts = ContactState()
+        began, ended = ids.contacts.update(pairs, counts, ids)
+        return Contacts(began, ended)

@@ -4,7 +4,7 @@
 stores objects in slots (int64 numbers it chooses) and never sees an id. `IdRegistry` maps
 any hashable id to its slot in a dict (in insertion order: `DynamicHash.__iter__`), each
 slot back to its id in a list, and integer ids also in a NumPy open-addressing table
-(`_kernels/storage.py`: ``ids_lookup``, ``ids_insert``, ``ids_delete``), so that the bulk
+(`_kernels/id_table.py`: ``ids_lookup``, ``ids_insert``, ``ids_delete``), so that the bulk
 calls (`insert_many`, `move_many`, `remove_many`) map thousands of integer ids to slots in
 one compiled loop.
 
@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _validation as check
+from ._kernels import id_table
 from ._kernels import pairs as pairs_kernels
-from ._kernels import storage as storage_kernels
 from ._storage import power_of_two
 
 #: The id of a slot that holds none.
@@ -149,7 +149,7 @@ class IdRegistry:
         last = self._last_lookup
         if last is not None and last[0].shape == ids.shape and np.array_equal(last[0], ids):
             return last[1]
-        slots, missing, repeated = storage_kernels.ids_lookup(
+        slots, missing, repeated = id_table.ids_lookup(
             self._id_keys, self._id_values, ids, self.n_slots)
         if missing.size:
             # Ids equal to an integer but held as another type (1.0, True) are in the dict.
@@ -172,7 +172,7 @@ class IdRegistry:
     def check_new(self, ids: np.ndarray) -> None:
         """Raise `ValueError` (`_validation.present_ids`) when a bulk integer id is held
         already or repeated in ``ids``."""
-        bad = storage_kernels.ids_repeated(self._id_keys, self._id_values, ids)
+        bad = id_table.ids_repeated(self._id_keys, self._id_values, ids)
         if bad.size == 0 and self._n_other_ids:
             slot_of = self.slot_of
             bad = np.array([i for i, id in enumerate(ids.tolist()) if id in slot_of], np.int64)
@@ -241,7 +241,7 @@ class IdRegistry:
         size = power_of_two(needed)
         self._id_keys = np.zeros(size, np.int64)
         self._id_values = np.full(size, -1, np.int64)
-        storage_kernels.ids_insert(self._id_keys, self._id_values, keys[live], values[live])
+        id_table.ids_insert(self._id_keys, self._id_values, keys[live], values[live])
 
     def register(self, id, slot: int) -> None:
         """Enter ``id`` (hashable, checked new) for ``slot``."""
@@ -255,7 +255,7 @@ class IdRegistry:
             return
         self.slot_key[slot] = value
         self._int_table_room(1)
-        storage_kernels.ids_insert(self._id_keys, self._id_values,
+        id_table.ids_insert(self._id_keys, self._id_values,
                                    np.array([value], np.int64), np.array([slot], np.int64))
         self._n_int_ids += 1
 
@@ -271,7 +271,7 @@ class IdRegistry:
             id_of[slot] = id
         self.slot_key[slots] = ids
         self._int_table_room(ids.shape[0])
-        storage_kernels.ids_insert(self._id_keys, self._id_values, ids, slots)
+        id_table.ids_insert(self._id_keys, self._id_values, ids, slots)
         self._n_int_ids += ids.shape[0]
 
     def unregister(self, slots: np.ndarray) -> None:
@@ -292,5 +292,5 @@ class IdRegistry:
             else:
                 ints.append(value)
         if ints:
-            storage_kernels.ids_delete(self._id_keys, self._id_values, np.array(ints, np.int64))
+            id_table.ids_delete(self._id_keys, self._id_values, np.array(ints, np.int64))
             self._n_int_ids -= len(ints)

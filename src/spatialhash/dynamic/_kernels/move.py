@@ -10,10 +10,10 @@ writes its objects' rows and keeps its own count changes and boxes, which are ad
 chunk order afterwards: sums and min/max, so the storage ends byte for byte as
 `place_many` leaves it, for any number of chunks.
 
-`move_chunk` repeats `place_many`'s loop rather than the chunks calling `place_many` with
-their own counts and boxes (through `storage.set_cells`): that made a bulk move of
-`benchmarks/bench_dynamic.py`'s 100,000 boxes about 13% slower (ad hoc, the two versions
-alternately in one process).
+`move_chunk` has `place_many`'s loop, built of the same helpers (inlined by numba), rather
+than the chunks calling `place_many` with their own counts and boxes (through
+`storage.set_cells`): that made a bulk move of `benchmarks/bench_dynamic.py`'s 100,000
+boxes about 13% slower (ad hoc, the two versions alternately in one process).
 """
 
 from __future__ import annotations
@@ -23,7 +23,17 @@ from numba import prange
 
 from ..._config import jit, jit_parallel
 from .state import BOUNDS, HEAD, INV_SIZE, LEVEL_COUNT, LINKS, META, SPHERES
-from .storage import HI, LEVEL, LO, fit_level_cells, link_range, object_cells, reset_level_cells
+from .storage import (
+    LEVEL,
+    fit_level_cells,
+    grow_level_cells,
+    has_cells,
+    link_range,
+    object_cells,
+    reset_level_cells,
+    write_cells,
+    write_shape,
+)
 
 
 @jit
@@ -41,37 +51,20 @@ def move_chunk(objects, inv_size, changed, slots, new_bounds, new_spheres, level
     n_changed = 0
     for i in range(slots.shape[0]):
         slot = slots[i]
-        was_sphere = spheres[slot, 3] >= 0.0
-        for axis in range(6):
-            bounds[slot, axis] = new_bounds[i, axis]
-        if boxes_only:
-            spheres[slot, 3] = -1.0
-        else:
-            for axis in range(4):
-                spheres[slot, axis] = new_spheres[i, axis]
-        level, lx, ly, lz, hx, hy, hz = object_cells(
+        was_sphere = write_shape(bounds, spheres, slot, new_bounds, new_spheres, i, boxes_only)
+        new_cells = object_cells(
             inv_size, new_bounds[i, 0], new_bounds[i, 1], new_bounds[i, 2], new_bounds[i, 3],
             new_bounds[i, 4], new_bounds[i, 5])
-        if (meta[slot, LEVEL] == level and meta[slot, LO] == lx and meta[slot, LO + 1] == ly
-                and meta[slot, LO + 2] == lz and meta[slot, HI] == hx
-                and meta[slot, HI + 1] == hy and meta[slot, HI + 2] == hz):
+        if has_cells(meta, slot, new_cells):
             if was_sphere != (spheres[slot, 3] >= 0.0):
                 changed[slot] = 1
             continue
         n_changed += 1
         changed[slot] = 1
         level_change[meta[slot, LEVEL]] -= 1
-        level_change[level] += 1
-        meta[slot, LEVEL] = level
-        meta[slot, LO] = lx
-        meta[slot, LO + 1] = ly
-        meta[slot, LO + 2] = lz
-        meta[slot, HI] = hx
-        meta[slot, HI + 1] = hy
-        meta[slot, HI + 2] = hz
-        for axis in range(3):
-            cells[level, axis] = min(cells[level, axis], meta[slot, LO + axis])
-            cells[level, axis + 3] = max(cells[level, axis + 3], meta[slot, HI + axis])
+        level_change[new_cells[0]] += 1
+        write_cells(meta, slot, new_cells)
+        grow_level_cells(cells, new_cells)
     return n_changed
 
 

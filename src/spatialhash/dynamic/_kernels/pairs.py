@@ -18,9 +18,10 @@ the sweep reads memory in order. A candidate whose box overlaps is checked to be
 same cell (a bucket may hold several) with its lowest cell recomputed from its record,
 exactly as `object_cells` computed it; ``meta`` (scattered rows, a cache miss each) is read
 only for the category filters, and only when the sort saw an object with other bits than
-all. These tests are written out in each loop: moved into shared helpers (`numba.njit`
+all. The box tests are written out in each loop: moved into shared helpers (`numba.njit`
 functions taking the records and a box), they made `query_pairs` on the benchmark's boxes
-about 30% slower (one core, the two versions alternately in one process).
+about 30% slower (one core, the two versions alternately in one process). The cell test of a run's entry (`in_cell`) and the last tests of a pair
+(`kept_pair`) are helpers that numba inlines: no call.
 
 Same level: two objects sharing cell ``c`` are compared there, and the pair is reported
 only in the lowest cell the two share, ``max(lo_a, lo_b)`` per axis, exactly when their
@@ -77,7 +78,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..._config import jit, jit_parallel
+from ..._config import jit, jit_inline, jit_parallel
 from ..._kernels.cells import floor_to_int, hash_cell
 from ..._kernels.indirect import kernel_caller
 from ..._kernels.shapes import shapes_overlap
@@ -148,11 +149,7 @@ def same_level_pairs(objects, plan, sort, b_begin, b_end, region, n_pairs):
     """Pairs within the buckets ``b_begin .. b_end - 1`` (see the module docstring),
     written to ``region`` from row ``n_pairs`` on; returns the new ``n_pairs``, counting
     on past the region's end without writing."""
-    bounds = objects[BOUNDS]
-    spheres = objects[SPHERES]
-    meta = objects[META]
     inv_size = plan[PLAN_INV_SIZE]
-    filtered = plan[FILTERED]
     bucket_start = sort[BUCKET_START]
     codes = sort[CODES]
     records = sort[RECORDS]
@@ -187,27 +184,28 @@ def same_level_pairs(objects, plan, sort, b_begin, b_end, region, n_pairs):
                         or floor_to_int(az0 * inv) + ((code_a >> 2) & 1)
                         != floor_to_int(records[j, 2] * inv) + ((code_b >> 2) & 1)):
                     continue
-                n_pairs = kept_pair(bounds, spheres, meta, filtered, code_a >> SLOT_SHIFT,
-                                    code_b >> SLOT_SHIFT, (code_a | code_b) & SPHERE_BIT,
-                                    region, n_pairs)
+                n_pairs = kept_pair(objects, plan, code_a >> SLOT_SHIFT, code_b >> SLOT_SHIFT,
+                                    (code_a | code_b) & SPHERE_BIT, region, n_pairs)
     return n_pairs
 
 
-@jit
-def kept_pair(bounds, spheres, meta, filtered, a, b, any_sphere, region, n_pairs):
+@jit_inline
+def kept_pair(objects, plan, a, b, any_sphere, region, n_pairs):
     """The last tests of a candidate pair whose boxes overlap in the cell that reports it:
-    each one's category meets the other's mask (only tested when ``filtered``: some object
-    has other bits than all), and with a sphere among them the shapes overlap. A kept pair
-    is written to row ``n_pairs`` of ``region`` while there is room; returns the new
-    ``n_pairs``.
+    each one's category meets the other's mask (only tested when ``plan.filtered``: some
+    object has other bits than all), and with a sphere among them the shapes overlap. A
+    kept pair is written to row ``n_pairs`` of ``region`` while there is room; returns the
+    new ``n_pairs``.
 
-    It takes the three arrays rather than the `state.Objects` bundle: it runs once per
-    candidate pair, and with the bundle the 3-D pair search took about 3% longer
-    (``benchmarks/bench_ab.py``, workload ``dynamic3d10``)."""
-    if filtered and ((meta[a, CATEGORY] & meta[b, MASK]) == 0
-                     or (meta[b, CATEGORY] & meta[a, MASK]) == 0):
+    It runs once per candidate pair: inlined by numba, so that passing the bundles costs
+    nothing (called, with the `state.Objects` bundle rather than its three arrays, the 3-D
+    pair search took about 3% longer, ``benchmarks/bench_ab.py``, workload
+    ``dynamic3d10``)."""
+    meta = objects[META]
+    if plan[FILTERED] and ((meta[a, CATEGORY] & meta[b, MASK]) == 0
+                           or (meta[b, CATEGORY] & meta[a, MASK]) == 0):
         return n_pairs
-    if any_sphere and not shapes_overlap(bounds, spheres, a, b):
+    if any_sphere and not shapes_overlap(objects[BOUNDS], objects[SPHERES], a, b):
         return n_pairs
     if n_pairs < region.shape[0]:
         region[n_pairs, 0] = a
@@ -215,18 +213,25 @@ def kept_pair(bounds, spheres, meta, filtered, a, b, any_sphere, region, n_pairs
     return n_pairs + 1
 
 
+@jit_inline
+def in_cell(records, j, code, inv, cx, cy, cz):
+    """Whether the entry ``j`` of a sorted run (``code``, its object's box ``records[j]``)
+    is the cell ``(cx, cy, cz)`` of the level of inverse cell size ``inv``: its object's
+    lowest cell, recomputed from the record exactly as `object_cells` computed it, plus
+    the entry's offset bits (a bucket may hold several cells)."""
+    return (floor_to_int(records[j, 0] * inv) + (code & 1) == cx
+            and floor_to_int(records[j, 1] * inv) + ((code >> 1) & 1) == cy
+            and floor_to_int(records[j, 2] * inv) + ((code >> 2) & 1) == cz)
+
+
 @jit
 def cross_level_pairs(objects, plan, sort, e_begin, e_end, region, n_pairs):
     """Pairs of the objects whose lowest entry is in ``e_begin .. e_end - 1`` with the
     objects of coarser levels, for the pairs of levels that do not run ``inverted`` (see
     the module docstring); output as `same_level_pairs`."""
-    bounds = objects[BOUNDS]
-    spheres = objects[SPHERES]
-    meta = objects[META]
     inv_size = plan[PLAN_INV_SIZE]
     used_levels = plan[USED_LEVELS]
     inverted = plan[INVERTED]
-    filtered = plan[FILTERED]
     codes = sort[CODES]
     records = sort[RECORDS]
     coarse_start = sort[COARSE_START]
@@ -264,16 +269,10 @@ def cross_level_pairs(objects, plan, sort, e_begin, e_end, region, n_pairs):
                                     or max(ay0, box[j, 1]) > min(ay1, box[j, 4])
                                     or max(az0, box[j, 2]) > min(az1, box[j, 5])):
                                 continue
-                            if (code_b >> LEVEL_SHIFT) & LEVEL_FIELD != level:
+                            if ((code_b >> LEVEL_SHIFT) & LEVEL_FIELD != level
+                                    or not in_cell(box, j, code_b, inv, cx, cy, cz)):
                                 continue
-                            # Its cell, from its record as in `same_level_pairs`.
-                            if (floor_to_int(box[j, 0] * inv) + (code_b & 1) != cx
-                                    or floor_to_int(box[j, 1] * inv) + ((code_b >> 1) & 1) != cy
-                                    or floor_to_int(box[j, 2] * inv) + ((code_b >> 2) & 1)
-                                    != cz):
-                                continue
-                            n_pairs = kept_pair(bounds, spheres, meta, filtered, a,
-                                                code_b >> SLOT_SHIFT,
+                            n_pairs = kept_pair(objects, plan, a, code_b >> SLOT_SHIFT,
                                                 (bits_a | code_b) & SPHERE_BIT, region, n_pairs)
     return n_pairs
 
@@ -330,13 +329,9 @@ def coarse_down_pairs(objects, plan, sort, c_begin, c_end, region, n_pairs):
     the objects of finer levels, for the pairs of levels that run ``inverted``: the coarse
     object enumerates the finer cells it covers and reads their runs of ``codes`` (every
     record copied); output as `same_level_pairs`."""
-    bounds = objects[BOUNDS]
-    spheres = objects[SPHERES]
-    meta = objects[META]
     inv_size = plan[PLAN_INV_SIZE]
     used_levels = plan[USED_LEVELS]
     inverted = plan[INVERTED]
-    filtered = plan[FILTERED]
     bucket_start = sort[BUCKET_START]
     codes = sort[CODES]
     records = sort[RECORDS]
@@ -372,7 +367,7 @@ def coarse_down_pairs(objects, plan, sort, c_begin, c_end, region, n_pairs):
                             or max(by0, records[j, 1]) > min(by1, records[j, 4])
                             or max(bz0, records[j, 2]) > min(bz1, records[j, 5])):
                         continue
-                    n_pairs = kept_pair(bounds, spheres, meta, filtered, code_a >> SLOT_SHIFT, b,
+                    n_pairs = kept_pair(objects, plan, code_a >> SLOT_SHIFT, b,
                                         (sphere_b | code_a) & SPHERE_BIT, region, n_pairs)
                 continue
             for cz in range(lz, hz + 1):
@@ -389,15 +384,9 @@ def coarse_down_pairs(objects, plan, sort, c_begin, c_end, region, n_pairs):
                                     or max(by0, records[j, 1]) > min(by1, records[j, 4])
                                     or max(bz0, records[j, 2]) > min(bz1, records[j, 5])):
                                 continue
-                            # Its cell, from its record as in `same_level_pairs`.
-                            if (floor_to_int(records[j, 0] * inv) + (code_a & 1) != cx
-                                    or floor_to_int(records[j, 1] * inv) + ((code_a >> 1) & 1)
-                                    != cy
-                                    or floor_to_int(records[j, 2] * inv) + ((code_a >> 2) & 1)
-                                    != cz):
+                            if not in_cell(records, j, code_a, inv, cx, cy, cz):
                                 continue
-                            n_pairs = kept_pair(bounds, spheres, meta, filtered,
-                                                code_a >> SLOT_SHIFT, b,
+                            n_pairs = kept_pair(objects, plan, code_a >> SLOT_SHIFT, b,
                                                 (bits_b | code_a) & SPHERE_BIT, region, n_pairs)
     return n_pairs
 

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..._config import jit
+from ..._config import jit, jit_inline
 from ..._kernels.cells import cell_tolerance, floor_to_int
 from ..._kernels.heap import heap_offer, heap_sort_ascending
 from ..._kernels.shapes import box_distance2, center_distance2
@@ -33,13 +33,15 @@ KIND_CELL, KIND_BOX, KIND_BALL = 0, 1, 2
 SCAN_FACTOR = 4.0
 
 
-@jit
-def _accept(bounds, spheres, kind, query, slot):
+@jit_inline
+def _accept(objects, kind, query, slot):
     """Whether object ``slot`` passes the exact test of a query (see the module docstring).
 
     ``query`` is ``(x0, y0, z0, x1, y1, z1, r)``: a box, or a ball's centre in the first
     three and its radius last.
     """
+    bounds = objects[BOUNDS]
+    spheres = objects[SPHERES]
     if kind == KIND_CELL:
         return True
     if kind == KIND_BOX:
@@ -70,6 +72,31 @@ def _accept(bounds, spheres, kind, query, slot):
     return center_distance2(query[0], query[1], query[2], spheres, slot) <= reach * reach
 
 
+@jit_inline
+def _query_cells(kind, query, inv, first, last):
+    """The cells ``first .. last`` (per axis) that a query covers on the level of inverse
+    cell size ``inv``; returns their number as a float (clamped ends 2**63 apart
+    overflow an int64 difference). A cell query covers the cell of ``query[0:3]``, a box
+    query ``query[0:3]..query[3:6]``, a ball query its bounding box widened by a rounding
+    tolerance."""
+    volume = 1.0
+    for axis in range(3):
+        if kind == KIND_CELL:
+            first[axis] = floor_to_int(query[axis] * inv)
+            last[axis] = first[axis]
+        elif kind == KIND_BOX:
+            first[axis] = floor_to_int(query[axis] * inv)
+            last[axis] = floor_to_int(query[axis + 3] * inv)
+        else:
+            u = query[axis] * inv
+            reach = query[6] * inv
+            tolerance = cell_tolerance(abs(u) + reach)
+            first[axis] = floor_to_int(u - reach - tolerance)
+            last[axis] = floor_to_int(u + reach + tolerance)
+        volume *= float(last[axis]) - float(first[axis]) + 1.0
+    return volume
+
+
 @jit
 def query_slots(objects, cells, kind, query, query_mask, out):
     """Slots of the objects matching one query (see `_accept`), written to ``out``.
@@ -78,8 +105,6 @@ def query_slots(objects, cells, kind, query, query_mask, out):
     query are those holding ``query[0:3]``; a box query covers ``query[0:3]..query[3:6]``;
     a ball query covers its bounding box widened by a rounding tolerance.
     """
-    bounds = objects[BOUNDS]
-    spheres = objects[SPHERES]
     meta = objects[META]
     inv_size = cells[INV_SIZE]
     level_count = cells[LEVEL_COUNT]
@@ -92,23 +117,7 @@ def query_slots(objects, cells, kind, query, query_mask, out):
     for level in range(level_count.shape[0]):
         if level_count[level] == 0:
             continue
-        inv = inv_size[level]
-        volume = 1.0
-        for axis in range(3):
-            if kind == KIND_CELL:
-                first[axis] = floor_to_int(query[axis] * inv)
-                last[axis] = first[axis]
-            elif kind == KIND_BOX:
-                first[axis] = floor_to_int(query[axis] * inv)
-                last[axis] = floor_to_int(query[axis + 3] * inv)
-            else:
-                u = query[axis] * inv
-                reach = query[6] * inv
-                tolerance = cell_tolerance(abs(u) + reach)
-                first[axis] = floor_to_int(u - reach - tolerance)
-                last[axis] = floor_to_int(u + reach + tolerance)
-            # In floating point: clamped ends 2**63 apart overflow an int64 difference.
-            volume *= float(last[axis]) - float(first[axis]) + 1.0
+        volume = _query_cells(kind, query, inv_size[level], first, last)
         if volume > SCAN_FACTOR * level_count[level]:
             for slot in range(meta.shape[0]):
                 if meta[slot, LEVEL] != level or (meta[slot, CATEGORY] & query_mask) == 0:
@@ -117,7 +126,7 @@ def query_slots(objects, cells, kind, query, query_mask, out):
                 for axis in range(3):
                     if meta[slot, HI + axis] < first[axis] or meta[slot, LO + axis] > last[axis]:
                         inside = False
-                if inside and _accept(bounds, spheres, kind, query, slot):
+                if inside and _accept(objects, kind, query, slot):
                     out[n_out] = slot
                     n_out += 1
             continue
@@ -136,19 +145,20 @@ def query_slots(objects, cells, kind, query, query_mask, out):
                             continue
                         if (meta[slot, CATEGORY] & query_mask) == 0:
                             continue
-                        if _accept(bounds, spheres, kind, query, slot):
+                        if _accept(objects, kind, query, slot):
                             out[n_out] = slot
                             n_out += 1
     return n_out
 
 
-@jit
-def object_distance(bounds, spheres, px, py, pz, slot):
+@jit_inline
+def object_distance(objects, px, py, pz, slot):
     """Distance from point ``p`` to object ``slot``: to its box, or to its sphere's surface
     (0 inside either)."""
+    spheres = objects[SPHERES]
     radius = spheres[slot, 3]
     if radius < 0.0:
-        return math.sqrt(box_distance2(px, py, pz, bounds, slot))
+        return math.sqrt(box_distance2(px, py, pz, objects[BOUNDS], slot))
     return max(math.sqrt(center_distance2(px, py, pz, spheres, slot)) - radius, 0.0)
 
 
@@ -182,8 +192,6 @@ def knn_query(objects, cells, keys, point, query_mask, n_dims, heap_distance, he
     Returns how many were found; ``heap_distance`` and ``heap_key`` (length ``k``) hold
     them nearest first: the keys, which tell the objects apart.
     """
-    bounds = objects[BOUNDS]
-    spheres = objects[SPHERES]
     meta = objects[META]
     inv_size = cells[INV_SIZE]
     level_count = cells[LEVEL_COUNT]
@@ -225,7 +233,7 @@ def knn_query(objects, cells, keys, point, query_mask, n_dims, heap_distance, he
                     if _ring_cell_closest(meta, slot, c0x, c0y, c0z) < ring:
                         continue
                     if (meta[slot, CATEGORY] & query_mask) != 0:
-                        distance = object_distance(bounds, spheres, px, py, pz, slot)
+                        distance = object_distance(objects, px, py, pz, slot)
                         size = heap_offer(heap_distance, heap_key, size, distance, keys[slot])
                 break
             for dz in range(-span_z, span_z + 1):
@@ -248,7 +256,7 @@ def knn_query(objects, cells, keys, point, query_mask, n_dims, heap_distance, he
                                 continue
                             seen += 1
                             if (meta[slot, CATEGORY] & query_mask) != 0:
-                                distance = object_distance(bounds, spheres, px, py, pz, slot)
+                                distance = object_distance(objects, px, py, pz, slot)
                                 size = heap_offer(heap_distance, heap_key, size, distance,
                                                   keys[slot])
                         dx += step if ring else 1

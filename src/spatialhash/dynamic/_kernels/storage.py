@@ -1,4 +1,4 @@
-"""Storage of the dynamic hash: levels, cell ranges, bucket lists, the integer-id table.
+"""Storage of the dynamic hash: levels, cell ranges, bucket lists.
 
 Every object lives in one slot. Per slot:
 ``bounds[s] = (x0, y0, z0, x1, y1, z1)`` its bounding box, ``spheres[s] = (cx, cy, cz, r)``
@@ -16,15 +16,15 @@ several cells, so readers compare cells (`entry_in_cell`). The levels and the li
 bundle `state.Cells`, with the per-level boxes of cells ``level_cells`` and the lists'
 ``status`` apart.
 
-Kernels take the bundles as plain tuples and unpack them once, at their entry point
-(see `state.py`).
+Kernels take the bundles as plain tuples and take their arrays by index (see `state.py`),
+at their entry point or in helpers that numba inlines into it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..._config import jit
+from ..._config import jit, jit_inline
 from ..._kernels.cells import COORDINATE_FLOOR, COORDINATE_LIMIT, floor_to_int, hash_cell
 from .state import BOUNDS, HEAD, INV_SIZE, LEVEL_COUNT, LINKS, META, SPHERES
 
@@ -43,6 +43,17 @@ META_COLUMNS = 9
 def bucket_of(level, cx, cy, cz, mask):
     """Bucket of cell ``(cx, cy, cz)`` of ``level`` in a power-of-two table."""
     return hash_cell(cx, cy, cz ^ (level * LEVEL_SALT), mask)
+
+
+@jit_inline
+def push_entry(links, head, bucket, entry):
+    """Push ``entry`` onto the front of the list of ``bucket``."""
+    first = head[bucket]
+    links[entry, 0] = first
+    links[entry, 1] = -1
+    if first >= 0:
+        links[first, 1] = entry
+    head[bucket] = entry
 
 
 @jit
@@ -79,13 +90,7 @@ def relink_object(meta, links, head, slot, push):
             for cx in range(lx, meta[slot, HI] + 1):
                 entry = ENTRIES * slot + (cx - lx) + 2 * (cy - ly) + 4 * (cz - lz)
                 if push:
-                    bucket = bucket_of(level, cx, cy, cz, mask)
-                    first = head[bucket]
-                    links[entry, 0] = first
-                    links[entry, 1] = -1
-                    if first >= 0:
-                        links[first, 1] = entry
-                    head[bucket] = entry
+                    push_entry(links, head, bucket_of(level, cx, cy, cz, mask), entry)
                 else:
                     after = links[entry, 0]
                     before = links[entry, 1]
@@ -110,6 +115,45 @@ def entry_in_cell(meta, entry, level, cx, cy, cz):
             and meta[slot, LO + 1] + ((k >> 1) & 1) == cy and meta[slot, LO + 2] + (k >> 2) == cz)
 
 
+@jit_inline
+def write_shape(bounds, spheres, slot, new_bounds, new_spheres, i, boxes_only):
+    """Row ``i`` of ``new_bounds`` and, unless ``boxes_only``, of ``new_spheres`` written
+    into ``slot`` (``boxes_only``: a box or point, ``r = -1``). Returns whether the slot
+    held a sphere before."""
+    was_sphere = spheres[slot, 3] >= 0.0
+    for axis in range(6):
+        bounds[slot, axis] = new_bounds[i, axis]
+    if boxes_only:
+        spheres[slot, 3] = -1.0
+    else:
+        for axis in range(4):
+            spheres[slot, axis] = new_spheres[i, axis]
+    return was_sphere
+
+
+@jit_inline
+def has_cells(meta, slot, cell_range):
+    """Whether ``slot`` has the level and cells ``cell_range = (level, lx, ly, lz, hx, hy,
+    hz)`` (a free slot, level -1, has none)."""
+    level, lx, ly, lz, hx, hy, hz = cell_range
+    return (meta[slot, LEVEL] == level and meta[slot, LO] == lx and meta[slot, LO + 1] == ly
+            and meta[slot, LO + 2] == lz and meta[slot, HI] == hx
+            and meta[slot, HI + 1] == hy and meta[slot, HI + 2] == hz)
+
+
+@jit_inline
+def write_cells(meta, slot, cell_range):
+    """``meta``'s level and cell range of ``slot`` set to ``cell_range``."""
+    level, lx, ly, lz, hx, hy, hz = cell_range
+    meta[slot, LEVEL] = level
+    meta[slot, LO] = lx
+    meta[slot, LO + 1] = ly
+    meta[slot, LO + 2] = lz
+    meta[slot, HI] = hx
+    meta[slot, HI + 1] = hy
+    meta[slot, HI + 2] = hz
+
+
 @jit
 def place_many(objects, cells, level_cells, status, changed, slots, new_bounds, new_spheres):
     """Write new shapes into ``slots`` and keep levels and bucket lists up to date; returns
@@ -121,7 +165,7 @@ def place_many(objects, cells, level_cells, status, changed, slots, new_bounds, 
     are touched only for objects whose cells change, and only while they are current
     (``status[0] == 1``); otherwise they are rebuilt before the next query that reads
     them. (The bundles are taken apart once here: passing them to a helper per object
-    tripled the time; `set_cells` takes plain arrays and costs nothing measurable.)
+    tripled the time; the helpers here are inlined by numba or take plain arrays.)
     """
     bounds = objects[BOUNDS]
     spheres = objects[SPHERES]
@@ -135,22 +179,12 @@ def place_many(objects, cells, level_cells, status, changed, slots, new_bounds, 
     n_changed = 0
     for i in range(slots.shape[0]):
         slot = slots[i]
-        was_sphere = spheres[slot, 3] >= 0.0
-        for axis in range(6):
-            bounds[slot, axis] = new_bounds[i, axis]
-        if boxes_only:
-            spheres[slot, 3] = -1.0
-        else:
-            for axis in range(4):
-                spheres[slot, axis] = new_spheres[i, axis]
+        was_sphere = write_shape(bounds, spheres, slot, new_bounds, new_spheres, i, boxes_only)
         new_cells = object_cells(
             inv_size, new_bounds[i, 0], new_bounds[i, 1], new_bounds[i, 2], new_bounds[i, 3],
             new_bounds[i, 4], new_bounds[i, 5])
-        level, lx, ly, lz, hx, hy, hz = new_cells
         # A new object's slot is free (level -1): never on its cells already.
-        if (meta[slot, LEVEL] == level and meta[slot, LO] == lx and meta[slot, LO + 1] == ly
-                and meta[slot, LO + 2] == lz and meta[slot, HI] == hx
-                and meta[slot, HI + 1] == hy and meta[slot, HI + 2] == hz):
+        if has_cells(meta, slot, new_cells):
             if was_sphere != (spheres[slot, 3] >= 0.0):
                 changed[slot] = 1  # its entries' sphere bit (see `set_cells`)
             continue
@@ -176,15 +210,8 @@ def set_cells(meta, links, head, level_count, level_cells, linked, slot, cell_ra
         if linked:
             relink_object(meta, links, head, slot, False)
         level_count[meta[slot, LEVEL]] -= 1
-    level, lx, ly, lz, hx, hy, hz = cell_range
-    meta[slot, LEVEL] = level
-    meta[slot, LO] = lx
-    meta[slot, LO + 1] = ly
-    meta[slot, LO + 2] = lz
-    meta[slot, HI] = hx
-    meta[slot, HI + 1] = hy
-    meta[slot, HI + 2] = hz
-    level_count[level] += 1
+    write_cells(meta, slot, cell_range)
+    level_count[cell_range[0]] += 1
     grow_level_cells(level_cells, cell_range)
     if linked:
         relink_object(meta, links, head, slot, True)
@@ -215,10 +242,7 @@ def place_one(objects, cells, level_cells, status, slot, shape):
     spheres[slot, 2] = cz
     spheres[slot, 3] = radius
     new_cells = object_cells(cells[INV_SIZE], x0, y0, z0, x1, y1, z1)
-    level, lx, ly, lz, hx, hy, hz = new_cells
-    if (meta[slot, LEVEL] == level and meta[slot, LO] == lx and meta[slot, LO + 1] == ly
-            and meta[slot, LO + 2] == lz and meta[slot, HI] == hx and meta[slot, HI + 1] == hy
-            and meta[slot, HI + 2] == hz):
+    if has_cells(meta, slot, new_cells):
         return was_sphere != (radius >= 0.0)
     set_cells(meta, cells[LINKS], cells[HEAD], cells[LEVEL_COUNT], level_cells,
               status[0] == 1, slot, new_cells)
@@ -287,7 +311,7 @@ def release_many(objects, cells, status, changed, slots):
         changed[slot] = 1
 
 
-@jit
+@jit_inline
 def grow_level_cells(level_cells, cell_range):
     """Widen the box of cells (``(lo_x, lo_y, lo_z, hi_x, hi_y, hi_z)``) of the level of
     ``cell_range = (level, lx, ly, lz, hx, hy, hz)`` to hold its cells. The box only grows
@@ -318,9 +342,7 @@ def link_range(meta, links, head, bucket_lo, bucket_hi):
     the buckets can be linked on separate threads with the same result. The loops are
     written out rather than calling `relink_object` per object: a call that passes arrays
     costs an atomic reference-count update per array, and those were half of a relink
-    (100,000 boxes, one thread, ad hoc); a helper for the push alone, called per entry,
-    still made the rebuild on two threads about 20% slower (`benchmarks/bench_dynamic.py`'s
-    100,000 boxes, ad hoc, alternately in one process).
+    (100,000 boxes, one thread, ad hoc); `push_entry`, inlined by numba, costs no call.
     """
     mask = head.shape[0] - 1
     for slot in range(meta.shape[0]):
@@ -334,13 +356,8 @@ def link_range(meta, links, head, bucket_lo, bucket_hi):
                     bucket = bucket_of(level, cx, cy, cz, mask)
                     if bucket < bucket_lo or bucket >= bucket_hi:
                         continue
-                    entry = ENTRIES * slot + (cx - lx) + 2 * (cy - ly) + 4 * (cz - lz)
-                    first = head[bucket]
-                    links[entry, 0] = first
-                    links[entry, 1] = -1
-                    if first >= 0:
-                        links[first, 1] = entry
-                    head[bucket] = entry
+                    push_entry(links, head, bucket,
+                               ENTRIES * slot + (cx - lx) + 2 * (cy - ly) + 4 * (cz - lz))
 
 
 @jit
@@ -365,117 +382,3 @@ def relink_all(objects, cells, level_cells):
     head[:] = -1
     link_range(meta, cells[LINKS], head, 0, head.shape[0])
     fit_level_cells(meta, level_cells)
-
-
-# ---------------------------------------------------------------------- integer ids
-@jit
-def _id_slot(value, mask):
-    h = np.uint64(value) * np.uint64(0x9E3779B97F4A7C15)
-    h ^= h >> np.uint64(29)
-    return np.int64(h & np.uint64(mask))
-
-
-@jit
-def ids_lookup(keys, values, ids, n_slots):
-    """Slots of integer ``ids`` in the table (``keys``, ``values``: -1 marks empty).
-
-    Returns ``(slots, missing, repeated)``: ``slots[i] = -1`` for an id not in the table;
-    ``missing`` and ``repeated`` are the positions in ``ids`` of unknown ids and of ids met
-    before in ``ids``.
-    """
-    mask = keys.shape[0] - 1
-    m = ids.shape[0]
-    slots = np.empty(m, np.int64)
-    seen = np.zeros(n_slots, np.bool_)
-    missing = np.empty(m, np.int64)
-    repeated = np.empty(m, np.int64)
-    n_missing = 0
-    n_repeated = 0
-    for i in range(m):
-        value = ids[i]
-        position = _id_slot(value, mask)
-        slot = -1
-        while values[position] >= 0:
-            if keys[position] == value:
-                slot = values[position]
-                break
-            position = (position + 1) & mask
-        slots[i] = slot
-        if slot < 0:
-            missing[n_missing] = i
-            n_missing += 1
-        elif seen[slot]:
-            repeated[n_repeated] = i
-            n_repeated += 1
-        else:
-            seen[slot] = True
-    return slots, missing[:n_missing].copy(), repeated[:n_repeated].copy()
-
-
-@jit
-def ids_repeated(keys, values, ids):
-    """Positions in ``ids`` of ids already in the table or repeated within ``ids``."""
-    m = ids.shape[0]
-    capacity = 16
-    while capacity < 2 * m:
-        capacity *= 2
-    local_mask = capacity - 1
-    local_keys = np.empty(capacity, np.int64)
-    local_used = np.zeros(capacity, np.bool_)
-    mask = keys.shape[0] - 1
-    bad = np.empty(m, np.int64)
-    n_bad = 0
-    for i in range(m):
-        value = ids[i]
-        position = _id_slot(value, mask)
-        present = False
-        while values[position] >= 0:
-            if keys[position] == value:
-                present = True
-                break
-            position = (position + 1) & mask
-        position = _id_slot(value, local_mask)
-        while local_used[position] and local_keys[position] != value:
-            position = (position + 1) & local_mask
-        if local_used[position]:
-            present = True
-        else:
-            local_used[position] = True
-            local_keys[position] = value
-        if present:
-            bad[n_bad] = i
-            n_bad += 1
-    return bad[:n_bad].copy()
-
-
-@jit
-def ids_insert(keys, values, ids, slots):
-    """Enter ``ids[i] -> slots[i]``; the ids must be absent (the table is never full)."""
-    mask = keys.shape[0] - 1
-    for i in range(ids.shape[0]):
-        position = _id_slot(ids[i], mask)
-        while values[position] >= 0:
-            position = (position + 1) & mask
-        keys[position] = ids[i]
-        values[position] = slots[i]
-
-
-@jit
-def ids_delete(keys, values, ids):
-    """Remove ``ids`` (present) with backward-shift deletion (no tombstones)."""
-    mask = keys.shape[0] - 1
-    for i in range(ids.shape[0]):
-        position = _id_slot(ids[i], mask)
-        while keys[position] != ids[i] or values[position] < 0:
-            position = (position + 1) & mask
-        hole = position
-        position = (hole + 1) & mask
-        while values[position] >= 0:
-            home = _id_slot(keys[position], mask)
-            # The entry may move into the hole when its home is not in (hole, position].
-            if (position - home) & mask >= (position - hole) & mask:
-                keys[hole] = keys[position]
-                values[hole] = values[position]
-                hole = position
-            position = (position + 1) & mask
-        values[hole] = -1
