@@ -488,9 +488,9 @@ def test_queries_held_in_memory_equal_the_grid():
     np.testing.assert_array_equal(got["point"].to_numpy(), expected.indices)
     np.testing.assert_array_equal(got["distance"].to_numpy(), expected.distances)
     table = pd.DataFrame(queries.astype(np.float32), columns=["x", "y", "z"])
-    for given in (queries, queries.astype(np.float32), table):
-        nearest = sd.query_knn(points, given, 5, plan=sd.Plan(rows_per_tile=900))
-        exact = np.asarray(given, dtype=np.float64)
+    for form in (queries, queries.astype(np.float32), table):
+        nearest = sd.query_knn(points, form, 5, plan=sd.Plan(rows_per_tile=900))
+        exact = np.asarray(form, dtype=np.float64)
         assert_knn_equal(nearest, Grid(points).query_knn(exact, 5), 5)
 
 

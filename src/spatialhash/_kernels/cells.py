@@ -325,11 +325,12 @@ def runs_capacity(first, last, n_occupied):
 
 @jit
 def gather_runs(n_cells, box, cell_coords, cell_start, dense_start, hash_keys, hash_ids, first,
-                last, half_stencil, center, run_bounds, run_shifts):
+                last, half_stencil, center, runs):
     """Runs of sorted points covering the cell box ``first..last``; returns their number.
 
     A run is a slice ``run_bounds[r] = (start, end)`` of the sorted points (one row of
-    cells) and the offset ``run_shifts[r]`` of its image (see the module docstring).
+    cells) and the offset ``run_shifts[r]`` of its image (see the module docstring), written
+    into ``runs = (run_bounds, run_shifts)``.
 
     With ``half_stencil``, only the half of the box after cell ``center`` in row-major
     order: its own row from ``center`` on (that run comes first and starts at the cell's
@@ -338,6 +339,7 @@ def gather_runs(n_cells, box, cell_coords, cell_start, dense_start, hash_keys, h
     larger than the data costs O(occupied cells). The buffers must hold `runs_capacity`
     runs.
     """
+    run_bounds, run_shifts = runs
     n_occupied = cell_coords.shape[0]
     volume = 1.0
     for axis in range(3):

@@ -110,18 +110,19 @@ def contacts_sorted(positions, radii, cell_size, out):
 
 
 @jit
-def substep(positions, previous, velocities, radii, pairs, constants, n_pairs, gravity,
-            max_speed, dt, width, height, n_iterations):
+def substep(positions, previous, velocities, radii, pairs, constants, n_pairs, world):
     """One position-based substep: integrate, resolve contacts and walls, derive velocities.
 
-    Velocities get gravity and are capped at ``max_speed`` (so that no particle moves
-    farther than the search's skin in a step); positions advance; then ``n_iterations``
+    ``world = (gravity, max_speed, dt, width, height, n_iterations)``. Velocities get
+    gravity and are capped at ``max_speed`` (so that no particle moves farther than the
+    search's skin in a step); positions advance; then ``n_iterations``
     Gauss-Seidel sweeps push each overlapping pair of ``pairs[:n_pairs]`` apart along the
     line of centres, in proportion to inverse mass (``constants``: see `sweep_order`), and
     clamp particles inside the box.
     The new velocity is the position change over ``dt``: contacts are inelastic along the
     normal, which lets a pile come to rest.
     """
+    gravity, max_speed, dt, width, height, n_iterations = world
     n = positions.shape[0]
     for i in range(n):
         vx = velocities[i, 0]

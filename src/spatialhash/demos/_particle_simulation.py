@@ -279,8 +279,8 @@ class ParticleSystem:
         for _ in range(self.n_substeps):
             kernels.substep(self.positions, self._previous, self.velocities, self.radii,
                             self._sweep_order, self._pair_constants, pairs.shape[0],
-                            self.gravity, self.skin, dt, self.width, self.height,
-                            self.n_iterations)
+                            (self.gravity, self.skin, dt, self.width, self.height,
+                             self.n_iterations))
         end = time.perf_counter()
         self.n_steps += 1
         return StepTimes(searched - start, end - start, int(pairs.shape[0]))

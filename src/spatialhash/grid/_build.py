@@ -145,9 +145,10 @@ def build_state(points3, lowest, highest, cell_size, box, one_cell, index_dtype,
         else:
             built = build.dense_build(points3, origin, inv_size, n_periodic, n_cells)
         cell_start, permutation, columns, dense_lookup, dense_start, cell_coords = built
-        return grid_state(columns, permutation, index_dtype, origin, size, inv_size,
-                          n_cells, box, cell_start, cell_coords, dense_lookup, dense_start,
-                          _NO_HASH_KEYS, _NO_HASH_IDS)
+        return grid_state((columns, permutation), index_dtype,
+                          (origin, size, inv_size, n_cells, box),
+                          (cell_start, cell_coords, dense_lookup, dense_start, _NO_HASH_KEYS,
+                           _NO_HASH_IDS))
     # Only open axes can exceed it: periodic ones were checked above.
     if n_cells.max() > MAX_CELLS_PER_AXIS:
         axis = int(np.argmax(n_cells > MAX_CELLS_PER_AXIS))
@@ -173,15 +174,21 @@ def build_state(points3, lowest, highest, cell_size, box, one_cell, index_dtype,
             points3, cell_id, n_occupied, n_threads)
     else:
         cell_start, permutation, columns = build.sort_points(points3, cell_id, n_occupied)
-    return grid_state(columns, permutation, index_dtype, origin, size, inv_size, n_cells,
-                      box, cell_start, cell_coords, _NO_DENSE_LOOKUP, _NO_DENSE_LOOKUP,
-                      hash_keys, hash_ids)
+    return grid_state((columns, permutation), index_dtype,
+                      (origin, size, inv_size, n_cells, box),
+                      (cell_start, cell_coords, _NO_DENSE_LOOKUP, _NO_DENSE_LOOKUP, hash_keys,
+                       hash_ids))
 
 
-def grid_state(columns, permutation, index_dtype, origin, size, inv_size, n_cells, box,
-               cell_start, cell_coords, dense_lookup, dense_start, hash_keys,
-               hash_ids) -> GridState:
-    """The `GridState` of a build's arrays (``order`` in the grid's index dtype)."""
+def grid_state(sorted_points: tuple, index_dtype, geometry: tuple,
+               cells: tuple) -> GridState:
+    """The `GridState` of a build's arrays: ``sorted_points = (columns, permutation)``
+    (``order`` is the permutation in the grid's index dtype), ``geometry = (origin, size,
+    inv_size, n_cells, box)``, ``cells = (cell_start, cell_coords, dense_lookup,
+    dense_start, hash_keys, hash_ids)``."""
+    columns, permutation = sorted_points
+    origin, size, inv_size, n_cells, box = geometry
+    cell_start, cell_coords, dense_lookup, dense_start, hash_keys, hash_ids = cells
     return GridState(
         points=columns,
         order=permutation.astype(index_dtype),

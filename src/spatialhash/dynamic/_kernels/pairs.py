@@ -20,8 +20,9 @@ exactly as `object_cells` computed it; ``meta`` (scattered rows, a cache miss ea
 only for the category filters, and only when the sort saw an object with other bits than
 all. The box tests are written out in each loop: moved into shared helpers (`numba.njit`
 functions taking the records and a box), they made `query_pairs` on the benchmark's boxes
-about 30% slower (one core, the two versions alternately in one process). The cell test of a run's entry (`in_cell`) and the last tests of a pair
-(`kept_pair`) are helpers that numba inlines: no call.
+about 30% slower (one core, the two versions alternately in one process). The cell test
+of a run's entry (`in_cell`) and the last tests of a pair (`kept_pair`) are helpers that
+numba inlines: no call.
 
 Same level: two objects sharing cell ``c`` are compared there, and the pair is reported
 only in the lowest cell the two share, ``max(lo_a, lo_b)`` per axis, exactly when their

@@ -60,6 +60,7 @@ from .pairs import (
     copy_records,
     tile_bucket,
 )
+from .sort_merge import merge_runs, radix_sort_pairs
 from .state import (
     BOUNDS,
     BUCKET_START,
@@ -75,7 +76,6 @@ from .state import (
     PART_CODE,
     SPHERES,
 )
-from .sort_merge import merge_runs, radix_sort_pairs
 from .storage import CATEGORY, HI, LEVEL, LO, MASK
 
 

@@ -75,7 +75,7 @@ def box_scan_boxes(state, lower, upper, width, visit_order, t_lo, t_hi, position
         if needed > run_bounds.shape[0]:
             run_bounds, run_shifts = run_buffers(needed)
         n_runs = gather_runs(n_cells, box, cell_coords, cell_start, dense_start, hash_keys,
-                             hash_ids, first, last, False, (0, 0, 0), run_bounds, run_shifts)
+                             hash_ids, first, last, False, (0, 0, 0), (run_bounds, run_shifts))
         start = positions[q] if write else 0
         position = start
         for r in range(n_runs):

@@ -148,8 +148,8 @@ def _scan_kernel(over_cells, once=False):
             if needed > run_bounds.shape[0]:
                 run_bounds, run_shifts = run_buffers(needed)
             n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start,
-                                 hash_keys, hash_ids, first, last, False, (0, 0, 0), run_bounds,
-                                 run_shifts)
+                                 hash_keys, hash_ids, first, last, False, (0, 0, 0),
+                                 (run_bounds, run_shifts))
             shifted = use_min_image
             n_candidates = 0
             for r in range(n_runs):

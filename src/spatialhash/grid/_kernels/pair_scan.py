@@ -295,7 +295,7 @@ def half_stencil_scan(gather, visitor):
                             run_bounds, run_shifts = run_buffers(needed)
                         n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start,
                                              dense_start, hash_keys, hash_ids, first, last,
-                                             True, center, run_bounds, run_shifts)
+                                             True, center, (run_bounds, run_shifts))
                 n_candidates = 0
                 # A cell with image shifts or minimum images scans its runs one by one.
                 shifted = True

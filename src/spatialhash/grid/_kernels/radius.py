@@ -171,7 +171,7 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
         if needed > run_bounds.shape[0]:
             run_bounds, run_shifts = run_buffers(needed)
         n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start, hash_keys,
-                             hash_ids, first, last, False, (0, 0, 0), run_bounds, run_shifts)
+                             hash_ids, first, last, False, (0, 0, 0), (run_bounds, run_shifts))
         start = positions[q] if write else 0
         position = start
         r2 = radii[q] * radii[q]
