@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from .._config import jit
+from .._config import jit, jit_inline
 
 #: Relative widening of query ranges in cell units: covers rounding of ``(x - origin) *
 #: inv_cell_size`` (a few ulps of the cell coordinate) with a wide margin.
@@ -202,14 +202,45 @@ def min_image(delta, box, half_box):
     return delta
 
 
-@jit
-def cells_needed(first, last, n_occupied):
-    """Buffer size `gather_cells` needs for the range ``first..last``."""
+@jit_inline
+def block_volume(first, last):
+    """Cells in the cell box ``first..last`` (a float: it may pass 2**63); 0 when the box
+    is empty on an axis."""
     volume = 1.0
     for axis in range(3):
         if last[axis] < first[axis]:
-            return 0
+            return 0.0
         volume *= last[axis] - first[axis] + 1
+    return volume
+
+
+@jit_inline
+def occupied_cell_image(cell_coords, cell, n_cells, box, block, shifts, row):
+    """Whether occupied cell ``cell`` lies in the cell box ``block = (first, last)``,
+    periodic axes wrapped; if it does, the shift of its image there (see the module
+    docstring) is written to ``shifts[row]``. The scan of `gather_cells` and `gather_runs`
+    over the occupied cells, for a box larger than their number."""
+    first, last = block
+    for axis in range(3):
+        offset = cell_coords[cell, axis] - first[axis]
+        if not math.isinf(box[axis]):
+            offset %= n_cells[axis]
+        if offset > last[axis] - first[axis]:
+            return False
+    for axis in range(3):
+        unwrapped = cell_coords[cell, axis]
+        if not math.isinf(box[axis]):
+            unwrapped = first[axis] + (unwrapped - first[axis]) % n_cells[axis]
+        shifts[row, axis] = image_shift(unwrapped, n_cells[axis], box[axis])
+    return True
+
+
+@jit
+def cells_needed(first, last, n_occupied):
+    """Buffer size `gather_cells` needs for the range ``first..last``."""
+    volume = block_volume(first, last)
+    if volume == 0.0:
+        return 0
     return int(min(volume, n_occupied))
 
 
@@ -224,28 +255,15 @@ def gather_cells(n_cells, box, cell_coords, dense_lookup, hash_keys, hash_ids, f
     are scanned instead, so a range far larger than the data costs O(occupied cells).
     """
     n_occupied = cell_coords.shape[0]
-    volume = 1.0
-    for axis in range(3):
-        if last[axis] < first[axis]:
-            return 0
-        volume *= last[axis] - first[axis] + 1
+    volume = block_volume(first, last)
+    if volume == 0.0:
+        return 0
     count = 0
     if volume > n_occupied:
         for cell in range(n_occupied):
-            inside = True
-            for axis in range(3):
-                offset = cell_coords[cell, axis] - first[axis]
-                if not math.isinf(box[axis]):
-                    offset %= n_cells[axis]
-                if offset > last[axis] - first[axis]:
-                    inside = False
-            if inside:
+            if occupied_cell_image(cell_coords, cell, n_cells, box, (first, last), shifts_out,
+                                   count):
                 cells_out[count] = cell
-                for axis in range(3):
-                    unwrapped = cell_coords[cell, axis]
-                    if not math.isinf(box[axis]):
-                        unwrapped = first[axis] + (unwrapped - first[axis]) % n_cells[axis]
-                    shifts_out[count, axis] = image_shift(unwrapped, n_cells[axis], box[axis])
                 count += 1
         return count
     # Buffers are never grown in here: reassigning an array inside a hot loop makes numba
@@ -312,11 +330,9 @@ def row_segment(x, x_last, n_x, box_x):
 @jit
 def runs_capacity(first, last, n_occupied):
     """Buffer size `gather_runs` needs for the cell box ``first..last``."""
-    volume = 1.0
-    for axis in range(3):
-        if last[axis] < first[axis]:
-            return 0
-        volume *= last[axis] - first[axis] + 1
+    volume = block_volume(first, last)
+    if volume == 0.0:
+        return 0
     if volume > n_occupied:
         return n_occupied
     # Two per row: a wrapped row splits in two.
@@ -341,29 +357,16 @@ def gather_runs(n_cells, box, cell_coords, cell_start, dense_start, hash_keys, h
     """
     run_bounds, run_shifts = runs
     n_occupied = cell_coords.shape[0]
-    volume = 1.0
-    for axis in range(3):
-        if last[axis] < first[axis]:
-            return 0
-        volume *= last[axis] - first[axis] + 1
+    volume = block_volume(first, last)
+    if volume == 0.0:
+        return 0
     n_runs = 0
     if volume > n_occupied and not half_stencil:
         for cell in range(n_occupied):
-            inside = True
-            for axis in range(3):
-                offset = cell_coords[cell, axis] - first[axis]
-                if not math.isinf(box[axis]):
-                    offset %= n_cells[axis]
-                if offset > last[axis] - first[axis]:
-                    inside = False
-            if inside:
+            if occupied_cell_image(cell_coords, cell, n_cells, box, (first, last), run_shifts,
+                                   n_runs):
                 run_bounds[n_runs, 0] = cell_start[cell]
                 run_bounds[n_runs, 1] = cell_start[cell + 1]
-                for axis in range(3):
-                    unwrapped = cell_coords[cell, axis]
-                    if not math.isinf(box[axis]):
-                        unwrapped = first[axis] + (unwrapped - first[axis]) % n_cells[axis]
-                    run_shifts[n_runs, axis] = image_shift(unwrapped, n_cells[axis], box[axis])
                 n_runs += 1
         return n_runs
     center_x, center_y, center_z = center
