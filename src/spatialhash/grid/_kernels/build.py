@@ -76,12 +76,7 @@ def dense_build(points3, origin, inv_cell_size, n_periodic, n_cells):
                 key += 1
     cell_start[n_occupied] = n
     # Stable: each cell's points in increasing original index.
-    cursor = dense_start[:-1].copy()
-    permutation = np.empty(n, np.int64)
-    for i in range(n):
-        key = linear[i]
-        permutation[cursor[key]] = i
-        cursor[key] += 1
+    permutation = stable_placement(linear, dense_start)
     return cell_start, permutation, gather_columns(points3, permutation), dense_lookup, \
         dense_start, cell_coords
 
@@ -195,6 +190,20 @@ def cell_offsets(cell_id, n_cells):
 
 
 @jit
+def stable_placement(keys, starts):
+    """The placement pass of a stable counting sort: the permutation whose position
+    ``starts[k] + m`` holds the ``m``-th index ``i`` (in increasing order) with ``keys[i] ==
+    k``."""
+    cursor = starts[:-1].copy()
+    permutation = np.empty(keys.shape[0], np.int64)
+    for i in range(keys.shape[0]):
+        key = keys[i]
+        permutation[cursor[key]] = i
+        cursor[key] += 1
+    return permutation
+
+
+@jit
 def counting_sort(cell_id, n_occupied):
     """Stable counting sort of points by cell id.
 
@@ -202,15 +211,8 @@ def counting_sort(cell_id, n_occupied):
     ``permutation[s]``, and the points of cell ``c`` fill ``cell_start[c]:cell_start[c + 1]``
     in increasing original index.
     """
-    n = cell_id.shape[0]
     cell_start = cell_offsets(cell_id, n_occupied)
-    cursor = cell_start[:-1].copy()
-    permutation = np.empty(n, np.int64)
-    for i in range(n):
-        c = cell_id[i]
-        permutation[cursor[c]] = i
-        cursor[c] += 1
-    return cell_start, permutation
+    return cell_start, stable_placement(cell_id, cell_start)
 
 
 def max_dense_cells(n_points: int) -> float:
