@@ -25,9 +25,12 @@ of the crossed face, which is bit for bit the ``t_exit`` of the cell just left (
 ``min(t_next)``), so the intervals partition ``[t_lo, t_hi]`` exactly. The last cell's
 interval is closed at ``t_hi``. `traverse` runs the whole loop and returns the cells.
 
-A hot loop can keep the walk in scalars instead (``ray.py`` does: passing the five arrays
-to a helper on every step costs reference-count updates): `next_axis` picks the axis and
-`leave_parameter` gives the new ``t_next`` on it, the same arithmetic as `dda_step`.
+A hot loop can keep the walk in scalars instead (the batch grid's ``ray.py`` does: passing
+the five arrays to a helper on every step costs reference-count updates): `next_axis` picks
+the axis and `leave_parameter` gives the new ``t_next`` on it, the same arithmetic as
+`dda_step`. A loop that walks several rays side by side (the dynamic hash's levels) keeps
+one walk a row of ``(n, 3)`` arrays and moves row ``row`` with `row_exit` and `row_step`,
+inlined, the same arithmetic again, with neither a call nor a view of the row.
 
 Choices:
 
@@ -55,7 +58,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._config import jit
+from .._config import jit, jit_inline
 from .cells import floor_to_int
 
 
@@ -145,11 +148,26 @@ def dda_step(u_start, u_rate, cell, step, t_next):
     the ``t_exit`` of the cell left and the ``t_enter`` of the new one. Call it only while
     some ``t_next`` is finite.
     """
-    axis = next_axis(t_next[0], t_next[1], t_next[2])
-    t_crossed = t_next[axis]
-    c = cell[axis] + step[axis]
-    cell[axis] = c
-    t_next[axis] = leave_parameter(u_start[axis], u_rate[axis], c, step[axis], t_crossed)
+    return row_step(u_start.reshape(1, 3), u_rate.reshape(1, 3), cell.reshape(1, 3),
+                    step.reshape(1, 3), t_next.reshape(1, 3), 0)
+
+
+@jit_inline
+def row_exit(t_next, row, t_enter):
+    """`dda_exit` of the walk in row ``row`` of ``t_next`` (float64 (n, 3))."""
+    return max(min(t_next[row, 0], min(t_next[row, 1], t_next[row, 2])), t_enter)
+
+
+@jit_inline
+def row_step(u_start, u_rate, cell, step, t_next, row):
+    """`dda_step` of the walk in row ``row`` of the ``(n, 3)`` arrays: ``(axis,
+    t_crossed)``."""
+    axis = next_axis(t_next[row, 0], t_next[row, 1], t_next[row, 2])
+    t_crossed = t_next[row, axis]
+    c = cell[row, axis] + step[row, axis]
+    cell[row, axis] = c
+    t_next[row, axis] = leave_parameter(u_start[row, axis], u_rate[row, axis], c,
+                                        step[row, axis], t_crossed)
     return axis, t_crossed
 
 

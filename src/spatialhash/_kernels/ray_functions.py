@@ -8,7 +8,9 @@ wait in a binary min-heap ranked by distance, then by key (the index or the inte
 so ties go to the smaller, as in the casts without ``fn``), and the walk pops them, in
 that order, only once it has passed their distance: once no hit still to be found can
 come before them (each caller's module docstring says when that is). The heap holds a
-payload beside each key (the dynamic hash's slot).
+payload beside each key (the dynamic hash's slot). The casts keep it as one tuple of its
+three arrays, pushing with `add_hit` (which grows it when full) and popping with
+`take_hit`, both inlined into them.
 
 `return_type_of` types a call of the user's function as the ray kernels make it, so that
 the host can refuse a function that does not return a bool before compiling a kernel.
@@ -19,7 +21,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .._config import jit
+from .._config import jit, jit_inline
 
 #: Room of a new heap (it doubles when full).
 HEAP_ROOM = 64
@@ -92,6 +94,27 @@ def pop_hit(heap_t, heap_key, heap_item, size):
         heap_key[position] = key
         heap_item[position] = item
     return size
+
+
+@jit_inline
+def add_hit(heap, size, t, key, item):
+    """`push_hit` on the heap ``(distances, keys, payloads)`` of ``size`` hits, grown first
+    when full (`grown_hits`); returns ``(heap, size)``, both new. Inlined: called for every
+    hit of a cast with ``fn``."""
+    heap_t, heap_key, heap_item = heap
+    if size == heap_t.shape[0]:
+        heap_t, heap_key, heap_item = grown_hits(heap_t, heap_key, heap_item)
+    size = push_hit(heap_t, heap_key, heap_item, size, t, key, item)
+    return (heap_t, heap_key, heap_item), size
+
+
+@jit_inline
+def take_hit(heap, size):
+    """The first hit of the heap ``(distances, keys, payloads)`` of ``size >= 1`` hits,
+    removed (`pop_hit`): ``(size, distance, key, payload)``, ``size`` the new one."""
+    heap_t, heap_key, heap_item = heap
+    t, key, item = heap_t[0], heap_key[0], heap_item[0]
+    return pop_hit(heap_t, heap_key, heap_item, size), t, key, item
 
 
 def _call_as_kernels_do(fn, args):

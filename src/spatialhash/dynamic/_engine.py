@@ -280,7 +280,7 @@ class CpuDynamicEngine(CpuStorage):
                            self._buffers, fn, args)
             return self._out[:n], self._out_distances[:n].copy()
         n = ray_kernels.ray_hits(self._objects, self._cells, self._level_cells, keys, cast,
-                                 self._buffers)
+                                 self._buffers, None, ())
         slots = self._out[:n].copy()
         distances = self._out_distances[:n].copy()
         order = np.lexsort((keys[slots], distances))

@@ -225,33 +225,31 @@ class CpuEngine:
             if not all_hits:
                 indices = np.empty(m, dtype=self.index_dtype)
                 distances = np.empty(m)
-                self._cast_rays(rays, visit_order, ray_kernels.MODE_FIRST,
-                                np.empty(0, np.int64), indices, distances)
+                self._cast_rays((*rays, visit_order, indices, distances,
+                                 np.empty(0, np.int64), ray_kernels.MODE_FIRST))
                 return RayHits(indices, distances)
             counts = np.zeros(m, dtype=np.int64)
-            self._cast_rays(rays, visit_order, ray_kernels.MODE_COUNT, counts,
-                            np.empty(0, self.index_dtype), _NO_DISTANCES)
+            self._cast_rays((*rays, visit_order, np.empty(0, self.index_dtype), _NO_DISTANCES,
+                             counts, ray_kernels.MODE_COUNT))
             indptr = _indptr(counts)
             indices = np.empty(int(indptr[-1]), dtype=self.index_dtype)
             distances = np.empty(int(indptr[-1]))
-            self._cast_rays(rays, visit_order, ray_kernels.MODE_FILL, indptr, indices,
-                            distances)
+            self._cast_rays((*rays, visit_order, indices, distances, indptr,
+                             ray_kernels.MODE_FILL))
         return Neighbors(indptr, indices, distances, self.n_points)
 
-    def _cast_rays(self, rays, visit_order, mode, positions, indices, distances):
-        """One pass of the ray kernel; ``rays`` is ``(radii in sorted order, max radius,
-        walk limit, origins3, units3, max_distance)``."""
-        m = visit_order.shape[0]
+    def _cast_rays(self, params):
+        """One pass of `ray.cast_rays` over every ray; ``params`` as `ray.cast_kernel`
+        takes them."""
+        m = params[6].shape[0]
         if self.parallel_over_queries(m):
             # The ray limits may be the caller's array (read-only or not): part of the key.
-            kernel = indirect.kernel_target(ray_kernels.cast_rays, (
-                self.state, *rays, visit_order, 0, m, mode, positions, indices, distances),
-                (self.index_dtype, rays[-1].flags.writeable))
-            ray_kernels.cast_rays_parallel(self.state, *rays, visit_order, mode, positions,
-                                           indices, distances, kernel)
+            target = indirect.kernel_target(ray_kernels.cast_rays,
+                                            (self.state, params, 0, m, None, ()),
+                                            (self.index_dtype, params[5].flags.writeable))
+            ray_kernels.cast_rays_parallel(self.state, params, m, target)
         else:
-            ray_kernels.cast_rays(self.state, *rays, visit_order, 0, m, mode, positions,
-                                  indices, distances)
+            ray_kernels.cast_rays(self.state, params, 0, m, None, ())
 
 
 class BruteEngine(CpuEngine):

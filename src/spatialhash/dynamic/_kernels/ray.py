@@ -21,15 +21,37 @@ starts inside); a sphere is then intersected exactly (entry at 0 when the origin
 or on the ball). The direction is a unit vector (normalized by the caller), so parameters
 are distances. For the first hit, a level's traversal stops once the best hit lies before
 the current cell's exit.
+
+One walk, two consumers. `cast_kernel` is the walk and takes its consumer as a constant:
+`ray_hits` records the hits (all of them, or the first, chosen by ``cast.first_only``)
+and the kernel of ``ray_functions.py`` offers them, nearest first, to a user's function
+(see that module). Hits must reach a function in order of distance over all levels, so
+the levels walk side by side: each walking level has a frontier, the ``t_exit`` of the
+last cell it visited (every hit of that level nearer than its frontier has been found: the
+rule by which the first hit is taken as final, ``best < t_exit``), infinite once its walk
+is over; and the level furthest behind visits its next cell. Recording hits, `ray_hits`
+needs no such order: it walks each level to its end before the next, the side-by-side walk
+with the first level still walking always chosen. Levels whose objects are tested one by
+one are tested before any walk; the set of hits, and the first, are the same in any order.
+
+The cells of a level are looked up here rather than through a helper shared with the
+batch grid: a level's cell is a bucket list of a hash table (`storage.bucket_of`, each
+entry checked with `storage.entry_in_cell`, an object in up to eight cells, stamped so it
+is tested once), the grid's a run of sorted points; and the ray visits the cells its own
+points cross, widened for rounding, where the grid's walk visits a neighbourhood of
+spheres' reach. What both share is the DDA (`dda.py`), the sphere test
+(`ray_sphere.py`) and the heap of hits waiting for a function
+(``spatialhash/_kernels/ray_functions.py``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..._config import jit
+from ..._config import jit, jit_inline, jit_variant
 from ..._kernels.cells import cell_tolerance, floor_to_int
-from ..._kernels.dda import clip_to_cells, dda_exit, dda_start, dda_step, ray_to_cells
+from ..._kernels.dda import clip_to_cells, dda_start, ray_to_cells, row_exit, row_step
+from ..._kernels.ray_functions import HEAP_ROOM, add_hit, new_hits, take_hit
 from ..._kernels.ray_sphere import sphere_entry
 from .query import SCAN_FACTOR
 from .state import (
@@ -55,6 +77,11 @@ from .storage import CATEGORY, ENTRIES, LEVEL, bucket_of, entry_in_cell
 #: Rays starting, or levels reaching, this many cells or more from the origin are cast by
 #: testing the level's objects one by one (see the module docstring).
 FAR_CELLS = 2.0**40
+#: What `level_start` finds a level to need: nothing (the ray misses its cells), a test of
+#: its objects one by one, or a walk of its cells.
+LEVEL_MISSED = 0
+LEVEL_SCAN = 1
+LEVEL_WALK = 2
 
 
 @jit
@@ -92,95 +119,189 @@ def ray_object(bounds, spheres, slot, origin, direction, max_distance):
 
 
 @jit
-def ray_hits(objects, cells, level_cells, keys, cast, buffers):
-    """Objects hit by the ray ``origin + t * direction``, ``0 <= t <= max_distance``, of
-    `RayCast` ``cast``.
-
-    ``level_cells`` are the boxes of cells of the levels (see `state.Cells`). Writes each
-    hit's slot and entry parameter to the `QueryBuffers` ``buffers`` (room for every object)
-    and returns how many; with ``first_only``, only the first hit (smallest
-    ``t``, ties by the smaller ``keys[slot]``), so 0 or 1. ``buffers.stamp`` holds per slot
-    the last ray that tested it; ``cast.stamp`` is new for this ray.
-    """
-    bounds = objects[BOUNDS]
-    spheres = objects[SPHERES]
-    meta = objects[META]
-    inv_size = cells[INV_SIZE]
-    level_count = cells[LEVEL_COUNT]
-    links = cells[LINKS]
-    head = cells[HEAD]
-    origin = cast[ORIGIN]
-    direction = cast[DIRECTION]
-    max_distance = cast[MAX_DISTANCE]
-    query_mask = cast[CAST_MASK]
-    first_only = cast[FIRST_ONLY]
-    stamp_value = cast[CAST_STAMP]
-    out_slots = buffers[FOUND_SLOTS]
-    out_t = buffers[FOUND_DISTANCES]
-    stamp = buffers[STAMP]
-    mask = head.shape[0] - 1
-    n_out = 0
-    best_t = np.inf
-    best_key = 0
-    u_start = np.empty(3)
-    u_rate = np.empty(3)
-    cell = np.empty(3, np.int64)
-    step = np.empty(3, np.int64)
-    t_next = np.empty(3)
+def level_start(origin, direction, max_distance, inv, level_box, n_objects, u_start, u_rate):
+    """How the ray ``origin + t * direction``, ``0 <= t <= max_distance``, meets a level of
+    ``n_objects`` objects, cells of size ``1 / inv``, the box of cells ``level_box``
+    (`state.Cells`' row of the level): ``(action, t_lo, t_hi)``, ``action`` one of
+    `LEVEL_MISSED`, `LEVEL_SCAN` and `LEVEL_WALK`, the last to walk the cells of
+    ``[t_lo, t_hi]``. Writes the ray in the level's cell units to ``u_start`` and
+    ``u_rate``."""
     lower_u = np.empty(3)
     upper_u = np.empty(3)
-    first = np.empty(3, np.int64)
-    last = np.empty(3, np.int64)
-    zero = np.zeros(3)
-    for level in range(level_count.shape[0]):
-        if level_count[level] == 0:
-            continue
-        inv = inv_size[level]
-        inv3 = np.full(3, inv)
-        ray_to_cells(origin, direction, zero, inv3, u_start, u_rate)
-        for axis in range(3):
-            # Widened for rounding, like the cells visited below.
-            lower_u[axis] = float(level_cells[level, axis])
-            upper_u[axis] = float(level_cells[level, axis + 3] + 1)
-            lower_u[axis] -= cell_tolerance(abs(lower_u[axis]))
-            upper_u[axis] += cell_tolerance(abs(upper_u[axis]))
-        if inv == 0.0:
-            t_lo, t_hi = 0.0, 0.0  # one infinite cell: visit it once
+    ray_to_cells(origin, direction, np.zeros(3), np.full(3, inv), u_start, u_rate)
+    for axis in range(3):
+        # Widened for rounding, like the cells visited (`cell_range`).
+        lower_u[axis] = float(level_box[axis])
+        upper_u[axis] = float(level_box[axis + 3] + 1)
+        lower_u[axis] -= cell_tolerance(abs(lower_u[axis]))
+        upper_u[axis] += cell_tolerance(abs(upper_u[axis]))
+    if inv == 0.0:
+        return LEVEL_WALK, 0.0, 0.0  # one infinite cell: visit it once
+    far = 0.0
+    for axis in range(3):
+        far = max(far, abs(u_start[axis]), abs(lower_u[axis]), abs(upper_u[axis]))
+    if far >= FAR_CELLS:
+        return LEVEL_SCAN, 0.0, 0.0
+    t_lo, t_hi = clip_to_cells(u_start, u_rate, lower_u, upper_u, 0.0, max_distance)
+    if t_lo > t_hi:
+        return LEVEL_MISSED, t_lo, t_hi
+    crossed = 1.0
+    for axis in range(3):
+        crossed += abs(u_rate[axis]) * (t_hi - t_lo)
+    if crossed > SCAN_FACTOR * n_objects:
+        return LEVEL_SCAN, t_lo, t_hi
+    return LEVEL_WALK, t_lo, t_hi
+
+
+@jit_inline
+def cell_range(u_start, u_rate, cell, t_enter, level, t_exit, level_cells, first, last):
+    """The cells holding the points of ``[t_enter[level], t_exit]`` of the walk of
+    ``level`` (the arrays of `walk_buffers`), widened for rounding: ``first`` to ``last``
+    per axis, within the level's box of cells. The arrays one by one, not the tuple of
+    `walk_buffers`: a slice of that tuple costs reference counting on every cell."""
+    for axis in range(3):
+        u_a = u_start[level, axis] + t_enter[level] * u_rate[level, axis]
+        u_b = u_start[level, axis] + t_exit * u_rate[level, axis]
+        low = min(u_a, u_b)
+        high = max(u_a, u_b)
+        # From the terms: u_start and t * u_rate may be far larger than their sum.
+        tolerance = cell_tolerance(max(abs(low), abs(high)) + abs(u_start[level, axis]))
+        first[axis] = max(min(floor_to_int(low - tolerance), cell[level, axis]),
+                          level_cells[level, axis])
+        last[axis] = min(max(floor_to_int(high + tolerance), cell[level, axis]),
+                         level_cells[level, axis + 3])
+
+
+@jit
+def walk_buffers(n_levels):
+    """The walks of the levels, a row (or an entry) per level: ``(u_start, u_rate, cell,
+    step, t_next, t_enter, t_end, walking, frontier)``, the ray in the level's cell units,
+    the DDA's cell, steps and face parameters (`dda.py`), the entry parameter of the cell
+    to visit next and the walk's end; then the walking levels, in level order, and their
+    frontiers."""
+    return (np.empty((n_levels, 3)), np.empty((n_levels, 3)), np.empty((n_levels, 3), np.int64),
+            np.empty((n_levels, 3), np.int64), np.empty((n_levels, 3)), np.empty(n_levels),
+            np.empty(n_levels), np.empty(n_levels, np.int64), np.empty(n_levels))
+
+
+@jit_inline
+def slot_entry(objects, cast, stamp, slot):
+    """Where the ray of ``cast`` enters object ``slot`` (`ray_object`), or -1 when it
+    misses, is filtered out by the cast's mask, or was tested before in this cast (the
+    slot is stamped: `state.QueryBuffers`)."""
+    stamp_value = cast[CAST_STAMP]
+    if stamp[slot] == stamp_value:
+        return -1.0
+    stamp[slot] = stamp_value
+    if (objects[META][slot, CATEGORY] & cast[CAST_MASK]) == 0:
+        return -1.0
+    return ray_object(objects[BOUNDS], objects[SPHERES], slot, cast[ORIGIN], cast[DIRECTION],
+                      cast[MAX_DISTANCE])
+
+
+@jit_inline
+def record_hit(found, out_slots, out_t, first_only, slot, t, key):
+    """The hit ``(slot, t)`` written to ``out_slots`` and ``out_t`` (those of
+    `state.QueryBuffers`): after the others, or with ``first_only`` in place of the first
+    hit so far when it comes first (nearer, or as near with a smaller ``key``). ``found``
+    is ``(n_out, best_t, best_key)`` so far; returns it updated. How `ray_hits` keeps a
+    hit."""
+    n_out, best_t, best_key = found
+    if first_only:
+        if t < best_t or (t == best_t and key < best_key):
+            out_slots[0] = slot
+            out_t[0] = t
+            return 1, t, key
+        return found
+    out_slots[n_out] = slot
+    out_t[n_out] = t
+    return n_out + 1, best_t, best_key
+
+
+@jit_inline
+def pending_hit(pending, out_slots, out_t, first_only, slot, t, key):
+    """The hit ``(slot, t)`` pushed on the heap of hits waiting for a user's function:
+    ``pending`` is ``(heap, n_pending)`` (`ray_functions.add_hit`); returns it updated.
+    How the kernel with ``fn`` keeps a hit; the other arguments are those of
+    `record_hit`."""
+    heap, n_pending = pending
+    return add_hit(heap, n_pending, t, key, slot)
+
+
+def cast_kernel(with_fn):
+    """The cast of the `RayCast` ``cast`` through every level, for one consumer (a
+    constant of each compiled kernel; see the module docstring): without ``with_fn``,
+    `ray_hits`; with it, the first hit ``fn(0, keys[slot], distance, *args)`` accepts,
+    offered the hits nearest first, ties by the smaller key, its slot and distance written
+    to position 0 of ``buffers``, returning 1, or 0 when ``fn`` accepts none
+    (``cast.first_only`` is not read).
+
+    Each keeps the hits it finds in ``kept``: `ray_hits` as `record_hit` does, the kernel
+    with ``fn`` as `pending_hit` does."""
+    keep = pending_hit if with_fn else record_hit
+
+    def cast_levels(objects, cells, level_cells, keys, cast, buffers, fn, args):
+        meta = objects[META]
+        level_count, links, head = cells[LEVEL_COUNT], cells[LINKS], cells[HEAD]
+        origin, direction, max_distance = cast[ORIGIN], cast[DIRECTION], cast[MAX_DISTANCE]
+        bounds, spheres, stamp = objects[BOUNDS], objects[SPHERES], buffers[STAMP]
+        stamp_value, query_mask = cast[CAST_STAMP], cast[CAST_MASK]
+        out_slots, out_t = buffers[FOUND_SLOTS], buffers[FOUND_DISTANCES]
+        mask = head.shape[0] - 1
+        first_only = cast[FIRST_ONLY]
+        walks = walk_buffers(level_count.shape[0])
+        u_start, u_rate, cell, step, t_next, t_enter, t_end, walking, frontier = walks
+        first = np.empty(3, np.int64)
+        last = np.empty(3, np.int64)
+        if with_fn:
+            kept = (new_hits(HEAP_ROOM), 0)
         else:
-            far = 0.0
-            for axis in range(3):
-                far = max(far, abs(u_start[axis]), abs(lower_u[axis]), abs(upper_u[axis]))
-            crossed = 0.0
-            if far < FAR_CELLS:
-                t_lo, t_hi = clip_to_cells(u_start, u_rate, lower_u, upper_u, 0.0,
-                                           max_distance)
-                if t_lo > t_hi:
-                    continue
-                crossed = 1.0
-                for axis in range(3):
-                    crossed += abs(u_rate[axis]) * (t_hi - t_lo)
-            if far >= FAR_CELLS or crossed > SCAN_FACTOR * level_count[level]:
-                for slot in range(meta.shape[0]):
-                    if meta[slot, LEVEL] == level:
-                        n_out, best_t, best_key = _test_object(
-                            objects, keys, cast, buffers, slot, (n_out, best_t, best_key))
+            kept = (0, np.inf, np.int64(0))
+        n_walking = 0
+        for level in range(level_count.shape[0]):
+            if level_count[level] == 0:
                 continue
-        dda_start(u_start, u_rate, t_lo, cell, step, t_next)
-        t_enter = t_lo
+            action, t_lo, t_hi = level_start(origin, direction, max_distance,
+                                             cells[INV_SIZE][level], level_cells[level],
+                                             level_count[level], u_start[level], u_rate[level])
+            if action == LEVEL_WALK:
+                dda_start(u_start[level], u_rate[level], t_lo, cell[level], step[level],
+                          t_next[level])
+                t_enter[level], t_end[level] = t_lo, t_hi
+                walking[n_walking], frontier[n_walking] = level, -np.inf
+                n_walking += 1
+            elif action == LEVEL_SCAN:
+                for slot in range(meta.shape[0]):
+                    if meta[slot, LEVEL] != level:
+                        continue
+                    t = slot_entry(objects, cast, stamp, slot)
+                    if t >= 0.0:
+                        kept = keep(kept, out_slots, out_t, first_only, slot, t, keys[slot])
         while True:
-            t_exit = min(dda_exit(t_next, t_enter), t_hi)
-            # The cells holding the ray's points of [t_enter, t_exit], widened for rounding.
-            for axis in range(3):
-                u_a = u_start[axis] + t_enter * u_rate[axis]
-                u_b = u_start[axis] + t_exit * u_rate[axis]
-                low = min(u_a, u_b)
-                high = max(u_a, u_b)
-                # From the terms: u_start and t * u_rate may be far larger than their sum.
-                tolerance = cell_tolerance(max(abs(low), abs(high)) + abs(u_start[axis]))
-                first[axis] = max(min(floor_to_int(low - tolerance), cell[axis]),
-                                  level_cells[level, axis])
-                last[axis] = min(max(floor_to_int(high + tolerance), cell[axis]),
-                                 level_cells[level, axis + 3])
+            # The level furthest behind; recording hits, the first level still walking.
+            behind = -1
+            safe = np.inf
+            for w in range(n_walking):
+                if frontier[w] < safe:
+                    safe = frontier[w]
+                    behind = w
+                    if not with_fn:
+                        break
+            if with_fn:
+                # Every hit nearer than every frontier is found: offer those, nearest first.
+                heap, n_pending = kept
+                while n_pending > 0 and (heap[0][0] < safe or behind < 0):
+                    n_pending, t, key, slot = take_hit(heap, n_pending)
+                    if fn(np.int64(0), key, t, *args):
+                        out_slots[0] = slot
+                        out_t[0] = t
+                        return 1
+                kept = (heap, n_pending)
+            if behind < 0:
+                break
+            level = walking[behind]
+            t_exit = min(row_exit(t_next, level, t_enter[level]), t_end[level])
+            cell_range(u_start, u_rate, cell, t_enter, level, t_exit, level_cells, first, last)
             for cz in range(first[2], last[2] + 1):
                 for cy in range(first[1], last[1] + 1):
                     for cx in range(first[0], last[0] + 1):
@@ -189,9 +310,8 @@ def ray_hits(objects, cells, level_cells, keys, cast, buffers):
                             slot = entry // ENTRIES
                             in_cell = entry_in_cell(meta, entry, level, cx, cy, cz)
                             entry = links[entry, 0]
-                            # The body of `_test_object`, written out: called here, the
-                            # 2-D casts of 100,000 boxes took 1.3-1.4 times as long (ad hoc,
-                            # processes alternated), even inlined by numba.
+                            # `slot_entry`, written out: with a helper here the casts of
+                            # 100,000 boxes in 2-D took 1.3-1.4 times as long (ad hoc).
                             if not in_cell or stamp[slot] == stamp_value:
                                 continue
                             stamp[slot] = stamp_value
@@ -199,51 +319,24 @@ def ray_hits(objects, cells, level_cells, keys, cast, buffers):
                                 continue
                             t = ray_object(bounds, spheres, slot, origin, direction,
                                            max_distance)
-                            if t < 0.0:
-                                continue
-                            if first_only:
-                                if t < best_t or (t == best_t and keys[slot] < best_key):
-                                    best_t = t
-                                    best_key = keys[slot]
-                                    out_slots[0] = slot
-                                    out_t[0] = t
-                                    n_out = 1
-                            else:
-                                out_slots[n_out] = slot
-                                out_t[n_out] = t
-                                n_out += 1
-            if t_exit >= t_hi or (first_only and best_t < t_exit):
-                break
-            _, t_enter = dda_step(u_start, u_rate, cell, step, t_next)
-    return n_out
+                            if t >= 0.0:
+                                kept = keep(kept, out_slots, out_t, first_only, slot, t,
+                                            keys[slot])
+            if t_exit >= t_end[level] or (not with_fn and first_only and kept[1] < t_exit):
+                frontier[behind] = np.inf
+            else:
+                frontier[behind] = t_exit
+                _, t_enter[level] = row_step(u_start, u_rate, cell, step, t_next, level)
+        return 0 if with_fn else kept[0]
+
+    return cast_levels
 
 
-@jit
-def _test_object(objects, keys, cast, buffers, slot, found):
-    """Test object ``slot`` against the ray once (see `ray_hits`) and record a hit: all of
-    them, or the first one. ``found`` is ``(n_out, best_t, best_key)`` so far; returns it
-    updated. For the scan of a level's objects; the cell-by-cell loop has the same body
-    written out."""
-    stamp = buffers[STAMP]
-    stamp_value = cast[CAST_STAMP]
-    out_slots = buffers[FOUND_SLOTS]
-    out_t = buffers[FOUND_DISTANCES]
-    n_out, best_t, best_key = found
-    if stamp[slot] == stamp_value:
-        return n_out, best_t, best_key
-    stamp[slot] = stamp_value
-    if (objects[META][slot, CATEGORY] & cast[CAST_MASK]) == 0:
-        return n_out, best_t, best_key
-    t = ray_object(objects[BOUNDS], objects[SPHERES], slot, cast[ORIGIN], cast[DIRECTION],
-                   cast[MAX_DISTANCE])
-    if t < 0.0:
-        return n_out, best_t, best_key
-    if cast[FIRST_ONLY]:
-        if t < best_t or (t == best_t and keys[slot] < best_key):
-            out_slots[0] = slot
-            out_t[0] = t
-            return 1, t, keys[slot]
-        return n_out, best_t, best_key
-    out_slots[n_out] = slot
-    out_t[n_out] = t
-    return n_out + 1, best_t, best_key
+#: Objects hit by the ray ``origin + t * direction``, ``0 <= t <= max_distance``, of the
+#: `RayCast` ``cast``, called ``(objects, cells, level_cells, keys, cast, buffers, None,
+#: ())``: ``level_cells`` are the boxes of cells of the levels (see `state.Cells`). Writes
+#: each hit's slot and entry parameter to the `QueryBuffers` ``buffers`` (room for every
+#: object) and returns how many; with ``cast.first_only``, only the first hit (smallest
+#: ``t``, ties by the smaller ``keys[slot]``), so 0 or 1. ``buffers.stamp`` holds per slot
+#: the last ray that tested it; ``cast.stamp`` is new for this ray.
+ray_hits = jit_variant(cast_kernel(with_fn=False), "ray_hits")

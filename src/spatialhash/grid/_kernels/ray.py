@@ -21,9 +21,16 @@ every hit point before it lies in a cell already visited (up to the tolerance), 
 spheres have been tested. All hits: every sphere met along the clipped ray, each once; rows
 are sorted by ``t``, then by index.
 
-Kernels take the grid state and unpack it once; one range kernel serves the first-hit, count
-and fill passes (``mode``), so each compiles once. Rays are split into fixed chunks and each
-writes only its own outputs, so results are the same for any thread count.
+One walk, two kernels. `cast_kernel` is the walk (clipping, slabs, sphere tests) and
+takes as a constant whether a user's function consumes the hits, so numba prunes the
+other's branches: `cast_rays` keeps the best hit, or counts or writes every hit
+(``mode``, at run time: the first-hit, count and fill passes share one cached kernel,
+which compiles once; a kernel per consumer took as long to compile each), and the kernel
+of ``grid/_kernels/ray_functions.py`` offers the hits to a user's function (see that
+module). Both take ``(state, params, lo, hi, fn, args)``; `cast_rays` takes ``fn=None``
+and ``args=()``, and its parallel driver calls it through its address (`indirect`). Rays
+are split into fixed chunks and each writes only its own outputs, so results are the same
+for any thread count.
 """
 
 from __future__ import annotations
@@ -33,15 +40,17 @@ import math
 import numpy as np
 from numba import prange
 
-from ..._config import jit, jit_inline, jit_parallel
+from ..._config import jit, jit_inline, jit_parallel, jit_variant
 from ..._kernels.cells import cell_tolerance, sparse_row_slice
 from ..._kernels.dda import clip_to_cells, dda_start, leave_parameter, next_axis, ray_to_cells
 from ..._kernels.indirect import kernel_caller
+from ..._kernels.ray_functions import HEAP_ROOM, add_hit, new_hits, take_hit
 from ..._kernels.ray_sphere import sphere_entry
 
 #: Rays handed to a thread at a time.
 RAYS_PER_CHUNK = 64
-#: What `cast_rays` computes.
+#: What `cast_rays` computes (``mode``, at run time): the first hit, the number of hits,
+#: the hits.
 MODE_FIRST = 0
 MODE_COUNT = 1
 MODE_FILL = 2
@@ -162,16 +171,17 @@ def slab_cells(at, shape, walk):
 
 
 @jit
-def row_points(walk, n_points, n_x, n_y, dense_start, hash_keys, hash_ids, cell_start,
-               cell_coords, row_y, row_z, x_lo, x_hi):
+def row_points(walk, n_points, shape, cells, row_y, row_z, x_lo, x_hi):
     """``(start, end)``: the sorted points of cells ``x_lo .. x_hi`` of row ``(row_y,
-    row_z)`` of the grid; not walking, every point. A call of its own: inlined into the
-    kernels by numba (`jit_inline`), it made the all-hits casts 1.9 times as slow (one
-    thread, old and new code in alternating processes)."""
+    row_z)`` of the grid; not walking, every point. ``cells`` is ``(dense_start,
+    hash_keys, hash_ids, cell_start, cell_coords)`` of the grid state. A call of its own:
+    inlined into the kernels by numba (`jit_inline`), it made the all-hits casts 1.9 times
+    as slow (one thread, old and new code in alternating processes)."""
     if not walk:
         return np.int64(0), n_points
+    dense_start, hash_keys, hash_ids, cell_start, cell_coords = cells
     if dense_start.shape[0] > 0:
-        base = (row_z * n_y + row_y) * n_x
+        base = (row_z * shape[1] + row_y) * shape[0]
         return dense_start[base + x_lo], dense_start[base + x_hi + 1]
     return sparse_row_slice(hash_keys, hash_ids, cell_start, cell_coords, x_lo, x_hi, row_y,
                             row_z)
@@ -212,93 +222,134 @@ def walk_step(at, k, shape, ray, t_exit):
     return (cx, cy, cz, sx, sy, sz, tnx, tny, tnz) + slab, ended
 
 
-@jit
-def cast_rays(state, radii, max_radius, walk_limit, origins, units, max_distance, visit_order,
-              r_lo, r_hi, mode, positions, out_indices, out_distances):
-    """Cast rays ``visit_order[r_lo:r_hi]`` on the calling thread.
+def cast_kernel(with_fn):
+    """The cast of rays ``visit_order[lo:hi]`` on the calling thread: without ``with_fn``
+    (a constant of each compiled kernel), `cast_rays`, whose ``mode`` (at run time) keeps
+    the first hit or counts or writes every hit; with it, the first hit a user's function
+    accepts.
 
-    ``radii`` follow the sorted points; see `WALK_COST_PER_POINT` for ``walk_limit``.
-    ``mode`` `MODE_FIRST` writes ``out_indices[q]`` and ``out_distances[q]`` (-1 and ``inf``
-    for a miss); `MODE_COUNT` writes the number of hits to ``positions[q]``; `MODE_FILL`
-    writes the hits of ray ``q`` from ``positions[q]`` on, sorted by distance, then index.
-    The walk is that of `walk_start`, `slab_cells`, `row_points` and `walk_step`.
+    ``params`` starts with ``(radii, max_radius, walk_limit, origins, units, max_distance,
+    visit_order, out_indices, out_distances)``: ``radii`` follow the sorted points; see
+    `WALK_COST_PER_POINT` for ``walk_limit``. Without ``with_fn`` it has two more,
+    ``(positions, mode)``: `MODE_FIRST` writes ``out_indices[q]`` and ``out_distances[q]``
+    (-1 and ``inf`` for a miss); `MODE_COUNT` counts the hits of ray ``q`` into
+    ``positions[q]``; `MODE_FILL` writes them from ``positions[q]`` on, sorted by
+    distance, then index. With ``with_fn``, the first hit that ``fn(q, index, distance,
+    *args)`` accepts is written as `MODE_FIRST` writes the first hit (``fn`` and ``args``
+    are unused otherwise).
+
+    The walk is that of `walk_start`, `slab_cells`, `row_points` and `walk_step`. The
+    consumers differ in what a hit does (keep the best, count or write, push on a heap)
+    and in when the walk stops: the first hit once the best hit lies before the current
+    cell's exit, the user's function once it accepts a hit it is offered, every hit at the
+    end of the ray. With ``fn``, the hits found wait in a heap
+    (``spatialhash/_kernels/ray_functions.py``) and, once a cell's slab has been tested,
+    those at distances ``<= t_exit`` are offered, nearest first (the rule by which the
+    first hit is taken as final: see the module docstring); at the end of the walk the
+    rest.
     """
-    points, order, n_cells = state.points, state.order, state.n_cells
-    dense_start, cell_start, cell_coords = state.dense_start, state.cell_start, state.cell_coords
-    hash_keys, hash_ids = state.hash_keys, state.hash_ids
-    n_points = np.int64(order.shape[0])
-    shape = (n_cells[0], n_cells[1], n_cells[2])
-    first_only = mode == MODE_FIRST
-    write = mode == MODE_FILL
-    buffers = walk_buffers()
-    for t in range(r_lo, r_hi):
-        q = visit_order[t]
-        ox, oy, oz = origins[q, 0], origins[q, 1], origins[q, 2]
-        dx, dy, dz = units[q, 0], units[q, 1], units[q, 2]
-        t_end = max_distance[q]
-        best_t = np.inf
-        best_index = -1
-        row_start = positions[q] if write else 0
-        position = row_start
-        missed, walk, k, t_lo, t_hi, at, ray = walk_start(
-            state, max_radius, walk_limit, origins[q], units[q], t_end, buffers)
-        t_enter = t_lo
-        while not missed:
-            x_lo, x_hi, y_lo, y_hi, z_lo, z_hi = slab_cells(at, shape, walk)
-            if x_lo <= x_hi:
-                for row_z in range(z_lo, z_hi + 1):
-                    for row_y in range(y_lo, y_hi + 1):
-                        start, end = row_points(walk, n_points, shape[0], shape[1],
-                                                dense_start, hash_keys, hash_ids, cell_start,
-                                                cell_coords, row_y, row_z, x_lo, x_hi)
-                        # Unsigned bounds: see `cells` (no wrap-around checks on loads).
-                        for j in range(np.uint64(start), np.uint64(end)):
-                            hit_t = sphere_entry(ox - points[0, j], oy - points[1, j],
-                                                 oz - points[2, j], dx, dy, dz, radii[j])
-                            if not (hit_t >= 0.0 and hit_t <= t_end):
-                                continue
-                            if first_only:
-                                index = order[j]
-                                if hit_t < best_t or (hit_t == best_t and index < best_index):
-                                    best_t = hit_t
-                                    best_index = index
-                            else:
-                                if write:
-                                    out_indices[position] = order[j]
-                                    out_distances[position] = hit_t
-                                position += 1
-            if not walk:
-                break
-            t_exit = walk_exit(at, t_enter, t_hi)
-            if t_exit >= t_hi or (first_only and best_t <= t_exit):
-                break
-            t_enter = t_exit
-            at, ended = walk_step(at, k, shape, ray, t_exit)
-            if ended:
-                break
-        if first_only:
-            out_indices[q] = best_index
-            out_distances[q] = best_t
-        elif write:
-            sort_hits(out_indices, out_distances, row_start, position)
+
+    def cast(state, params, lo, hi, fn, args):
+        (radii, max_radius, walk_limit, origins, units, max_distance, visit_order, out_indices,
+         out_distances) = params[:9]
+        points, order, n_cells = state.points, state.order, state.n_cells
+        cells = (state.dense_start, state.hash_keys, state.hash_ids, state.cell_start,
+                 state.cell_coords)
+        n_points = np.int64(order.shape[0])
+        shape = (n_cells[0], n_cells[1], n_cells[2])
+        buffers = walk_buffers()
+        if with_fn:
+            heap = new_hits(HEAP_ROOM)
+            first_only = write = False
         else:
-            positions[q] = position
+            positions, mode = params[9], params[10]
+            first_only = mode == MODE_FIRST
+            write = mode == MODE_FILL
+        for t in range(lo, hi):
+            q = visit_order[t]
+            ox, oy, oz = origins[q, 0], origins[q, 1], origins[q, 2]
+            dx, dy, dz = units[q, 0], units[q, 1], units[q, 2]
+            t_end = max_distance[q]
+            best_t = np.inf
+            best_index = -1
+            if with_fn:
+                n_pending = 0
+            else:
+                row_start = positions[q] if write else 0
+                position = row_start
+            missed, walk, k, t_lo, t_hi, at, ray = walk_start(
+                state, max_radius, walk_limit, origins[q], units[q], t_end, buffers)
+            t_enter = t_exit = t_lo
+            while not missed:
+                x_lo, x_hi, y_lo, y_hi, z_lo, z_hi = slab_cells(at, shape, walk)
+                if x_lo <= x_hi:
+                    for row_z in range(z_lo, z_hi + 1):
+                        for row_y in range(y_lo, y_hi + 1):
+                            start, end = row_points(walk, n_points, shape, cells, row_y, row_z,
+                                                    x_lo, x_hi)
+                            # Unsigned bounds: see `cells` (no wrap-around checks on loads).
+                            for j in range(np.uint64(start), np.uint64(end)):
+                                hit_t = sphere_entry(ox - points[0, j], oy - points[1, j],
+                                                     oz - points[2, j], dx, dy, dz, radii[j])
+                                if not (hit_t >= 0.0 and hit_t <= t_end):
+                                    continue
+                                if with_fn:
+                                    index = np.int64(order[j])
+                                    heap, n_pending = add_hit(heap, n_pending, hit_t, index,
+                                                              index)
+                                elif first_only:
+                                    index = order[j]
+                                    if hit_t < best_t or (hit_t == best_t
+                                                          and index < best_index):
+                                        best_t = hit_t
+                                        best_index = index
+                                else:
+                                    if write:
+                                        out_indices[position] = order[j]
+                                        out_distances[position] = hit_t
+                                    position += 1
+                ended = not walk
+                if walk:
+                    t_exit = walk_exit(at, t_enter, t_hi)
+                    ended = t_exit >= t_hi or (first_only and best_t <= t_exit)
+                    if not ended:
+                        t_enter = t_exit
+                        at, ended = walk_step(at, k, shape, ray, t_exit)
+                if with_fn:
+                    # Every hit up to t_exit is found (all of them at the end): offer
+                    # those, nearest first.
+                    limit = np.inf if ended else t_exit
+                    while n_pending > 0 and heap[0][0] <= limit:
+                        n_pending, hit_t, index, _ = take_hit(heap, n_pending)
+                        if fn(np.int64(q), index, hit_t, *args):
+                            best_t, best_index = hit_t, index
+                            ended = True
+                            break
+                if ended:
+                    break
+            if first_only or with_fn:
+                out_indices[q] = best_index
+                out_distances[q] = best_t
+            elif write:
+                sort_hits(out_indices, out_distances, row_start, position)
+            else:
+                positions[q] = position
+
+    return cast
 
 
+#: The casts without a user's function, one kernel for the three modes (compiled once).
+cast_rays = jit_variant(cast_kernel(with_fn=False), "cast_rays")
 _check_cast_rays, _call_cast_rays = kernel_caller(cast_rays)
 
 
 @jit_parallel
-def cast_rays_parallel(state, radii, max_radius, walk_limit, origins, units, max_distance,
-                       visit_order, mode, positions, out_indices, out_distances, kernel):
-    """`cast_rays`, called at ``kernel`` (see `indirect`), over all rays, in chunks of
-    `RAYS_PER_CHUNK` spread over the threads."""
-    m = origins.shape[0]
-    _check_cast_rays(kernel, (state, radii, max_radius, walk_limit, origins, units, max_distance,
-                              visit_order, m, m, mode, positions, out_indices, out_distances))
-    n_chunks = (m + RAYS_PER_CHUNK - 1) // RAYS_PER_CHUNK
+def cast_rays_parallel(state, params, n_rays, kernel):
+    """`cast_rays`, called at ``kernel`` (see `indirect`), over all ``n_rays`` rays, in
+    chunks of `RAYS_PER_CHUNK` spread over the threads."""
+    _check_cast_rays(kernel, (state, params, n_rays, n_rays, None, ()))
+    n_chunks = (n_rays + RAYS_PER_CHUNK - 1) // RAYS_PER_CHUNK
     for chunk in prange(n_chunks):
         r_lo = chunk * RAYS_PER_CHUNK
-        _call_cast_rays(kernel, (
-            state, radii, max_radius, walk_limit, origins, units, max_distance, visit_order,
-            r_lo, min(m, r_lo + RAYS_PER_CHUNK), mode, positions, out_indices, out_distances))
+        _call_cast_rays(kernel, (state, params, r_lo, min(n_rays, r_lo + RAYS_PER_CHUNK), None,
+                                 ()))
