@@ -268,7 +268,9 @@ def half_stencil_scan(gather, visitor):
                     use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first,
                                                     last, half)
                     half3 = (half[0], half[1], half[2])
-                    if by_id:
+                    # The functions' kernels never run by id (their callers take the full
+                    # stencil there): pruned from them, with the helpers it calls.
+                    if visits_rows and by_id:
                         # The occupied cells b >= a, each once, by id, with cell a first.
                         needed = cells_needed(first, last, n_occupied)
                         if needed > found_cells.shape[0]:
