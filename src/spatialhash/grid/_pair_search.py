@@ -312,7 +312,7 @@ def scan_parts(engine: CpuEngine, search: tuple, parts, rows: tuple, part_rows, 
     params = (*search, np.ascontiguousarray(parts, dtype=np.int64))
     kernel = indirect.kernel_target(pair_kernel(state), (state, params, 0, 0, None, rows),
                                     engine.index_dtype)
-    pairs.pairs_parts(state, params, rows, part_rows, n_written, kernel)
+    pairs.pairs_parts(state, params, *rows, part_rows, n_written, kernel)
 
 
 def pair_kernel(state):

@@ -42,12 +42,15 @@ _check_scan_cells, _call_scan_cells = kernel_caller(pairs_scan_cells,
 
 
 @jit_parallel
-def pairs_parts(state, params, rows, part_rows, n_written, kernel):
+def pairs_parts(state, params, cell_begin, positions, out_indices, out_distances, write,
+                as_found, part_rows, n_written, kernel):
     """Scan the parts of the cells on every thread with the pair kernel at ``kernel`` (see
     `indirect`): `pairs_scan_cells` or `pairs_scan_cells_gathered`, which take the same
     arguments. ``params = (r2, radii, reach_cells, parts)``: part ``k`` is cells
-    ``parts[k, 0]`` to ``parts[k, 1] - 1``. ``rows = (cell_begin, positions, out_indices,
-    out_distances, write, as_found)``, the outputs of the `pair_scan.ROWS` visitor.
+    ``parts[k, 0]`` to ``parts[k, 1] - 1``. ``cell_begin .. as_found`` are the outputs of
+    the `pair_scan.ROWS` visitor, passed one by one rather than as a tuple: the driver
+    that took them as a tuple cost more cold compile (first multi-threaded ``query_pairs``
+    of 60,000 points, alternating, ad hoc).
 
     Two modes, one loop and one call of the kernel (see above):
 
@@ -64,12 +67,12 @@ def pairs_parts(state, params, rows, part_rows, n_written, kernel):
     pairs as found (see `pair_scan.half_stencil_scan`). The outputs are those of the count
     and fill passes, in their order, for any thread count.
     """
-    cell_begin, positions, out_indices, out_distances, write, as_found = rows
     parts = params[3]
     appending = part_rows.shape[0] > 0
     want_distances = out_distances.shape[0] > 0
     no_positions = np.empty(0, np.int64)
-    _check_scan_cells(kernel, (state, params, 0, 0, None, rows))
+    _check_scan_cells(kernel, (state, params, 0, 0, None, (cell_begin, positions, out_indices,
+                                                            out_distances, write, as_found)))
     for k in prange(parts.shape[0]):
         if appending:
             rows_lo, rows_hi = part_rows[k], part_rows[k + 1]
