@@ -177,7 +177,9 @@ def half_stencil_scan(gather, visitor):
     of rows appended.
 
     `BOTH_ORDERS` and `ONCE`: ``fn`` and ``args`` are the user's function and its extra
-    arguments; returns None. Each point's distances to a run are computed first, in a loop
+    arguments, on grids whose pairs are not found by id (`stencil.stencil_by_id`: their
+    callers take the full stencil there, and the walk by id is pruned from these kernels);
+    returns None. Each point's distances to a run are computed first, in a loop
     LLVM vectorizes, the hits picked out without a branch, then ``fn`` called for each,
     with the differences computed again by the same arithmetic: a branch on every
     distance, mispredicted around every hit, cost more than the distances.
