@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import types
+from pathlib import Path
 
 import pytest
 from numba.core import event
@@ -31,6 +32,8 @@ def _compile(listener, module_name, nested=()):
 
 @pytest.mark.parametrize(("module_name", "family"), [
     ("spatialhash.grid._kernels.pairs", "the pair search"),
+    ("spatialhash.grid._kernels.pair_scan", "the pair search"),
+    ("spatialhash._kernels.ray_sphere", "ray casts"),
     ("spatialhash.grid._kernels.build_parallel", "the grid build"),
     ("spatialhash.dynamic._kernels.sort", "the dynamic hash"),
     ("spatialhash.grid._kernels.knn", "k-nearest queries"),
@@ -43,6 +46,17 @@ def test_kernels_are_named_by_family(module_name, family):
     assert _compile_notice.family_of(module_name) == family
 
 
+def test_every_kernel_module_is_named_by_a_family():
+    package = Path(_compile_notice.__file__).parent
+    kernel_modules = [path for path in package.rglob("_kernels/*.py")
+                      if path.name != "__init__.py"]
+    kernel_modules += list(package.glob("demos/_*_kernels.py"))
+    assert kernel_modules
+    for path in kernel_modules:
+        module = ".".join(("spatialhash",) + path.relative_to(package).with_suffix("").parts)
+        assert _compile_notice.family_of(module) != "spatialhash's kernels", module
+
+
 def test_one_line_per_family_and_none_for_nested_or_foreign_compiles(monkeypatch):
     monkeypatch.delenv("SPATIALHASH_COMPILE_NOTICE", raising=False)
     stream = io.StringIO()
@@ -53,10 +67,12 @@ def test_one_line_per_family_and_none_for_nested_or_foreign_compiles(monkeypatch
     _compile(listener, "numba.np.arraymath")
     _compile(listener, "spatialhash.grid._kernels.knn")
     lines = stream.getvalue().splitlines()
-    assert lines == [_compile_notice.notice("the pair search"),
+    assert lines == [_compile_notice.notice("the pair search"), _compile_notice.ADVICE,
                      _compile_notice.notice("k-nearest queries")]
-    assert lines[0].startswith("spatialhash: compiling the pair search on first use (about ")
-    assert "SPATIALHASH_COMPILE_NOTICE=0" in lines[0]
+    assert lines[0].startswith("spatialhash: compiling the pair search, once (about ")
+    assert max(len(lines[0]), len(lines[2])) <= 80
+    assert "SPATIALHASH_COMPILE_NOTICE=0" in lines[1]
+    assert "spatialhash compile" in lines[1]
 
 
 def test_the_notice_can_be_switched_off(monkeypatch):
@@ -89,7 +105,8 @@ def test_a_real_compile_of_a_spatialhash_kernel_prints_the_line_once():
         kernel = numba.njit(add_one)
         assert kernel(1) == 2 and kernel(2.0) == 3.0  # two compiles, one family
     """
-    assert _run(code).stderr.splitlines() == [_compile_notice.notice("box queries")]
+    assert _run(code).stderr.splitlines() == [_compile_notice.notice("box queries"),
+                                              _compile_notice.ADVICE]
     assert _run(code, SPATIALHASH_COMPILE_NOTICE="0").stderr == ""
 
 

@@ -725,7 +725,4 @@ def test_the_compile_notice_says_the_kernels_compile_for_each_function():
     family = _compile_notice.family_of("spatialhash.grid._kernels.pair_functions")
     assert family == "functions run over pairs"
     assert _compile_notice.notice(family) == (
-        "spatialhash: compiling functions run over pairs for a new `fn` (about 3-4 s on an "
-        "idle 2-core machine); numba compiles them again for each new function, in each "
-        "process (they cannot be cached on disk). SPATIALHASH_COMPILE_NOTICE=0 hides this "
-        "line.")
+        "spatialhash: compiling functions run over pairs for a new `fn` (about 3-4 s)")

@@ -1,14 +1,16 @@
-"""One line on stderr when a first call is about to compile kernels, so a wait is explained.
+"""A short line on stderr when a first call is about to compile kernels, so a wait is explained.
 
 Numba compiles a kernel on its first call in a process whose disk cache lacks it: seconds
 for each family of queries, once per machine (later processes load it from the cache).
 Without a word, a new user's first ``query_pairs`` looks hung. Numba fires a
 ``"numba:compile"`` event only when it compiles (never when it loads from the cache), so
-a listener costs nothing on a warm start. The listener prints one line per family of
-kernels per process, at the first compile of that family, naming it and about how long
-it took on an idle development machine (`FAMILY_SECONDS`). A wait of that size is
-numba's typing and lowering of the kernels, in Python, on one core: the whole set takes
-tens of seconds, which ``spatialhash compile`` pays ahead of time.
+a listener costs nothing on a warm start. The listener prints one short line per family
+of kernels per process, at the first compile of that family, naming it and about how long
+it took on an idle 2-core development machine (`FAMILY_SECONDS`); the advice (the disk
+cache, ``spatialhash compile``, how to hide the lines) follows the first of them, once per
+process (`ADVICE`). A wait of that size is numba's typing and lowering of the kernels, in
+Python, and LLVM's optimization, on one core: the whole set takes tens of seconds, which
+``spatialhash compile`` pays ahead of time.
 
 ``SPATIALHASH_COMPILE_NOTICE=0`` in the environment silences it.
 """
@@ -26,10 +28,12 @@ FAMILIES = {
     "build": "the grid build", "build_parallel": "the grid build", "cells": "the grid build",
     "state": "the grid build", "indirect": "the grid build", "points": "the grid build",
     "heap": "k-nearest queries", "shapes": "the dynamic hash",
-    "pairs": "the pair search", "regions": "the pair search", "radius": "radius queries",
+    "pairs": "the pair search", "pair_scan": "the pair search", "stencil": "the pair search",
+    "regions": "the pair search", "radius": "radius queries",
     "neighbor_list": "the neighbour list",
     "knn": "k-nearest queries",
-    "box": "box queries", "ray": "ray casts", "dda": "ray casts",
+    "box": "box queries", "ray": "ray casts", "dda": "ray casts", "ray_sphere": "ray casts",
+    "distance": "the distance step", "row_sort": "radius queries", "blocks": "radius queries",
     "_cloth_kernels": "the cloth demo", "_particle_kernels": "the particle demo",
     "pair_functions": "functions run over pairs",
     "neighbor_list_functions": "functions run over pairs",
@@ -72,20 +76,22 @@ def family_of(module_name: str) -> str | None:
 def notice(family: str) -> str:
     """The line printed for ``family``."""
     seconds = FAMILY_SECONDS.get(family)
-    about = (f" (about {seconds[0]}-{seconds[1]} s on an idle 2-core machine)" if seconds
-             else "")
+    about = f" (about {seconds[0]}-{seconds[1]} s)" if seconds else ""
     if family in PER_FUNCTION_FAMILIES:
-        return (f"spatialhash: compiling {family} for a new `fn`{about}; numba compiles "
-                "them again for each new function, in each process (they cannot be cached "
-                "on disk). SPATIALHASH_COMPILE_NOTICE=0 hides this line.")
-    return (f"spatialhash: compiling {family} on first use{about}; later runs load it from "
-            f"numba's disk cache. `spatialhash compile` compiles everything ahead of time; "
-            f"SPATIALHASH_COMPILE_NOTICE=0 hides this line.")
+        return f"spatialhash: compiling {family} for a new `fn`{about}"
+    return f"spatialhash: compiling {family}, once{about}"
+
+
+#: Printed after the first notice of a process.
+ADVICE = ("spatialhash: compiled kernels stay in numba's disk cache, so later runs skip "
+          "this (a new `fn` excepted); `spatialhash compile` compiles ahead of time; "
+          "SPATIALHASH_COMPILE_NOTICE=0 hides these lines.")
 
 
 class CompileNotices(event.Listener):
-    """Prints `notice` to ``stream`` at the first compile of each family (see the module
-    docstring); compiles nested in another (a kernel's callees) add nothing."""
+    """Prints `notice` to ``stream`` at the first compile of each family, and `ADVICE` after
+    the first notice (see the module docstring); compiles nested in another (a kernel's
+    callees) add nothing."""
 
     def __init__(self, stream=None):
         self._stream = stream
@@ -106,9 +112,12 @@ class CompileNotices(event.Listener):
         with self._lock:
             if family in self._announced:
                 return
+            first = not self._announced
             self._announced.add(family)
         stream = self._stream if self._stream is not None else sys.stderr
         print(notice(family), file=stream, flush=True)
+        if first:
+            print(ADVICE, file=stream, flush=True)
 
     def on_end(self, event_):
         self._depth.value = max(0, getattr(self._depth, "value", 1) - 1)
