@@ -301,7 +301,7 @@ def scan_cells(state, search: tuple, begin, end, rows: tuple):
     """The sequential kernel of `pair_kernel` over cells ``begin .. end - 1`` on the calling
     thread: its outputs (grown or not) and the rows it appended."""
     params = (*search, np.array([[begin, end]], dtype=np.int64))
-    return pair_kernel(state)(state, params, 0, 1, None, rows)
+    return pair_kernel(state, search[2])(state, params, 0, 1, None, rows)
 
 
 def scan_parts(engine: CpuEngine, search: tuple, parts, rows: tuple, part_rows, n_written,
@@ -310,21 +310,25 @@ def scan_parts(engine: CpuEngine, search: tuple, parts, rows: tuple, part_rows, 
     cells), calling the kernel of `pair_kernel` through its address."""
     state = indexed_state(engine, order)
     params = (*search, np.ascontiguousarray(parts, dtype=np.int64))
-    kernel = indirect.kernel_target(pair_kernel(state), (state, params, 0, 0, None, rows),
+    kernel = indirect.kernel_target(pair_kernel(state, search[2]),
+                                    (state, params, 0, 0, None, rows),
                                     engine.index_dtype)
     pairs.pairs_parts(state, params, *rows, part_rows, n_written, kernel)
 
 
-def pair_kernel(state):
-    """The sequential pair kernel for ``state``: the one that gathers each cell's
-    candidates first where cells hold at least ``pair_scan.GATHER_MIN_POINTS_PER_CELL``
-    points on average, else the one that reads them in place (see ``_kernels/pair_scan.py``).
+def pair_kernel(state, reach_cells):
+    """The sequential pair kernel for ``state`` and a search of ``reach_cells``: the one
+    that gathers each cell's candidates first where cells hold at least
+    ``pair_scan.GATHER_MIN_POINTS_PER_CELL`` points on average and the pairs are found on
+    the half stencil, else the one that reads them in place, which alone walks the cells by
+    id (`stencil.stencil_by_id`; see ``_kernels/pair_scan.py``).
 
     The only place that chooses between the two: the sequential calls run the kernel it
     returns, and `scan_parts` gives the parallel driver that kernel's address.
     """
-    if (state.points.shape[1]
-            >= pair_scan.GATHER_MIN_POINTS_PER_CELL * state.cell_coords.shape[0]):
+    n_occupied = state.cell_coords.shape[0]
+    if (state.points.shape[1] >= pair_scan.GATHER_MIN_POINTS_PER_CELL * n_occupied
+            and not stencil.stencil_by_id(state.n_cells, state.box, reach_cells, n_occupied)):
         return pairs.pairs_scan_cells_gathered
     return pairs.pairs_scan_cells
 

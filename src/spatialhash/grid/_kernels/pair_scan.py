@@ -9,8 +9,10 @@ When the search range covers a whole periodic axis (a box of fewer than ``2 * re
 cells), stencil offsets alias the same cell; there, and when the stencil holds more cells
 than are occupied, each cell ``a`` pairs with the occupied cells ``b >= a`` by id instead
 (taking the minimum image per pair on whole periodic axes). The choice is made once for the
-grid (`stencil.stencil_by_id`): a cell on the half stencil and its neighbour by id would both claim
-their pairs.
+grid (`stencil.stencil_by_id`): a cell on the half stencil and its neighbour by id would both
+claim their pairs. Only the rows kernel that reads its candidates in place walks by id
+(`_pair_search.pair_kernel` sends those grids to it): the others compile without that walk,
+which cost the first ``query_pairs`` about a sixth of its compile.
 
 Visitors. `half_stencil_scan` makes the one cell walk and distance step
 (`distance.displacement`), and `_config.jit_variant` compiles it once per consumer, the
@@ -163,18 +165,19 @@ def half_stencil_scan(gather, visitor):
     `ONCE`, and ``gather`` whether cells of a grid of several points per cell gather their
     candidates (true for the functions' kernels; a constant of each rows kernel).
 
-    `ROWS`: ``args = (cell_begin, positions, out_indices, out_distances, write,
-    as_found)``. Pairs are written as ``(min, max)`` of the points' caller indices
-    (``state.order``); with ``as_found`` as ``(i, j)`` as found, ``i`` the point whose scan
-    met ``j`` (its cell's half stencil holds ``j``): a neighbour list passes a state whose
-    ``order`` is the identity, and gets its rows, grouped by ``i`` in the grid's point
-    order. Counting (``write`` false), ``positions[c]`` receives the number of pairs of
-    cell ``cell_begin + c``; writing, cell ``cell_begin + c`` writes from ``positions[c]``.
-    With ``write`` true and ``positions`` empty, pairs are appended one after the other
-    and the outputs grow as needed (``out_distances`` empty: no distances; otherwise as
-    long as ``out_indices``, at least one row): small inputs skip the count pass so, and
-    get the same rows in the same order. Returns the outputs (grown or not) and the number
-    of rows appended.
+    `ROWS`: ``args = (cell_begin, positions, out_indices, out_distances, write, as_found)``;
+    the gathering kernel takes grids whose pairs are not found by id (its caller sends those
+    to the other, the only one that walks by id). Pairs are written as ``(min, max)`` of the
+    points' caller indices (``state.order``); with ``as_found`` as ``(i, j)`` as found,
+    ``i`` the point whose scan met ``j`` (its cell's half stencil holds ``j``): a neighbour
+    list passes a state whose ``order`` is the identity, and gets its rows, grouped by ``i``
+    in the grid's point order. Counting (``write`` false), ``positions[c]`` receives the
+    number of pairs of cell ``cell_begin + c``; writing, cell ``cell_begin + c`` writes from
+    ``positions[c]``. With ``write`` true and ``positions`` empty, pairs are appended one
+    after the other and the outputs grow as needed (``out_distances`` empty: no distances;
+    otherwise as long as ``out_indices``, at least one row): small inputs skip the count
+    pass so, and get the same rows in the same order. Returns the outputs (grown or not) and
+    the number of rows appended.
 
     `BOTH_ORDERS` and `ONCE`: ``fn`` and ``args`` are the user's function and its extra
     arguments, on grids whose pairs are not found by id (`stencil.stencil_by_id`: their
@@ -186,6 +189,7 @@ def half_stencil_scan(gather, visitor):
     """
     visits_rows = visitor == ROWS
     visits_fn = not visits_rows
+    walks_by_id = visits_rows and not gather
     calls_both = visitor == BOTH_ORDERS
 
     def scan(state, params, lo, hi, fn, args):
@@ -270,9 +274,10 @@ def half_stencil_scan(gather, visitor):
                     use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first,
                                                     last, half)
                     half3 = (half[0], half[1], half[2])
-                    # The functions' kernels never run by id (their callers take the full
-                    # stencil there): pruned from them, with the helpers it calls.
-                    if visits_rows and by_id:
+                    # Only the rows kernel that reads in place runs by id (`_pair_search.
+                    # pair_kernel`; the functions' callers take the full stencil there): pruned
+                    # from the others, with the helpers it calls.
+                    if walks_by_id and by_id:
                         # The occupied cells b >= a, each once, by id, with cell a first.
                         needed = cells_needed(first, last, n_occupied)
                         if needed > found_cells.shape[0]:
