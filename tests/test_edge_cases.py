@@ -364,7 +364,7 @@ def test_r_larger_than_the_whole_cloud():
 @pytest.mark.parametrize("box", [None, 2.0])
 def test_rows_longer_than_the_rank_sort_are_sorted_too(box):
     # Rows of radius and box queries up to RANK_SORT_MAX entries are sorted by counting
-    # ranks, longer ones by argsort: both must give the oracle's rows.
+    # ranks, longer ones by a merge sort: both must give the oracle's rows.
     rng = np.random.default_rng(21)
     points = rng.integers(0, 16, size=(600, 3)) * 0.0625  # duplicates: equal distances
     queries = rng.integers(0, 16, size=(40, 3)) * 0.0625

@@ -32,7 +32,6 @@ HELD_OVER = {
     "grid/_kernels/pair_scan.py:half_stencil_scan.scan": _WRITTEN_OUT,
     "grid/_kernels/pair_functions.py:_scan_kernel": _WRITTEN_OUT,
     "grid/_kernels/pair_functions.py:_scan_kernel.scan": _WRITTEN_OUT,
-    "grid/_kernels/knn.py:knn_queries": _WRITTEN_OUT,
     "grid/_kernels/radius.py:radius_scan_queries": _WRITTEN_OUT,
 }
 

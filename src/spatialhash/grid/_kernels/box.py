@@ -19,12 +19,11 @@ from ..._kernels.cells import (
     axis_range,
     cell_tolerance,
     gather_runs,
-    row_sort_buffers,
     run_buffers,
     runs_capacity,
-    sort_row,
 )
 from ..._kernels.indirect import kernel_caller
+from ..._kernels.row_sort import row_sort_buffers, sort_row
 
 #: Boxes handed to a thread at a time.
 BOXES_PER_CHUNK = 16

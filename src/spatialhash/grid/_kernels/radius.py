@@ -23,15 +23,14 @@ from ..._config import jit, jit_parallel
 from ..._kernels.cells import (
     gather_runs,
     query_cell_range,
-    row_sort_buffers,
     run_buffers,
     runs_capacity,
-    sort_row,
-    sparse_row_slice,
     wrap_whole_axes,
 )
 from ..._kernels.distance import NO_BOX, NO_SHIFT, displacement
 from ..._kernels.indirect import kernel_caller
+from ..._kernels.row_sort import row_sort_buffers, sort_row
+from .blocks import gather_block, row_slice
 
 #: Queries handed to a thread at a time.
 QUERIES_PER_CHUNK = 64
@@ -62,12 +61,9 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
     run_d2 = np.empty(256, np.float64)
     hit_k = np.empty(256, np.int64)
     n_occupied = cell_coords.shape[0]
-    dense = dense_start.shape[0] > 0
     # The candidates of the last block of cells gathered (see below), and that block.
-    near_x = np.empty(256, np.float64)
-    near_y = np.empty(256, np.float64)
-    near_z = np.empty(256, np.float64)
-    near_j = np.empty(256, np.int64)
+    near = (np.empty(256, np.float64), np.empty(256, np.float64), np.empty(256, np.float64),
+            np.empty(256, order.dtype))
     n_near = 0
     block = np.full(6, -1, np.int64)
     nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
@@ -94,10 +90,8 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
             # Inside the box of cells, touching no periodic axis's ends. Queries taken in
             # cell order mostly share their block of cells (with cells of size r, always
             # the 3 x 3 x 3 around their own): its points are gathered once, in the order
-            # of `cells.gather_runs`' runs, and each query scans them in one long loop (row
-            # by row, the loops' set-up and scalar remainders cost more than the
-            # distances). A dense grid reads a row's slice with two loads, a sparse one
-            # with `sparse_row_slice`, once per block (sparse grids took the general path
+            # of `cells.gather_runs`' runs (`blocks`), and each query scans them in one
+            # long loop. Sparse grids read their rows here too (they took the general path
             # below: 1,000,000 queries among 1,000,000 points and one far outlier, counted
             # in 29% less time and answered in 32% less, one process, alternated).
             if (x_lo != block[0] or y_lo != block[1] or z_lo != block[2]
@@ -106,34 +100,15 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
                 n_rows = (y_hi - y_lo + 1) * (z_hi - z_lo + 1)
                 if n_rows > run_bounds.shape[0]:
                     run_bounds, run_shifts = run_buffers(n_rows)
-                n_near = 0
                 r = 0
                 for z in range(z_lo, z_hi + 1):
                     for y in range(y_lo, y_hi + 1):
-                        if dense:
-                            row = (z * ny + y) * nx
-                            row_lo, row_hi = dense_start[row + x_lo], dense_start[row + x_hi + 1]
-                        else:
-                            row_lo, row_hi = sparse_row_slice(hash_keys, hash_ids, cell_start,
-                                                              cell_coords, x_lo, x_hi, y, z)
-                        run_bounds[r, 0], run_bounds[r, 1] = row_lo, row_hi
-                        n_near += row_hi - row_lo
+                        run_bounds[r, 0], run_bounds[r, 1] = row_slice(state, x_lo, x_hi, y, z)
                         r += 1
-                if n_near > near_x.shape[0]:
-                    near_x = np.empty(n_near, np.float64)
-                    near_y = np.empty(n_near, np.float64)
-                    near_z = np.empty(n_near, np.float64)
-                    near_j = np.empty(n_near, np.int64)
-                k = 0
-                for r in range(n_rows):
-                    for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
-                        near_x[k] = points[0, j]
-                        near_y[k] = points[1, j]
-                        near_z[k] = points[2, j]
-                        near_j[k] = j
-                        k += 1
+                near, n_near = gather_block(points, order, run_bounds, n_rows, near)
                 block[0], block[1], block[2] = x_lo, y_lo, z_lo
                 block[3], block[4], block[5] = x_hi, y_hi, z_hi
+            near_x, near_y, near_z, near_index = near
             start = positions[q] if write else 0
             r2 = radii[q] * radii[q]
             n_hits = 0
@@ -158,7 +133,7 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
                 n_hits += 1 if run_d2[k] <= r2 else 0
             for h in range(n_hits):
                 k = hit_k[h]
-                out_indices[start + h] = order[near_j[k]]
+                out_indices[start + h] = near_index[k]
                 if want_distances:
                     out_distances[start + h] = math.sqrt(run_d2[k])
             if sort_rows:
