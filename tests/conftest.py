@@ -11,6 +11,21 @@ No deadline anywhere: numba compiles (or loads from its disk cache) on the first
 from __future__ import annotations
 
 import os
+import sys
+
+# Under pytest-xdist (`./dev test` runs two workers), each worker compiles into a numba cache
+# of its own, set before numba is imported: numba's cache saves are not safe between
+# processes (two saving two signatures of one function at once can mix their files up; see
+# `spatialhash._numba_internals.lock_cache_saves`). The subprocesses a test starts inherit
+# their worker's.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    if "numba" in sys.modules:
+        raise RuntimeError("numba was imported before tests/conftest.py could give this "
+                           "pytest-xdist worker a cache of its own")
+    os.environ["NUMBA_CACHE_DIR"] = os.path.join(
+        os.environ.get("NUMBA_CACHE_DIR")
+        or os.path.join(os.path.expanduser("~"), ".cache", "spatialhash-tests", "numba"),
+        os.environ["PYTEST_XDIST_WORKER"])
 
 import numpy as np
 import pytest
