@@ -26,6 +26,7 @@ the arithmetic of the grid's pair kernels, so its pairs are those of a new grid'
 (the skin, the moves, the rows) is the docstring of ``_neighbor_list.py``.
 """
 
+from ._molecular import neighbor_list
 from ._neighbor_list import NeighborList
 
-__all__ = ["NeighborList"]
+__all__ = ["NeighborList", "neighbor_list"]
