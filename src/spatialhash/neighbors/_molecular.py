@@ -93,13 +93,14 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     Raises
     ------
     ValueError
-        A shape, a NaN or infinity (points, cell), a cutoff not finite and > 0, a
-        degenerate or left-handed cell, ``mic`` with too large a cutoff, or a bad
-        ``ptr``; the message names the parameter and shows the value seen.
+        A shape, an unknown letter, a NaN or infinity (points, cell), a cutoff not
+        finite and > 0, a degenerate or left-handed cell, points beyond 2**30 cells of
+        the origin, ``mic`` with too large a cutoff, or a bad ``ptr``; the message names
+        the parameter and shows the value seen.
     TypeError
-        Both or neither of ``cutoff`` and ``radii``, an unknown letter's type, ``cell``,
-        ``pbc`` or ``ptr`` given with an ``Atoms``, a ``pbc`` not of bools, a ``ptr`` not
-        of integers.
+        Both or neither of ``cutoff`` and ``radii``, ``quantities`` not a string,
+        ``cell``, ``pbc`` or ``ptr`` given with an ``Atoms``, a ``pbc`` not of bools, a
+        ``ptr`` not of integers.
 
     Notes
     -----
@@ -120,8 +121,8 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     >>> cell = np.array([[2.0, 0.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 2.0]])
     >>> points = np.array([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
     >>> i, j, S, d = neighbor_list("ijSd", points, 2.0, cell)
-    >>> int(np.sum(i == j))  # each atom meets 6 images of itself at 2.0
-    12
+    >>> int(np.sum(i == j))  # each atom and 4 images of itself, at exactly 2.0
+    8
     >>> bool((d <= 2.0).all())
     True
     """
