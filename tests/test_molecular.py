@@ -232,7 +232,7 @@ def test_one_dimensional_chain():
 
 
 def test_mdanalysis_box_is_the_cell_ase_builds_from_the_same_parameters():
-    geometry = pytest.importorskip("ase.geometry")
+    from ase import geometry
     positions = np.random.default_rng(3).random((12, 3)) * 5
     for box in ([5.0, 6.0, 7.0, 90.0, 90.0, 90.0], [5.0, 6.0, 7.0, 80.0, 95.0, 110.0]):
         _assert_same_rows(_rows(neighbor_list("ijSdD", positions, 8.0, box)),
@@ -276,24 +276,15 @@ def test_a_batch_with_an_empty_system_and_systems_on_top_of_each_other():
     assert (i[system == 0] < 2).all() and (i[system == 2] >= 2).all()
 
 
-class _FakeAtoms:
-    """An object with ASE's three methods, without ASE."""
-
-    def get_positions(self):
-        return np.array([[0.0, 0.0, 0.0], [1.0, 1.0, 0.0]])
-
-    def get_cell(self):
-        return np.diag([2.0, 2.0, 0.0])
-
-    def get_pbc(self):
-        return np.array([True, True, False])
-
-
 def test_an_atoms_object_gives_positions_cell_and_pbc():
-    shifts = neighbor_list("S", _FakeAtoms(), 1.5)
+    from ase import Atoms
+
+    atoms = Atoms("H2", positions=[[0.0, 0.0, 0.0], [1.0, 1.0, 0.0]],
+                  cell=np.diag([2.0, 2.0, 0.0]), pbc=[True, True, False])
+    shifts = neighbor_list("S", atoms, 1.5)
     assert len(shifts) == 8  # each atom meets the other's 4 images at sqrt(2)
     with pytest.raises(TypeError, match=r"`pbc` must be left out with an ase.Atoms"):
-        neighbor_list("S", _FakeAtoms(), 1.5, pbc=True)
+        neighbor_list("S", atoms, 1.5, pbc=True)
 
 
 # ---------------------------------------------------------------------- errors
@@ -375,8 +366,7 @@ def test_bad_inputs_are_refused_naming_the_parameter_and_the_value(changes, erro
 def _ase_atoms():
     """ASE structures: a triclinic primitive cell, a hexagonal one, a molecular box of
     water-like molecules, a slab open along z, and a small cell with a long cutoff."""
-    build = pytest.importorskip("ase.build")
-    from ase import Atoms
+    from ase import Atoms, build
 
     rng = np.random.default_rng(11)
     water = build.molecule("H2O")
@@ -431,7 +421,6 @@ def test_per_atom_radii_equal_ase_per_atom_cutoffs():
 
 
 def test_ase_drops_a_pair_at_exactly_the_cutoff_and_this_keeps_it():
-    pytest.importorskip("ase")
     from ase import Atoms
     from ase.neighborlist import neighbor_list as ase_neighbor_list
 
