@@ -1,10 +1,16 @@
-"""Neighbour lists: the pairs of points that move, kept between steps.
+"""Neighbour lists: the pairs of points that move, kept between steps; and the molecular
+lists of atoms in periodic cells of any shape, with their cell shifts and vectors.
 
 Where the code is
 -----------------
 ``_neighbor_list.py``: `NeighborList`, the Verlet list (the pairs within ``r``, or within
-``radii[i] + radii[j]``, kept with a skin). ``_list_functions.py``: a user's function over
-a list's pairs. ``_kernels/``: their numba kernels, ``neighbor_list.py`` (the candidates
+``radii[i] + radii[j]``, kept with a skin). ``_molecular.py``: `neighbor_list`, the
+molecular list (ASE's letters ``i j S d D``), its inputs checked there; ``_cells.py``: the
+cells it takes, checked and measured (dual vectors, perpendicular widths);
+``_images.py``: one system's pairs, found by `Grid.query_radius` among the periodic
+images of its points (its docstring is the design of the molecular list).
+``_list_functions.py``: a user's function over a Verlet list's pairs. ``_kernels/``: the
+Verlet list's numba kernels, ``neighbor_list.py`` (the candidates
 as rows, the check of the moves, the pairs within reach) and ``neighbor_list_functions.py``
 (a user's function over them). The whole path of a build is ``_neighbor_list.py`` ->
 `Grid._found_pairs` -> the grid's engine (`GridEngine.found_pairs`) ->
@@ -26,6 +32,7 @@ the arithmetic of the grid's pair kernels, so its pairs are those of a new grid'
 (the skin, the moves, the rows) is the docstring of ``_neighbor_list.py``.
 """
 
+from ._molecular import neighbor_list
 from ._neighbor_list import NeighborList
 
-__all__ = ["NeighborList"]
+__all__ = ["NeighborList", "neighbor_list"]

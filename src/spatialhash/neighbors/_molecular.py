@@ -1,0 +1,278 @@
+"""`neighbor_list`: the pairs of atoms within a cutoff in periodic cells of any shape, with
+their cell shifts and vectors, as ASE's ``neighbor_list``, vesin and matscipy return them.
+
+The inputs are checked here, once: the letters asked for, an ASE ``Atoms`` unpacked, the
+cutoff or radii, the offsets of a batch of systems (``ptr``), and the cells
+(``_cells.py``). Each system's pairs are then found by ``_images.py`` (`Grid`'s search
+among the periodic images of its points), one system after the other, and put together
+into the arrays asked for. The conventions are set out in ``docs/molecular.md``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import as_array, as_points, as_positive_scalar, as_radii
+from ._cells import CellGeometry, system_cells
+from ._images import SystemPairs, system_pairs
+
+#: The letters `neighbor_list` returns: ASE's five and the system of each pair.
+QUANTITIES = "ijSdDb"
+
+
+def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=None, pbc=None,
+                  *, radii=None, full_list: bool = True, sorted: bool = False,
+                  mic: bool = False, ptr=None):
+    """Every pair of atoms within a cutoff, in a periodic cell of any shape, with the cell
+    shift, vector and distance of each: ASE's ``neighbor_list``, closed at the cutoff.
+
+    Parameters
+    ----------
+    quantities : str
+        The arrays to return, one letter each, in the order asked (ASE's letters):
+        ``"i"`` and ``"j"``, the two atoms of each pair (int64, shape (m,));
+        ``"S"``, the cell shift (int64, shape (m, d)), 0 on open axes; ``"D"``, the vector
+        ``points[j] - points[i] + S @ cell`` (float64, shape (m, d)); ``"d"``, its length
+        (float64, shape (m,)); ``"b"``, the system of each pair (int64, shape (m,); all 0
+        without ``ptr``).
+    points : array_like of float, shape (n, d), or ase.Atoms
+        Positions, d = 1, 2 or 3, in any real dtype (converted to float64 once; float32
+        included), anywhere (not necessarily inside the cell); never modified. An ASE
+        ``Atoms`` (anything with ``get_positions``, ``get_cell`` and ``get_pbc``) gives
+        the positions, the cell and the periodicity; ``cell``, ``pbc`` and ``ptr`` must
+        then be left out.
+    cutoff : float, optional
+        Pairs with ``d <= cutoff`` are returned (closed, as everywhere in spatialhash;
+        ASE keeps ``d < cutoff``). Finite and > 0. Give ``cutoff`` or ``radii``, not both.
+        Any cutoff works: one beyond half the cell's width gives a pair once for each
+        image within it, and an atom meets its own images.
+    cell : array_like of float, optional
+        The cell: a (d, d) matrix whose rows are the cell vectors (ASE, vesin); d lengths
+        (an orthorhombic box); one length for every axis; or in 3-D MDAnalysis'
+        ``[a, b, c, alpha, beta, gamma]`` (angles in degrees; ``a`` along x, ``b`` in the
+        xy plane). With ``ptr``, one per system along a first axis: (B, d, d), (B, d) or
+        (B, 6). Must be finite and right-handed (determinant > 0; a zero determinant is
+        accepted where an open axis's vector is zero or dependent), and its periodic
+        vectors must span a non-zero volume. The vector of an open axis is not used and
+        may be zero. Default None: no cell, every axis open.
+    pbc : bool or array_like of bool, optional
+        Which axes are periodic: one bool, one per axis (d,) (a slab, a wire), or with
+        ``ptr`` one row per system (B, d). Default None: every axis periodic when a
+        ``cell`` is given, none otherwise.
+    radii : array_like of float, shape (n,), optional
+        One radius per atom, >= 0 and finite, instead of ``cutoff``: pairs with
+        ``d <= radii[i] + radii[j]`` (ASE's per-atom cutoffs).
+    full_list : bool, default True
+        Each pair in both directions, ``(i, j, S)`` and ``(j, i, -S)`` (vectors ``D`` and
+        ``-D``), as ASE returns them. False: each pair once, as ``(i, j, S)`` with
+        ``i < j`` whatever ``S``, and for an atom with its own image (``i == j``) the
+        shift whose components sum to a positive number, a zero sum going to the shift
+        whose last non-zero component is positive.
+    sorted : bool, default False
+        Sort the rows in lexicographic order of ``(i, j, S)``. Unsorted rows come grouped
+        by ``i`` in increasing order (as ASE's), in an order fixed by the input within
+        each ``i``.
+    mic : bool, default False
+        Minimum image: refuse (`ValueError`) a cutoff (``2 * max(radii)``) above half
+        the cell's shortest perpendicular width across its periodic axes; otherwise the
+        same list, where an atom meets no image of itself and a pair appears with one
+        shift, but for a pair at exactly half that width, which may appear with two
+        (both images are at the cutoff, and the cutoff is closed).
+    ptr : array_like of int, shape (B + 1,), optional
+        Many systems in one call: the points of system ``b`` are
+        ``points[ptr[b]:ptr[b + 1]]`` (``ptr`` non-decreasing, from 0 to n; a system may
+        be empty). Each has its cell (``cell`` stacked) and periodicity; no pair is ever
+        made across systems. Indices ``i``, ``j`` are into the concatenated ``points``.
+
+    Returns
+    -------
+    ndarray or tuple of ndarray
+        The arrays of ``quantities``, in that order; a single letter gives the array
+        itself (as ASE and matscipy do), several a tuple.
+
+    Raises
+    ------
+    ValueError
+        A shape, an unknown letter, a NaN or infinity (points, cell), a cutoff not
+        finite and > 0, a degenerate or left-handed cell, points beyond 2**30 cells of
+        the origin, ``mic`` with too large a cutoff, or a bad ``ptr``; the message names
+        the parameter and shows the value seen.
+    TypeError
+        Both or neither of ``cutoff`` and ``radii``, ``quantities`` not a string,
+        ``cell``, ``pbc`` or ``ptr`` given with an ``Atoms``, a ``pbc`` not of bools, a
+        ``ptr`` not of integers.
+
+    Notes
+    -----
+    Each row satisfies its test on exactly the ``d`` returned: pairs are searched a
+    little beyond the cutoff, then ``D`` is computed by the formula above from the
+    caller's positions (never from wrapped ones), ``d`` from ``D``, and the row kept when
+    ``d <= cutoff``. ``(j, i, -S)`` has the vector ``-D`` to the bit. The search is
+    `Grid`'s, among the points wrapped into the cell and their images within the
+    cutoff's reach (``ceil(cutoff / width)`` cells each side of each periodic axis at
+    most), one system after another (a Python loop over the systems of a batch, none
+    over points). See ``docs/molecular.md`` for the conventions next to ASE, vesin,
+    matscipy and MDAnalysis.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spatialhash.neighbors import neighbor_list
+    >>> cell = np.array([[2.0, 0.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 2.0]])
+    >>> points = np.array([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+    >>> i, j, S, d = neighbor_list("ijSd", points, 2.0, cell)
+    >>> int(np.sum(i == j))  # each atom and 4 images of itself, at exactly 2.0
+    8
+    >>> bool((d <= 2.0).all())
+    True
+    """
+    letters = _as_quantities(quantities)
+    positions, cell, pbc = _unpack_atoms(points, cell, pbc, ptr)
+    positions = as_points(positions, "points")
+    n, n_dims = positions.shape
+    reach, radii, name, seen = _reach(cutoff, radii, n)
+    offsets = _as_ptr(ptr, n)
+    batch = offsets is not None
+    if offsets is None:
+        offsets = np.array([0, n], dtype=np.int64)
+    cells = system_cells(cell, pbc, n_dims, len(offsets) - 1 if batch else None)
+    if mic:
+        _check_minimum_image(cells, reach, name, seen, batch)
+    parts = []
+    for system, system_cell in enumerate(cells):
+        start, stop = offsets[system], offsets[system + 1]
+        pairs = system_pairs(positions[start:stop], system_cell, reach,
+                             None if radii is None else radii[start:stop], bool(full_list))
+        parts.append(pairs._replace(i=pairs.i + start, j=pairs.j + start))
+    arrays = _joined(parts, n_dims)
+    if sorted:
+        arrays = _sorted(arrays)
+    return _outputs(letters, arrays)
+
+
+def _as_quantities(quantities) -> str:
+    """The letters asked for, checked against `QUANTITIES`."""
+    if not isinstance(quantities, str):
+        raise TypeError(f"`quantities` must be a string of letters from {QUANTITIES!r}; got "
+                        f"{quantities!r:.80}.")
+    unknown = [letter for letter in quantities if letter not in QUANTITIES]
+    if unknown or not quantities:
+        raise ValueError(
+            f"`quantities` must be one or more letters from {QUANTITIES!r} (i, j, shift S, "
+            f"distance d, vector D, system b); got {quantities!r}."
+        )
+    return quantities
+
+
+def _unpack_atoms(points, cell, pbc, ptr):
+    """``(positions, cell, pbc)``: those of an ASE ``Atoms`` (found by its methods, so
+    that ASE need not be installed), or the arguments as given."""
+    if not all(hasattr(points, method) for method in
+               ("get_positions", "get_cell", "get_pbc")):
+        return points, cell, pbc
+    given = {name: value for name, value in (("cell", cell), ("pbc", pbc), ("ptr", ptr))
+             if value is not None}
+    for name, value in given.items():
+        raise TypeError(
+            f"`{name}` must be left out with an ase.Atoms as `points`, which gives the "
+            f"cell and periodicity of one system; got {name}={value!r:.80}. Pass the "
+            "positions as an array to set them."
+        )
+    return (points.get_positions(), np.asarray(points.get_cell(), dtype=np.float64),
+            np.asarray(points.get_pbc(), dtype=bool))
+
+
+def _reach(cutoff, radii, n: int) -> tuple[float, np.ndarray | None, str, object]:
+    """``(reach, radii, name, seen)``: the farthest a pair may be, the radii (or None),
+    and the parameter and value a minimum-image refusal names."""
+    if (cutoff is None) == (radii is None):
+        raise TypeError("give exactly one of `cutoff` (a distance) and `radii` (one per "
+                        f"point); got cutoff={cutoff!r:.80} and radii={radii!r:.80}.")
+    if radii is not None:
+        radii = as_radii(radii, "radii", n)
+        reach = 2.0 * float(radii.max()) if n else 0.0
+        return reach, radii, "radii", f"2 * max(radii) = {reach}"
+    if isinstance(cutoff, dict) or np.ndim(cutoff) != 0:
+        raise TypeError(
+            f"`cutoff` must be one distance (a real number); got {cutoff!r:.80}. Per-atom "
+            "cutoffs go in `radii=` (pairs within radii[i] + radii[j]); cutoffs per pair "
+            "of elements are not supported."
+        )
+    cutoff = as_positive_scalar(cutoff, "cutoff")
+    return cutoff, None, "cutoff", cutoff
+
+
+def _as_ptr(ptr, n: int) -> np.ndarray | None:
+    """The offsets of a batch's systems, checked: integers, 1-D, from 0 to ``n``,
+    non-decreasing; None without a batch."""
+    if ptr is None:
+        return None
+    offsets = as_array(ptr, "ptr", "a 1-D array of integers")
+    if offsets.dtype.kind not in "iu":
+        raise TypeError(f"`ptr` must hold integers; got dtype {offsets.dtype}.")
+    if offsets.ndim != 1 or len(offsets) < 2:
+        raise ValueError(
+            f"`ptr` must be 1-D with B + 1 offsets for B >= 1 systems; got shape "
+            f"{offsets.shape}."
+        )
+    if offsets[0] != 0 or offsets[-1] != n:
+        raise ValueError(
+            f"`ptr` must run from 0 to the number of points ({n}); got ptr[0] = "
+            f"{offsets[0]} and ptr[-1] = {offsets[-1]}."
+        )
+    falls = np.flatnonzero(np.diff(offsets) < 0)
+    if falls.size:
+        k = falls[0]
+        raise ValueError(
+            f"`ptr` must be non-decreasing; got ptr[{k}] = {offsets[k]} > ptr[{k + 1}] = "
+            f"{offsets[k + 1]}."
+        )
+    return offsets.astype(np.int64)
+
+
+def _check_minimum_image(cells: list[CellGeometry], reach: float, name: str, seen,
+                         batch: bool) -> None:
+    """Refuse a reach beyond half the shortest perpendicular width of any system's
+    periodic axes (``mic=True``)."""
+    for system, cell in enumerate(cells):
+        if not len(cell.axes):
+            continue
+        column = int(np.argmin(cell.widths))
+        half = cell.widths[column] / 2.0
+        if reach > half:
+            where = f" of cell[{system}]" if batch else ""
+            raise ValueError(
+                f"`{name}` must be at most half the cell's shortest perpendicular width "
+                f"with `mic=True` ({half:.17g}, across axis {cell.axes[column]}{where}); "
+                f"got {seen}. Pass mic=False for a pair at every image within reach."
+            )
+
+
+def _joined(parts: list[SystemPairs], n_dims: int) -> dict[str, np.ndarray]:
+    """The systems' pairs as one set of arrays by letter, ``b`` the system of each."""
+    counts = [len(part.i) for part in parts]
+    return {
+        "i": np.concatenate([part.i for part in parts]),
+        "j": np.concatenate([part.j for part in parts]),
+        "S": np.concatenate([part.shifts for part in parts]).reshape(-1, n_dims),
+        "D": np.concatenate([part.vectors for part in parts]).reshape(-1, n_dims),
+        "d": np.concatenate([part.distances for part in parts]),
+        "b": np.repeat(np.arange(len(parts), dtype=np.int64), counts),
+    }
+
+
+def _sorted(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The rows in lexicographic order of ``(i, j, S[:, 0], S[:, 1], ...)``."""
+    shifts = arrays["S"]
+    keys = [shifts[:, axis] for axis in range(shifts.shape[1] - 1, -1, -1)]
+    order = np.lexsort([*keys, arrays["j"], arrays["i"]])
+    return {letter: values[order] for letter, values in arrays.items()}
+
+
+def _outputs(letters: str, arrays: dict[str, np.ndarray]):
+    """The arrays of ``letters`` in order: the array itself for one letter, else a tuple.
+    A letter asked twice gets two arrays of its own."""
+    outputs = tuple(np.array(arrays[letter]) if letters.count(letter) > 1 and
+                    letters.index(letter) != k else arrays[letter]
+                    for k, letter in enumerate(letters))
+    return outputs[0] if len(outputs) == 1 else outputs
