@@ -248,16 +248,18 @@ class NeighborList:
         Examples
         --------
         >>> import numpy as np
-        >>> from numba import njit
         >>> from spatialhash import NeighborList
-        >>> @njit
-        ... def count(i, j, d2, dx, dy, dz, counts):
-        ...     counts[i] += 1
         >>> points = np.random.default_rng(0).random((1000, 3))
         >>> neighbors = NeighborList(points, r=0.1, skin=0.02)
-        >>> counts = np.zeros(len(points), dtype=np.int64)
-        >>> neighbors.for_each_pair(count, counts)
-        >>> bool(counts.sum() == 2 * len(neighbors.pairs))
+        >>> from numba import njit
+        >>> @njit
+        ... def add_force(i, j, d2, dx, dy, dz, forces):
+        ...     forces[i, 0] += dx  # a spring pulling i towards j
+        ...     forces[i, 1] += dy
+        ...     forces[i, 2] += dz
+        >>> forces = np.zeros((len(points), 3))
+        >>> neighbors.for_each_pair(add_force, forces)
+        >>> bool(np.abs(forces.sum(axis=0)).max() < 1e-9)  # equal and opposite
         True
         """
         fn = pair_function(fn)
