@@ -231,7 +231,7 @@ def test_knn_graph_does_not_share_the_results_arrays():
 
 @pytest.mark.parametrize("mode", ["connectivity", "distance"])
 def test_knn_graph_equals_scikit_learn_kneighbors_graph(mode):
-    neighbors = pytest.importorskip("sklearn.neighbors")
+    from sklearn import neighbors
     points, queries = cloud(seed=5)
     k = 6
     model = neighbors.NearestNeighbors(n_neighbors=k).fit(points)

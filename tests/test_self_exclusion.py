@@ -382,7 +382,7 @@ def test_leaving_points_out_compiles_nothing_new(box):
 @pytest.mark.parametrize("n_dims", [1, 2, 3])
 @pytest.mark.parametrize("k", [1, 5])
 def test_knn_of_others_equals_scikit_learn_kneighbors_without_x(n_dims, k):
-    neighbors = pytest.importorskip("sklearn.neighbors")
+    from sklearn import neighbors
     points = np.random.default_rng(n_dims).random((400, n_dims))
     distances, indices = neighbors.NearestNeighbors(n_neighbors=k).fit(points).kneighbors()
     result = Grid(points).query_knn(None, k, exclude_self=True)
@@ -393,7 +393,7 @@ def test_knn_of_others_equals_scikit_learn_kneighbors_without_x(n_dims, k):
 def test_knn_of_others_equals_scikit_learn_with_duplicates_distances_aside_from_ties():
     # Tied indices may differ (scikit-learn's trees order ties their own way); the
     # distances of each row may not.
-    neighbors = pytest.importorskip("sklearn.neighbors")
+    from sklearn import neighbors
     points = lattice_scene(2, 2, False, "grid").points
     model = neighbors.NearestNeighbors(n_neighbors=4, algorithm="kd_tree").fit(points)
     distances, _ = model.kneighbors()
@@ -403,7 +403,7 @@ def test_knn_of_others_equals_scikit_learn_with_duplicates_distances_aside_from_
 
 @pytest.mark.parametrize("kind", ["random", "lattice"])
 def test_radius_of_others_equals_scikit_learn_radius_neighbors_without_x(kind):
-    neighbors = pytest.importorskip("sklearn.neighbors")
+    from sklearn import neighbors
     points = SCENE_KINDS[kind](1, 3, False, "grid").points
     r = 0.25
     model = neighbors.NearestNeighbors(radius=r, algorithm="kd_tree").fit(points)
