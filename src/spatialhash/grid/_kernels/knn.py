@@ -43,12 +43,13 @@ from ..._kernels.cells import (
     floor_to_int,
     row_segment,
     run_buffers,
+    sparse_row_slice,
     wrap_cell,
 )
 from ..._kernels.distance import NO_BOX, NO_SHIFT, displacement
 from ..._kernels.heap import heap_offer, heap_sort_ascending, ranks_before
 from ..._kernels.indirect import kernel_caller
-from .blocks import gather_block, row_slice
+from .blocks import block_buffers, gather_block
 
 #: Queries handed to a thread at a time.
 QUERIES_PER_CHUNK = 64
@@ -64,7 +65,8 @@ def ring_runs(state, center, s, lowest, highest, run_bounds):
     ``lowest``/``highest`` bound the cell offsets that hold cells on each axis. The buffer
     must hold four runs per row of the ring's block.
     """
-    n_cells, box = state.n_cells, state.box
+    n_cells, box, dense_start = state.n_cells, state.box, state.dense_start
+    dense = dense_start.shape[0] > 0
     lo_x, hi_x = max(lowest[0], -s), min(highest[0], s)
     lo_y, hi_y = max(lowest[1], -s), min(highest[1], s)
     lo_z, hi_z = max(lowest[2], -s), min(highest[2], s)
@@ -88,7 +90,13 @@ def ring_runs(state, center, s, lowest, highest, run_bounds):
                 x = center[0] + x_first
                 while x <= center[0] + x_last:
                     x_lo, x_hi, _, x = row_segment(x, center[0] + x_last, n_cells[0], box[0])
-                    start, end = row_slice(state, x_lo, x_hi, wy, wz)
+                    if dense:
+                        base = (wz * n_cells[1] + wy) * n_cells[0]
+                        start, end = dense_start[base + x_lo], dense_start[base + x_hi + 1]
+                    else:
+                        start, end = sparse_row_slice(state.hash_keys, state.hash_ids,
+                                                      state.cell_start, state.cell_coords,
+                                                      x_lo, x_hi, wy, wz)
                     if end > start:
                         run_bounds[n_runs, 0] = start
                         run_bounds[n_runs, 1] = end
@@ -154,11 +162,12 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
     lowest = np.empty(3, np.int64)  # smallest cell offset that holds cells, per axis
     highest = np.empty(3, np.int64)
     run_bounds, _ = run_buffers(64)
-    n_cells = state.n_cells
+    n_cells, dense_start = state.n_cells, state.dense_start
+    dense = dense_start.shape[0] > 0
+    nx, ny = n_cells[0], n_cells[1]
     # The points of the block of cells around the last query's cell (rings 0 and 1: 3 x 3
     # x 3 inside the grid), gathered once for the queries of that cell (`gathered_block`).
-    near = (np.empty(256, np.float64), np.empty(256, np.float64), np.empty(256, np.float64),
-            np.empty(256, order.dtype))
+    near_x, near_y, near_z, near_index = block_buffers(order, 256)
     near_d2 = np.empty(256, np.float64)
     n_near = 0
     block = np.full(6, -1, np.int64)
@@ -178,16 +187,28 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
                     or block_hi[2] != block[5]):
                 # Rows nearest the query's cell first (its own, then those beside it, then
                 # the diagonal ones): the heap fills with near points early, and fewer
-                # later candidates displace its top (`blocks`).
+                # later candidates displace its top. A dense grid reads a row's slice with
+                # two loads, a sparse one with `sparse_row_slice`, once per block.
                 n_rows = 0
                 for rank in range(ROW_OFFSETS.shape[0]):
                     z = center[2] + ROW_OFFSETS[rank, 0]
                     y = center[1] + ROW_OFFSETS[rank, 1]
-                    if block_lo[2] <= z <= block_hi[2] and block_lo[1] <= y <= block_hi[1]:
-                        run_bounds[n_rows, 0], run_bounds[n_rows, 1] = row_slice(
-                            state, block_lo[0], block_hi[0], y, z)
-                        n_rows += 1
-                near, n_near = gather_block(points, order, run_bounds, n_rows, near)
+                    if not (block_lo[2] <= z <= block_hi[2] and block_lo[1] <= y <= block_hi[1]):
+                        continue
+                    if dense:
+                        row = (z * ny + y) * nx
+                        row_lo = dense_start[row + block_lo[0]]
+                        row_hi = dense_start[row + block_hi[0] + 1]
+                    else:
+                        row_lo, row_hi = sparse_row_slice(
+                            state.hash_keys, state.hash_ids, state.cell_start,
+                            state.cell_coords, block_lo[0], block_hi[0], y, z)
+                    run_bounds[n_rows, 0], run_bounds[n_rows, 1] = row_lo, row_hi
+                    n_rows += 1
+                # Unpacked once a block, not per query: each unpacking counts a reference
+                # per array.
+                (near_x, near_y, near_z, near_index), n_near = gather_block(
+                    points, order, run_bounds, n_rows, (near_x, near_y, near_z, near_index))
                 if n_near > near_d2.shape[0]:
                     near_d2 = np.empty(n_near, np.float64)
                 for axis in range(3):
@@ -195,7 +216,6 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
                     block[3 + axis] = block_hi[axis]
             # Rings 0 and 1 at once: the distances in a loop LLVM vectorizes (no image is
             # nearer within the block, see `gathered_block`), then the offers.
-            near_x, near_y, near_z, near_index = near
             for e in range(np.uint64(0), np.uint64(n_near)):
                 near_d2[e] = displacement(qx, qy, qz, near_x[e], near_y[e], near_z[e], NO_SHIFT,
                                           NO_BOX, NO_BOX, False)[3]

@@ -30,7 +30,7 @@ from ..._kernels.cells import (
 from ..._kernels.distance import NO_BOX, NO_SHIFT, displacement
 from ..._kernels.indirect import kernel_caller
 from ..._kernels.row_sort import row_sort_buffers, sort_row
-from .blocks import gather_block, row_slice
+from .blocks import block_buffers, gather_block, row_slice
 
 #: Queries handed to a thread at a time.
 QUERIES_PER_CHUNK = 64
@@ -62,8 +62,7 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
     hit_k = np.empty(256, np.int64)
     n_occupied = cell_coords.shape[0]
     # The candidates of the last block of cells gathered (see below), and that block.
-    near = (np.empty(256, np.float64), np.empty(256, np.float64), np.empty(256, np.float64),
-            np.empty(256, order.dtype))
+    near_x, near_y, near_z, near_index = block_buffers(order, 256)
     n_near = 0
     block = np.full(6, -1, np.int64)
     nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
@@ -103,12 +102,16 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
                 r = 0
                 for z in range(z_lo, z_hi + 1):
                     for y in range(y_lo, y_hi + 1):
-                        run_bounds[r, 0], run_bounds[r, 1] = row_slice(state, x_lo, x_hi, y, z)
+                        run_bounds[r, 0], run_bounds[r, 1] = row_slice(
+                            dense_start, hash_keys, hash_ids, cell_start, cell_coords, nx, ny,
+                            x_lo, x_hi, y, z)
                         r += 1
-                near, n_near = gather_block(points, order, run_bounds, n_rows, near)
+                # Unpacked once a block, not per query: each unpacking counts a reference
+                # per array.
+                (near_x, near_y, near_z, near_index), n_near = gather_block(
+                    points, order, run_bounds, n_rows, (near_x, near_y, near_z, near_index))
                 block[0], block[1], block[2] = x_lo, y_lo, z_lo
                 block[3], block[4], block[5] = x_hi, y_hi, z_hi
-            near_x, near_y, near_z, near_index = near
             start = positions[q] if write else 0
             r2 = radii[q] * radii[q]
             n_hits = 0
