@@ -28,8 +28,6 @@ HELD_OVER = {
     "demos/_cloth_simulation.py:Cloth.__init__": (
         "a demo's public constructor: each option a keyword of its own, as the command "
         "line's flags"),
-    "grid/_kernels/pair_scan.py:half_stencil_scan": _WRITTEN_OUT,
-    "grid/_kernels/pair_scan.py:half_stencil_scan.scan": _WRITTEN_OUT,
     "grid/_kernels/pair_functions.py:_scan_kernel": _WRITTEN_OUT,
     "grid/_kernels/pair_functions.py:_scan_kernel.scan": _WRITTEN_OUT,
     "grid/_kernels/radius.py:radius_scan_queries": _WRITTEN_OUT,

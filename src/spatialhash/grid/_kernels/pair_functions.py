@@ -68,10 +68,9 @@ from .pair_scan import (
     BOTH_ORDERS,
     GATHER_MIN_POINTS_PER_CELL,
     ONCE,
-    gather_near,
     half_stencil_scan,
-    near_buffers,
 )
+from .pair_visits import gather_near, near_buffers
 
 #: Occupied cells handed to a thread at a time.
 CELLS_PER_CHUNK = 16
