@@ -14,8 +14,8 @@ the points after it in the sorted order only (``s`` its own position), so each p
 met once, from its first point: the CPU engine's half stencil finds the same pairs, with
 the same squared distances (the difference of two points is the negation of the other
 way round, exactly), in another order. Rows are written from offsets the count pass gave
-(an exclusive scan of the counts, on the host's side), so a thread writes its row alone,
-in a fixed order: the output does not depend on the scheduling.
+(an exclusive scan of the counts, by Warp's `array_scan`), so a thread writes its row
+alone, in a fixed order: the output does not depend on the scheduling.
 
 The kernels are generic in the index dtype (the grid's order and the output indices,
 int32 or int64). Their int32 overloads are declared here, so that a first load compiles
