@@ -30,6 +30,10 @@ The Dask engine (``"dask"``, when the ``dask`` extra is installed) answers throu
 ``dask_adapter.py``, on Dask's synchronous scheduler, its points cut into tiles, with a
 smaller share of the hypothesis examples (`EXAMPLES`).
 
+The Warp engine on Warp's CPU device (``"warp-cpu"``, ``Grid(..., device="warp-cpu")``,
+when warp-lang is installed) runs the kernels the GPU runs; it has pairs, radius and count
+queries so far (`LACKS`).
+
 The dynamic hash (``"dynamic"``) answers through ``dynamic_adapter.py``: a `DynamicHash`
 holding the points as objects whose ids are their indices, one hash query per row of
 queries, pairs as overlapping spheres; it has no periodic boxes, chunks of pairs, rays or
@@ -76,15 +80,20 @@ if all(importlib.util.find_spec(name) for name in ("dask", "pandas", "pyarrow"))
     from dask_adapter import DaskGrid
 
     ENGINES["dask"] = DaskGrid
+#: The Warp engine, compiled by Warp for the CPU, when warp-lang (the ``gpu`` extra) is
+#: installed.
+if importlib.util.find_spec("warp"):
+    ENGINES["warp-cpu"] = functools.partial(Grid, algorithm="grid", device="warp-cpu")
 
-#: What a test can need and an engine can lack: methods of `Grid`; ``"per-query
+#: What a test can need and an engine can lack: methods of `Grid` (``"query_knn"``
+#: included: every engine but one has it); ``"per-query
 #: radii"``, an array of one ``r`` per query in `query_radius` and `count_radius`;
 #: ``"cell_size"``, a cell size the engine's index uses; ``"checks at construction"``,
 #: points checked when the engine is made, with `Grid`'s messages; ``"fast queries"``,
 #: queries of microseconds on small inputs, which the tests making 20 queries or more
 #: need to stay quick; ``"periodic"``, a periodic box (``box`` and ``periodic``).
-FEATURES = frozenset({"iter_pairs", "query_box", "query_ray", "per-query radii", "cell_size",
-                      "checks at construction", "fast queries", "periodic"})
+FEATURES = frozenset({"iter_pairs", "query_knn", "query_box", "query_ray", "per-query radii",
+                      "cell_size", "checks at construction", "fast queries", "periodic"})
 #: What each engine lacks of `FEATURES`; an engine not named here offers all of them.
 LACKS = {
     # Pairs, radius and k-nearest queries, one `r` for all queries. No cell size: each
@@ -100,6 +109,9 @@ LACKS = {
     # directions normalized as `Grid` does before the hash's own step). Points are checked
     # when inserted, with the dynamic hash's messages.
     "dynamic": frozenset({"iter_pairs", "query_ray", "checks at construction", "periodic"}),
+    # Pairs, radius and count queries so far: the other calls raise NotImplementedError
+    # (tests/test_warp_engine.py pins that), until the Warp engine has them.
+    "warp-cpu": frozenset({"iter_pairs", "query_knn", "query_box", "query_ray"}),
 }
 assert all(lacks <= FEATURES for lacks in LACKS.values()), "see `FEATURES`"
 #: Known bugs, by (test, engine): that combination runs as a strict xfail, so the fix
@@ -115,6 +127,8 @@ THREAD_TWINS = [("grid-1-thread", "grid"), ("brute-1-thread", "brute")]
 EXAMPLES = {name: max(10, settings.default.max_examples // len(CPU_ENGINES))
             for name in CPU_ENGINES}
 EXAMPLES["dynamic"] = EXAMPLES["grid"]
+if "warp-cpu" in ENGINES:
+    EXAMPLES["warp-cpu"] = EXAMPLES["grid"]
 if "dask" in ENGINES:
     EXAMPLES["dask"] = max(2, EXAMPLES["grid"] // 5)
 
@@ -236,20 +250,26 @@ def rows(result: Neighbors) -> list[dict[int, float | None]]:
 
 
 def answers(grid, r, queries, radii) -> dict[str, np.ndarray]:
-    """Every pair, radius and k-nearest query's arrays in orders the contract fixes (pairs
+    """Every pair, radius and count query's arrays in orders the contract fixes (pairs
     sorted, rows by index)."""
     pairs = grid.query_pairs(r, return_distances=True).sorted()
     contacts = grid.query_pairs(radii=radii, return_distances=True).sorted()
     between = grid.query_pairs(r, queries=queries, return_distances=True).sorted()
     near = grid.query_radius(queries, r, return_distances=True)
-    nearest = grid.query_knn(queries, 5)
-    bounded = grid.query_knn(queries, 3, r_max=r)
     return {
         "pairs.indices": pairs.indices, "pairs.distances": pairs.distances,
         "contacts.indices": contacts.indices, "contacts.distances": contacts.distances,
         "between.indices": between.indices, "between.distances": between.distances,
         "radius.indptr": near.indptr, "radius.indices": near.indices,
         "radius.distances": near.distances, "count": grid.count_radius(queries, r),
+    }
+
+
+def knn_answers(grid, r, queries) -> dict[str, np.ndarray]:
+    """The arrays of `query_knn`, without and with ``r_max = r``."""
+    nearest = grid.query_knn(queries, 5)
+    bounded = grid.query_knn(queries, 3, r_max=r)
+    return {
         "knn.indices": nearest.indices, "knn.distances": nearest.distances,
         "knn.counts": nearest.counts, "bounded.indices": bounded.indices,
         "bounded.distances": bounded.distances, "bounded.counts": bounded.counts,
@@ -392,6 +412,7 @@ def test_closed_balls_pairs_with_queries_include_points_at_exactly_r(engine, n_d
     assert result.sorted().distances.tolist() == [0.0, 1.25, 1.25]
 
 
+@pytest.mark.needs("query_knn")
 @pytest.mark.cell_sizes(*CELL_SIZES)
 @pytest.mark.parametrize("n_dims", [1, 2, 3])
 def test_closed_balls_knn_r_max_includes_points_at_exactly_r_max(engine, n_dims, cell_size):
@@ -562,6 +583,7 @@ def test_neighbors_row_counts_negative_indices_from_the_end(engine):
 
 
 # ---------------------------------------------------------------------- k nearest
+@pytest.mark.needs("query_knn")
 def test_knn_ties_go_to_the_smaller_index(engine):
     # Four points at distance 1 from the origin and one at 0, in shuffled index order.
     points = np.array([[0.0, -1.0], [1.0, 0.0], [0.0, 0.0], [-1.0, 0.0], [0.0, 1.0]])
@@ -570,6 +592,7 @@ def test_knn_ties_go_to_the_smaller_index(engine):
     assert nearest.distances[0].tolist() == [0.0, 1.0, 1.0, 1.0]
 
 
+@pytest.mark.needs("query_knn")
 @boxes(None, 3.0)
 @pytest.mark.parametrize("n_dims", [2, 3])
 def test_knn_ties_on_dense_lattices_match_the_oracle(engine, n_dims, box):
@@ -583,6 +606,7 @@ def test_knn_ties_on_dense_lattices_match_the_oracle(engine, n_dims, box):
                                   k, r_max, box3)
 
 
+@pytest.mark.needs("query_knn")
 def test_knn_pads_with_minus_one_and_inf_when_fewer_than_k_found(engine):
     points = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0], [3.0, 3.0]])
     nearest = engine(points, 1.0).query_knn(np.array([[0.0, 0.0], [10.0, 10.0]]), 3,
@@ -594,6 +618,7 @@ def test_knn_pads_with_minus_one_and_inf_when_fewer_than_k_found(engine):
     assert nearest.distances.dtype == np.float64
 
 
+@pytest.mark.needs("query_knn")
 @boxes(None, 8.0)
 def test_knn_k_above_n_returns_every_point_then_padding(engine, box):
     rng = np.random.default_rng(15)
@@ -607,6 +632,7 @@ def test_knn_k_above_n_returns_every_point_then_padding(engine, box):
     assert_knn_matches_oracle(nearest, points, queries, 10, box3=oracles.periods(box, None, 3))
 
 
+@pytest.mark.needs("query_knn")
 def test_knn_r_max_limits_every_row(engine):
     rng = np.random.default_rng(16)
     points, queries = lattice(rng, (300, 3), 8), lattice(rng, (40, 3), 10)
@@ -661,12 +687,21 @@ def test_any_radius_works_with_any_grid(engine):
     for r in (0.0, 3.0, 1e300):  # up to far beyond the cell size
         pairs = grid.query_pairs(r, return_distances=True)
         near = grid.query_radius(queries, r, return_distances=True)
-        nearest = grid.query_knn(queries, 4, r_max=r)
         with np.errstate(over="ignore"):  # the oracles' r * r of 1e300 is inf
             assert_pairs_match_oracle(pairs, points, r)
             assert_radius_matches_oracle(near, points, queries, r)
-            assert_knn_matches_oracle(nearest, points, queries, 4, r)
     assert len(grid.query_pairs(radii=np.full(200, 1e299))) == 200 * 199 // 2
+
+
+@pytest.mark.needs("query_knn")
+def test_any_r_max_works_with_any_grid(engine):
+    rng = np.random.default_rng(46)
+    points, queries = lattice(rng, (200, 3), 16), lattice(rng, (10, 3), 16)
+    grid = engine(points, 0.25)
+    for r in (0.0, 3.0, 1e300):
+        with np.errstate(over="ignore"):
+            assert_knn_matches_oracle(grid.query_knn(queries, 4, r_max=r), points, queries, 4,
+                                      r)
 
 
 @pytest.mark.needs("query_box")
@@ -694,6 +729,12 @@ def test_periodic_distances_use_the_minimum_image(engine):
     assert pairs.indices.tolist() == [[0, 1]] and pairs.distances.tolist() == [0.5]
     near = grid.query_radius(np.array([[0.0, 1.0]]), 0.25, return_distances=True)
     assert near.row(0).tolist() == [0, 1] and near.distances.tolist() == [0.25, 0.25]
+
+
+@pytest.mark.needs("query_knn", "periodic")
+def test_periodic_knn_uses_the_minimum_image(engine):
+    points = np.array([[0.25, 1.0], [3.75, 1.0], [2.0, 1.0], [0.25, 3.5]])
+    grid = engine(points, 1.0, box=4.0)
     queries = np.array([[3.5, 3.5], [0.25, 0.0]])
     nearest = grid.query_knn(queries, 2)
     # (3.5, 3.5) is 0.75 from point 3 across x; (0.25, 0.0) is 0.5 from it across y.
@@ -721,7 +762,18 @@ def test_periodic_pairs_across_the_boundary(engine, seed):
     queries = rng.integers(-4, 36, size=(30, n_dims)) * STEP
     assert_radius_matches_oracle(grid.query_radius(queries, 1.5, return_distances=True),
                                  points, queries, 1.5, box3)
-    assert_knn_matches_oracle(grid.query_knn(queries, 5), points, queries, 5, box3=box3)
+
+
+@pytest.mark.needs("query_knn", "periodic")
+@pytest.mark.parametrize("seed", range(3))
+def test_periodic_knn_across_the_boundary(engine, seed):
+    rng = np.random.default_rng(30 + seed)
+    n_dims = 1 + seed
+    points = rng.integers(0, 32, size=(150, n_dims)) * STEP
+    queries = rng.integers(-4, 36, size=(30, n_dims)) * STEP
+    nearest = engine(points, 1.0, box=8.0).query_knn(queries, 5)
+    assert_knn_matches_oracle(nearest, points, queries, 5, box3=oracles.periods(8.0, None,
+                                                                                n_dims))
 
 
 @pytest.mark.needs("periodic")
@@ -739,7 +791,14 @@ def test_partly_periodic_boxes_wrap_only_their_periodic_axes(engine):
                               box3=box3)
     assert_radius_matches_oracle(grid.query_radius(queries, 1.5, return_distances=True),
                                  cloud, queries, 1.5, box3)
-    assert_knn_matches_oracle(grid.query_knn(queries, 4), cloud, queries, 4, box3=box3)
+
+
+@pytest.mark.needs("query_knn", "periodic")
+def test_partly_periodic_knn_wraps_only_its_periodic_axes(engine):
+    cloud, box, periodic, queries = partly_periodic_cloud()
+    grid = engine(cloud, 0.5, box=box, periodic=periodic)
+    assert_knn_matches_oracle(grid.query_knn(queries, 4), cloud, queries, 4,
+                              box3=oracles.periods(box, periodic, 3))
 
 
 def partly_periodic_cloud():
@@ -776,6 +835,14 @@ def test_periodic_coordinates_are_wrapped_into_the_box(engine):
     expected = answers(engine(inside, 0.5, box=4.0), 1.0, queries, radii)
     got = answers(engine(outside, 0.5, box=4.0), 1.0, far_queries, radii)
     assert_same_answers(got, expected)
+
+
+@pytest.mark.needs("query_knn", "periodic")
+def test_periodic_coordinates_are_wrapped_into_the_box_for_knn(engine):
+    inside, outside, queries, far_queries, _ = wrapped_inputs()
+    expected = knn_answers(engine(inside, 0.5, box=4.0), 1.0, queries)
+    assert_same_answers(knn_answers(engine(outside, 0.5, box=4.0), 1.0, far_queries),
+                        expected)
 
 
 @pytest.mark.needs("query_box", "periodic")
@@ -882,7 +949,14 @@ def test_no_points_give_empty_results_of_the_right_shapes(engine, n_dims, box):
     assert near.distances.shape == (0,) and near.n_points == 0
     counts = grid.count_radius(queries, 1.0)
     assert counts.tolist() == [0, 0, 0] and counts.dtype == np.int64
-    nearest = grid.query_knn(queries, 2)
+
+
+@pytest.mark.needs("query_knn")
+@boxes(None, 4.0)
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+def test_no_points_give_knn_padding_only(engine, n_dims, box):
+    grid = engine(np.empty((0, n_dims)), 1.0, box=box)
+    nearest = grid.query_knn(np.zeros((3, n_dims)), 2)
     assert nearest.indices.tolist() == [[-1, -1]] * 3 and nearest.indices.dtype == np.int32
     assert nearest.distances.tolist() == [[np.inf, np.inf]] * 3
     assert nearest.counts.tolist() == [0, 0, 0]
@@ -910,12 +984,18 @@ def test_no_queries_give_empty_results_of_the_right_shapes(engine, box):
     assert near.distances.shape == (0,) and near.distances.dtype == np.float64
     counts = grid.count_radius(none, 1.0)
     assert counts.shape == (0,) and counts.dtype == np.int64
-    nearest = grid.query_knn(none, 2)
-    assert nearest.indices.shape == nearest.distances.shape == (0, 2)
-    assert nearest.counts.shape == (0,) and nearest.indices.dtype == np.int32
     between = grid.query_pairs(1.0, queries=none, return_distances=True)
     assert between.shape == (0, 3) and between.indices.shape == (0, 2)
     assert between.distances.shape == (0,)
+
+
+@pytest.mark.needs("query_knn")
+@boxes(None, 4.0)
+def test_no_queries_give_empty_knn_results(engine, box):
+    grid = engine(np.arange(6.0).reshape(3, 2) * STEP, 1.0, box=box)
+    nearest = grid.query_knn(np.empty((0, 2)), 2)
+    assert nearest.indices.shape == nearest.distances.shape == (0, 2)
+    assert nearest.counts.shape == (0,) and nearest.indices.dtype == np.int32
 
 
 @pytest.mark.needs("query_box")
@@ -954,12 +1034,18 @@ def test_indices_are_int32_below_2_31_points(engine, box):
         "between": grid.query_pairs(0.5, queries=queries).indices,
         "radius": grid.query_radius(queries, 0.5).indices,
         "unsorted radius": grid.query_radius(queries, 0.5, sort=False).indices,
-        "knn": grid.query_knn(queries, 4).indices,
     }
     for name, indices in results.items():
         assert indices.dtype == np.int32, name
     assert grid.query_radius(queries, 0.5).indptr.dtype == np.int64
-    assert grid.query_knn(queries, 4).counts.dtype == np.int64
+
+
+@pytest.mark.needs("query_knn")
+@boxes(None, 8.0)
+def test_knn_indices_are_int32_below_2_31_points(engine, box):
+    points, queries, _ = int32_inputs()
+    nearest = engine(points, 0.5, box=box).query_knn(queries, 4)
+    assert nearest.indices.dtype == np.int32 and nearest.counts.dtype == np.int64
 
 
 @pytest.mark.needs("iter_pairs", "query_box", "query_ray")
@@ -1000,6 +1086,14 @@ def test_two_builds_give_byte_identical_outputs(engine, box):
     assert_same_bytes(second, first)
 
 
+@pytest.mark.needs("query_knn", "fast queries")
+@boxes(None, 1.0)
+def test_two_builds_give_byte_identical_knn(engine, box):
+    points, queries, _ = determinism_inputs(3000, 2500)
+    first = knn_answers(engine(points, 0.08, box=box), 0.08, queries)
+    assert_same_bytes(knn_answers(engine(points, 0.08, box=box), 0.08, queries), first)
+
+
 @pytest.mark.needs("iter_pairs", "query_box")
 @boxes(None, 1.0)
 def test_two_builds_give_byte_identical_chunks_and_box_rows(engine, box):
@@ -1020,7 +1114,7 @@ def test_outputs_identical_for_one_thread_and_the_default(twins, box):
     points, queries, radii = determinism_inputs(n, 2500)
     r = 0.05 if box is None else 0.08
     lower, upper = queries - 0.03, queries + 0.03
-    one, default = (raw_outputs(grid, r, queries, radii)
+    one, default = (raw_outputs(grid, r, queries, radii) | knn_answers(grid, r, queries)
                     | raw_chunk_and_box_outputs(grid, r, lower, upper)
                     for grid in (ENGINES[name](points, r, box=box) for name in twins))
     assert len(one["raw pairs.indices"]) > n
@@ -1044,6 +1138,18 @@ def test_every_query_matches_the_oracle(engine, examples, lacks):
                                      points, queries, r, box3)
         assert_equal(grid.count_radius(queries, r),
                      oracles.count(points, queries, r, box3=box3))
+
+    check()
+
+
+@pytest.mark.needs("query_knn")
+def test_every_knn_query_matches_the_oracle(engine, examples, lacks):
+    @examples
+    @given(scene=scenes(periodic_boxes="periodic" not in lacks))
+    def check(scene):
+        points, box, periodic, queries, r, _ = scene
+        box3 = oracles.periods(box, periodic, points.shape[1])
+        grid = engine(points, 0.5, box=box, periodic=periodic)
         assert_knn_matches_oracle(grid.query_knn(queries, 4), points, queries, 4, box3=box3)
         assert_knn_matches_oracle(grid.query_knn(queries, 3, r_max=r), points, queries, 3, r,
                                   box3)
@@ -1066,7 +1172,7 @@ def test_every_box_query_matches_the_oracle(engine, examples, lacks):
     check()
 
 
-@pytest.mark.needs("cell_size", "query_box")
+@pytest.mark.needs("cell_size", "query_box", "query_knn")
 def test_answers_do_not_depend_on_the_cell_size(engine, examples, lacks):
     @examples
     @given(scene=scenes(periodic_boxes="periodic" not in lacks))
@@ -1076,7 +1182,8 @@ def test_answers_do_not_depend_on_the_cell_size(engine, examples, lacks):
 
         def every_answer(cell_size):
             grid = engine(points, cell_size, box=box, periodic=periodic)
-            return answers(grid, r, queries, radii) | box_answers(grid, lower, upper)
+            return (answers(grid, r, queries, radii) | knn_answers(grid, r, queries)
+                    | box_answers(grid, lower, upper))
 
         expected = every_answer(0.5)
         for cell_size in (None, 0.125, 0.375, 1.0, 4.0):
@@ -1107,6 +1214,21 @@ def test_answers_invariant_to_translation_on_open_axes(engine, examples, lacks):
                            radii)
         got = answers(engine(points + offset, 0.5, box=box, periodic=periodic), r,
                       queries + offset, radii)
+        assert_same_answers(got, expected)
+
+    check()
+
+
+@pytest.mark.needs("query_knn")
+def test_knn_answers_invariant_to_translation_on_open_axes(engine, examples, lacks):
+    @examples
+    @given(scene=scenes(periodic_boxes="periodic" not in lacks), shift=SHIFTS)
+    def check(scene, shift):
+        points, box, periodic, queries, r, _ = scene
+        offset = translation(scene, shift)
+        expected = knn_answers(engine(points, 0.5, box=box, periodic=periodic), r, queries)
+        got = knn_answers(engine(points + offset, 0.5, box=box, periodic=periodic), r,
+                          queries + offset)
         assert_same_answers(got, expected)
 
     check()
@@ -1155,6 +1277,20 @@ def test_answers_invariant_to_permutation_of_the_points(engine, examples, lacks)
                              moved_rows.distances, n)
         assert rows(remapped) == rows(base_rows)
 
+    check()
+
+
+@pytest.mark.needs("query_knn")
+def test_knn_answers_invariant_to_permutation_of_the_points(engine, examples, lacks):
+    @examples
+    @given(scene=scenes(periodic_boxes="periodic" not in lacks), data=st.data())
+    def check(scene, data):
+        points, box, periodic, queries = scene[:4]
+        permutation = np.array(data.draw(st.permutations(range(len(points)))),
+                               dtype=np.int64)
+        grid = engine(points, 0.5, box=box, periodic=periodic)
+        shuffled = engine(points[permutation], 0.5, box=box, periodic=periodic)
+        box3 = oracles.periods(box, periodic, points.shape[1])
         # Ties go to the smaller index, which the permutation changes: the distances are
         # the same, and each point named is at its distance.
         base_knn, moved_knn = grid.query_knn(queries, 5), shuffled.query_knn(queries, 5)
@@ -1191,20 +1327,21 @@ def test_box_rows_invariant_to_permutation_of_the_points(engine, examples, lacks
 
 # ---------------------------------------------------------------------- inputs
 def every_call(grid, queries, radii):
-    """Every pair, radius and k-nearest query once (one ``r`` for all queries), with the
+    """Every pair, radius and count query once (one ``r`` for all queries), with the
     given inputs."""
     grid.query_pairs(0.5, return_distances=True)
     grid.query_pairs(radii=radii)
     grid.query_pairs(0.5, queries=queries)
     grid.query_radius(queries, 0.5, sort=False)
-    grid.query_knn(queries, 3)
-    grid.query_knn(queries, 3, r_max=0.5)
+    grid.count_radius(queries, 0.5)
 
 
 def every_feature_call(grid, queries, radii, r, lower, upper, box):
-    """Every call of `FEATURES` once, with the given inputs: chunks of pairs, one ``r``
-    per query, boxes and (on open grids) rays."""
+    """Every call of `FEATURES` once, with the given inputs: chunks of pairs, k nearest,
+    one ``r`` per query, boxes and (on open grids) rays."""
     list(grid.iter_pairs(0.5, chunk_size=5))
+    grid.query_knn(queries, 3)
+    grid.query_knn(queries, 3, r_max=0.5)
     list(grid.iter_pairs(radii=radii, chunk_size=5))
     grid.query_radius(queries, r, return_distances=True)
     grid.count_radius(queries, r)
@@ -1236,7 +1373,7 @@ def test_inputs_are_never_modified(engine, box):
         assert array.tobytes() == copies[name].tobytes(), name
 
 
-@pytest.mark.needs("iter_pairs", "per-query radii", "query_box", "query_ray")
+@pytest.mark.needs("iter_pairs", "query_knn", "per-query radii", "query_box", "query_ray")
 @boxes(None, 2.0)
 def test_inputs_are_never_modified_by_the_feature_calls(engine, box):
     inputs = unwrapped_inputs()
@@ -1273,13 +1410,15 @@ def test_read_only_inputs_are_accepted(engine, box):
     assert_same_answers(got, expected)
 
 
-@pytest.mark.needs("iter_pairs", "per-query radii", "query_box", "query_ray")
+@pytest.mark.needs("iter_pairs", "query_knn", "per-query radii", "query_box", "query_ray")
 @boxes(None, 2.0)
 def test_read_only_inputs_are_accepted_by_the_feature_calls(engine, box):
     (points, queries, radii, r, lower, upper), writable = read_only_inputs()
     every_feature_call(engine(points, 0.5, box=box), queries, radii, r, lower, upper, box)
-    expected = box_answers(engine(writable[0], 0.5, box=box), *writable[4:])
-    got = box_answers(engine(points, 0.5, box=box), lower, upper)
+    expected = (box_answers(engine(writable[0], 0.5, box=box), *writable[4:])
+                | knn_answers(engine(writable[0], 0.5, box=box), 0.5, writable[1]))
+    got = (box_answers(engine(points, 0.5, box=box), lower, upper)
+           | knn_answers(engine(points, 0.5, box=box), 0.5, queries))
     assert_same_answers(got, expected)
     per_query = engine(points, 0.5, box=box).query_radius(queries, r, return_distances=True)
     assert_radius_matches_oracle(per_query, writable[0], writable[1], writable[3],
@@ -1311,6 +1450,16 @@ def test_float32_and_integer_inputs_give_the_answers_of_their_float64_copy(engin
     grid = engine(values, 0.2)
     assert_pairs_match_oracle(grid.query_pairs(0.2, return_distances=True),
                               values.astype(np.float64), 0.2)
+
+
+@pytest.mark.needs("query_knn", "fast queries")
+def test_float32_and_integer_inputs_give_the_knn_of_their_float64_copy(engine):
+    points, queries, _, _, _ = integer_inputs()
+    expected = knn_answers(engine(points.astype(np.float64), 4.0), 4.0,
+                           queries.astype(np.float64))
+    for dtype in INPUT_DTYPES:
+        assert_same_answers(knn_answers(engine(points.astype(dtype), 4), 4,
+                                        queries.astype(dtype)), expected)
 
 
 @pytest.mark.needs("query_box")
@@ -1349,11 +1498,15 @@ def test_duplicate_points_are_reported_at_distance_zero(engine):
     near = grid.query_radius(np.array([[1.0, 1.0]]), 0.0, return_distances=True)
     assert near.row(0).tolist() == [0, 2, 4] and near.distances.tolist() == [0.0] * 3
     assert grid.count_radius(np.array([[0.0, 0.0]]), 0.0).tolist() == [2]
-    nearest = grid.query_knn(np.array([[1.0, 1.0]]), 4)
-    assert nearest.indices.tolist() == [[0, 2, 4, 3]]
-    assert nearest.distances[0, :3].tolist() == [0.0] * 3
     contacts = grid.query_pairs(radii=np.zeros(6)).sorted()
     assert contacts.indices.tolist() == pairs.indices.tolist()
+
+
+@pytest.mark.needs("query_knn")
+def test_duplicate_points_are_nearest_at_distance_zero(engine):
+    nearest = engine(DUPLICATES, 0.5).query_knn(np.array([[1.0, 1.0]]), 4)
+    assert nearest.indices.tolist() == [[0, 2, 4, 3]]
+    assert nearest.distances[0, :3].tolist() == [0.0] * 3
 
 
 @pytest.mark.needs("query_box")

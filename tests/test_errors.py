@@ -4,6 +4,7 @@ message that names the parameter in backticks and shows what was seen."""
 from __future__ import annotations
 
 import re
+import sys
 
 import numba
 import numpy as np
@@ -190,6 +191,34 @@ def test_n_threads_not_an_integer_raises_type_error(n_threads):
 def test_n_threads_accepts_numpy_integers_and_minus_one():
     for n_threads in (np.int64(1), -1, None):
         assert len(Grid(POINTS, 0.5, n_threads=n_threads).query_pairs(0.3)) == 11
+
+
+# ---------------------------------------------------------------------- device
+#: The devices a message lists.
+DEVICES = r"'cpu', 'cuda', 'cuda:N' \(N the number of a GPU\) or 'warp-cpu'"
+
+
+@pytest.mark.parametrize("device", ["gpu", "CPU", "cuda:", "cuda:x", "cuda:-1", "cuda0",
+                                    "warp", "warp:cpu", ""])
+def test_bad_device_raises_value_error(device):
+    with raises(ValueError, rf"`device` must be {DEVICES}; got {re.escape(repr(device))}\."):
+        Grid(POINTS, 0.5, device=device)
+
+
+@pytest.mark.parametrize("device", [None, 0, b"cpu"])
+def test_device_not_a_str_raises_type_error(device):
+    with raises(TypeError, rf"`device` must be a str: {DEVICES}; got "
+                           rf"{type(device).__name__} {re.escape(repr(device))}\."):
+        Grid(POINTS, 0.5, device=device)
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:1", "warp-cpu"])
+def test_warp_device_without_warp_names_the_extra(monkeypatch, device):
+    monkeypatch.setitem(sys.modules, "warp", None)  # `import warp` raises ImportError
+    with raises(ImportError, rf"^`device` is {re.escape(repr(device))}, which runs on NVIDIA "
+                             r"Warp \(warp-lang\), not installed: pip install "
+                             r"'spatialhash\[gpu\]'\.$"):
+        Grid(POINTS, 0.5, device=device)
 
 
 # ---------------------------------------------------------------------- r and radii

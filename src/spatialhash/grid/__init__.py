@@ -16,6 +16,10 @@ numba kernels, one module per query family. A query's whole path, public method 
 (the one scan of pairs, its consumers as visitors); for ``query_ray``'s function over
 each ray's hits, ``_grid.py`` -> ``_cpu_engine.py`` -> ``_pair_functions.py`` ->
 ``_kernels/ray_functions.py``.
+The Warp engine (``Grid(..., device="cuda")``, or ``"warp-cpu"`` on Warp's CPU device):
+``_devices.py`` picks the engine by ``device`` and ``algorithm`` and starts Warp;
+``_warp_engine.py`` answers the queries, ``_warp_build.py`` builds, ``_warp_kernels/``
+holds the Warp kernels (its ``__init__.py`` says why ``fuse_fp`` is off).
 The neighbour lists built on a grid are a package of their own, ``spatialhash/neighbors``:
 they take from the grid only what `Grid` and `_engine.GridEngine` declare
 (`GridEngine.found_pairs`), and run their functions over pairs through

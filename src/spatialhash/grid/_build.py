@@ -102,6 +102,49 @@ def build_state(points3, lowest, highest, cell_size, box, one_cell, index_dtype,
     byte for byte.
     """
     n = points3.shape[0]
+    origin, size, inv_size, n_periodic, n_cells = grid_geometry(
+        lowest, highest, cell_size, box, one_cell)
+    n_linear = float(np.prod(n_cells.astype(np.float64)))
+    n_threads = numba.get_num_threads() if parallel else 1
+    if n_linear <= build.max_dense_cells(n):
+        if n_threads > 1 and histograms_fit(n_threads, n_linear, n):
+            built = build_parallel.build_dense_parallel(points3, origin, inv_size,
+                                                        n_periodic, n_cells, n_threads)
+        else:
+            built = build.dense_build(points3, origin, inv_size, n_periodic, n_cells)
+        cell_start, permutation, columns, dense_lookup, dense_start, cell_coords = built
+        return grid_state((columns, permutation), index_dtype,
+                          (origin, size, inv_size, n_cells, box),
+                          (cell_start, cell_coords, dense_lookup, dense_start, _NO_HASH_KEYS,
+                           _NO_HASH_IDS))
+    check_cells_per_axis(n_cells, highest, origin, inv_size, cell_size)
+    coords = build.cell_coords_of(points3, origin, inv_size, n_periodic)
+    cell_id, unique = build.hashed_cell_ids(coords)
+    n_occupied = unique.shape[0]
+    cell_order = np.lexsort((unique[:, 0], unique[:, 1], unique[:, 2]))
+    rank = np.empty(n_occupied, dtype=np.int64)
+    rank[cell_order] = np.arange(n_occupied)
+    build.relabel(cell_id, rank)
+    cell_coords = np.take(unique, cell_order, axis=0)  # rows: see `Pairs.sorted`
+    # Queries look up rows of cells, not cells (see `cells.sparse_row_slice`).
+    hash_keys, hash_ids = build.row_table(cell_coords)
+    if n_threads > 1 and histograms_fit(n_threads, n_occupied, n):
+        cell_start, permutation, columns = build_parallel.sort_points_parallel(
+            points3, cell_id, n_occupied, n_threads)
+    else:
+        cell_start, permutation, columns = build.sort_points(points3, cell_id, n_occupied)
+    return grid_state((columns, permutation), index_dtype,
+                      (origin, size, inv_size, n_cells, box),
+                      (cell_start, cell_coords, _NO_DENSE_LOOKUP, _NO_DENSE_LOOKUP, hash_keys,
+                       hash_ids))
+
+
+def grid_geometry(lowest, highest, cell_size, box, one_cell) -> tuple:
+    """The cells of a grid over points whose coordinates span ``lowest`` to ``highest``
+    per axis: ``(origin, size, inv_size, n_periodic, n_cells)``, as in `GridState`
+    (``n_periodic``: cells across each periodic axis, 0 on open ones). With ``one_cell``,
+    one cell holds every point (brute force). Raises `ValueError` for a cell size or
+    period too small for float64 cell arithmetic."""
     is_periodic = np.isfinite(box)
     origin = np.where(is_periodic, 0.0, lowest)
     size = np.empty(N_AXES)
@@ -136,20 +179,13 @@ def build_state(points3, lowest, highest, cell_size, box, one_cell, index_dtype,
         floor_to_int((highest[axis] - origin[axis]) * inv_size[axis]) + 1
         for axis in range(N_AXES)
     ], dtype=np.int64)
-    n_linear = float(np.prod(n_cells.astype(np.float64)))
-    n_threads = numba.get_num_threads() if parallel else 1
-    if n_linear <= build.max_dense_cells(n):
-        if n_threads > 1 and histograms_fit(n_threads, n_linear, n):
-            built = build_parallel.build_dense_parallel(points3, origin, inv_size,
-                                                        n_periodic, n_cells, n_threads)
-        else:
-            built = build.dense_build(points3, origin, inv_size, n_periodic, n_cells)
-        cell_start, permutation, columns, dense_lookup, dense_start, cell_coords = built
-        return grid_state((columns, permutation), index_dtype,
-                          (origin, size, inv_size, n_cells, box),
-                          (cell_start, cell_coords, dense_lookup, dense_start, _NO_HASH_KEYS,
-                           _NO_HASH_IDS))
-    # Only open axes can exceed it: periodic ones were checked above.
+    return origin, size, inv_size, n_periodic, n_cells
+
+
+def check_cells_per_axis(n_cells, highest, origin, inv_size, cell_size) -> None:
+    """Refuse, naming ``cell_size``, a grid with more than `MAX_CELLS_PER_AXIS` cells
+    along an axis, where cell coordinates stop being exact in float64."""
+    # Only open axes can exceed it: periodic ones were checked by `grid_geometry`.
     if n_cells.max() > MAX_CELLS_PER_AXIS:
         axis = int(np.argmax(n_cells > MAX_CELLS_PER_AXIS))
         # From the coordinates: `n_cells` is clamped at 2**62.
@@ -159,25 +195,6 @@ def build_state(points3, lowest, highest, cell_size, box, one_cell, index_dtype,
             f"need {needed:.3g} cells along axis {axis} (at most 2**52). "
             "Use a larger cell_size."
         )
-    coords = build.cell_coords_of(points3, origin, inv_size, n_periodic)
-    cell_id, unique = build.hashed_cell_ids(coords)
-    n_occupied = unique.shape[0]
-    cell_order = np.lexsort((unique[:, 0], unique[:, 1], unique[:, 2]))
-    rank = np.empty(n_occupied, dtype=np.int64)
-    rank[cell_order] = np.arange(n_occupied)
-    build.relabel(cell_id, rank)
-    cell_coords = np.take(unique, cell_order, axis=0)  # rows: see `Pairs.sorted`
-    # Queries look up rows of cells, not cells (see `cells.sparse_row_slice`).
-    hash_keys, hash_ids = build.row_table(cell_coords)
-    if n_threads > 1 and histograms_fit(n_threads, n_occupied, n):
-        cell_start, permutation, columns = build_parallel.sort_points_parallel(
-            points3, cell_id, n_occupied, n_threads)
-    else:
-        cell_start, permutation, columns = build.sort_points(points3, cell_id, n_occupied)
-    return grid_state((columns, permutation), index_dtype,
-                      (origin, size, inv_size, n_cells, box),
-                      (cell_start, cell_coords, _NO_DENSE_LOOKUP, _NO_DENSE_LOOKUP, hash_keys,
-                       hash_ids))
 
 
 def grid_state(sorted_points: tuple, index_dtype, geometry: tuple,

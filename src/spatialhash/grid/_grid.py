@@ -1,6 +1,6 @@
 """`Grid`, the public class of the batch grid: it validates its inputs into canonical
-arrays, picks the engine named by ``algorithm`` (`_engine.ENGINES`), calls it, and returns
-its result. The engines own the arrays and run the kernels (``_cpu_engine.py``,
+arrays, picks the engine named by ``algorithm`` and ``device`` (`_devices`), calls it, and
+returns its result. The engines own the arrays and run the kernels (``_cpu_engine.py``,
 ``_pair_search.py``); the design is described in ``grid/__init__.py``. Queries of the
 grid's own points, each left out of its own row, are put together in ``_self_exclusion.py``.
 """
@@ -17,7 +17,7 @@ from .._results import KNearest, Neighbors, Pairs, RayHits
 from .._user_functions import GRID_RAY_CALL, pair_function, ray_function
 from .._validation import as_box, as_count, as_points, as_positive_scalar, grid_points
 from ._build import default_cell_size
-from ._engine import ENGINES
+from ._devices import choose_engine
 from ._inputs import (
     box_inputs,
     canonical_queries,
@@ -31,10 +31,6 @@ from ._self_exclusion import knn_without_self, own_queries, radius_without_self
 if TYPE_CHECKING:
     from ._kernels.state import GridState
     from ._pair_search import FoundPairs
-
-#: ``algorithm="auto"`` uses brute force up to this many points.
-BRUTE_FORCE_MAX_POINTS = 32
-ALGORITHMS = ("auto", *ENGINES)
 
 
 class Grid:
@@ -62,7 +58,13 @@ class Grid:
         (single cell); ``"auto"`` takes brute force for at most 32 points.
     n_threads : int, optional
         Threads for building and querying; default numba's (all cores), -1 for all.
-        Results are the same for any thread count.
+        Results are the same for any thread count. The CPU engine's only.
+    device : {"cpu", "cuda", "cuda:N", "warp-cpu"}, default "cpu"
+        Where the grid is built and queried: ``"cpu"``, the numba engine; ``"cuda"``
+        (``"cuda:N"``: GPU N), the Warp engine on a GPU (the ``gpu`` extra, NVIDIA Warp);
+        ``"warp-cpu"``, the Warp engine's kernels compiled for the CPU, to run them where
+        there is no GPU (slower than ``"cpu"``). Same answers on every device; the Warp
+        engine has `query_pairs`, `query_radius` and `count_radius` so far.
 
     Notes
     -----
@@ -82,26 +84,23 @@ class Grid:
     """
 
     def __init__(self, points, cell_size: float | None = None, *, box=None, periodic=None,
-                 algorithm: str = "auto", n_threads: int | None = None) -> None:
+                 algorithm: str = "auto", n_threads: int | None = None,
+                 device: str = "cpu") -> None:
         coords = as_points(points, finite=False)
         n, n_dims = coords.shape
         self._n_dims = n_dims
         self._n_points = n
         self._box, self._periodic = as_box(box, periodic, n_dims)
         n_threads = _config.check_n_threads(n_threads)
-        if algorithm not in ALGORITHMS:
-            raise ValueError(f"`algorithm` must be one of {ALGORITHMS}; got {algorithm!r}.")
-        if algorithm == "auto":
-            algorithm = "brute" if n <= BRUTE_FORCE_MAX_POINTS else "grid"
-        self._algorithm = algorithm
+        self._algorithm, engine = choose_engine(algorithm, device, n)
+        self._device = device
         # One pass for the finiteness check and the bounds (the spread check, the default
         # cell size and the origin), and the copy where one is made (`grid_points`).
         points3, lowest, highest = grid_points(coords, self._box)
         if cell_size is None:
             cell_size = default_cell_size(points3, lowest, highest, self._box, n_dims)
         self._cell_size = as_positive_scalar(cell_size, "cell_size")
-        self._engine = ENGINES[algorithm](points3, lowest, highest, self._cell_size,
-                                          self._box, n_threads)
+        self._engine = engine(points3, lowest, highest, self._cell_size, self._box, n_threads)
 
     @property
     def n_points(self) -> int:
@@ -141,12 +140,18 @@ class Grid:
         return self._algorithm
 
     @property
+    def device(self) -> str:
+        """Where the grid runs: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"warp-cpu"``."""
+        return self._device
+
+    @property
     def state(self) -> GridState:
         """The engine's cells: a `GridState` of plain arrays (see ``_kernels/state.py``)."""
         return self._engine.state
 
     def __repr__(self) -> str:
         box = "" if self.box is None else f", box={self.box.tolist()}"
+        box += "" if self._device == "cpu" else f", device={self._device!r}"
         return (
             f"Grid(n_points={self.n_points}, n_dims={self.n_dims}, cell_size={self.cell_size}"
             f"{box}, algorithm={self.algorithm!r}, n_occupied_cells={self.n_occupied_cells})"

@@ -1,0 +1,189 @@
+"""The Warp engine of `Grid` (``device="cuda"``, ``"cuda:N"`` or ``"warp-cpu"``): the grid
+built and queried by NVIDIA Warp kernels (``_warp_kernels/``), on a GPU or, compiled by
+Warp for the CPU, on any machine.
+
+Its answers are the CPU engine's: the same cells and the same order of points in them
+(`_warp_build`), the same pairs and rows, distances equal bit for bit (the CPU engine's
+arithmetic, with the fused multiply-add off, see ``_warp_kernels/__init__.py``), and the
+unsorted rows of `query_radius` in the CPU engine's order. The rows of `query_pairs` come
+in an order of its own, grouped by the first point of each pair in the grid's order
+(which the API leaves open). Every query counts its rows, sizes the output exactly from
+an exclusive scan of the counts, then fills it: no cap on a row, and each thread writes
+its own rows, so the output does not depend on the scheduling. Results come back to the
+host as the CPU engine's result types.
+
+So far it answers `query_pairs` (one distance or one radius per point, open or periodic
+boxes), `query_radius` and `count_radius`; the other calls of `GridEngine` raise
+`NotImplementedError` naming the call and the engine (`_not_yet`). `n_threads` is
+accepted and unused.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+from .._results import Neighbors, Pairs
+from . import _build
+from ._warp_build import build_device_grid
+from ._warp_kernels import scan
+
+
+class WarpEngine:
+    """The grid on a Warp device: a `_warp_build.DeviceBuild`, queried by Warp kernels.
+
+    Parameters and attributes are those of `_engine.GridEngine`, and:
+
+    Parameters
+    ----------
+    device : str
+        Warp's name of the device: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+    device_name : str
+        The ``device`` the caller gave `Grid` (``"warp-cpu"`` for Warp's ``"cpu"``), for
+        messages.
+    """
+
+    #: Every point in one cell (`WarpBruteEngine`).
+    one_cell = False
+
+    def __init__(self, points3, lowest, highest, cell_size, box, n_threads, *, device,
+                 device_name) -> None:
+        n = points3.shape[0]
+        self.device = device
+        self.device_name = device_name
+        self.n_threads = n_threads
+        self.n_points = n
+        self.index_dtype = _build.index_dtype(n)
+        self._build_inputs = (lowest.copy(), highest.copy(), cell_size, box.copy())
+        self._device_build = build_device_grid(points3, lowest, highest, cell_size, box,
+                                               self.one_cell, self.index_dtype, device)
+        self.n_occupied_cells = int(self._device_build.grid.n_occupied)
+        self._order = _host(self._device_build.order)
+        self._state = None
+
+    @property
+    def state(self):
+        """The cells as the CPU engine's `GridState` (built on the host at the first call
+        from the device's sorted points: the same cells, points and order)."""
+        if self._state is None:
+            lowest, highest, cell_size, box = self._build_inputs
+            points = _host(self._device_build.grid.points).reshape(self.n_points, 3)
+            state = _build.build_state(points, lowest, highest, cell_size, box, self.one_cell,
+                                       self.index_dtype, False)
+            # The host build sorts the sorted points again; its order maps to theirs.
+            self._state = state._replace(order=self._order[state.order])
+        return self._state
+
+    def sorted_radii(self, radii):
+        """``radii`` in the grid's point order, the largest, and whether all are valid."""
+        in_order = radii[self._order]
+        valid = bool(np.all((in_order >= 0.0) & (in_order < np.inf)))
+        return in_order, float(in_order.max()) if valid and in_order.size else 0.0, valid
+
+    # ------------------------------------------------------------------ pairs
+    def query_pairs(self, r2, radii, reach, return_distances) -> Pairs:
+        n = self.n_points
+        radii_device = wp.array(radii, dtype=wp.float64, device=self.device)
+        # Typed: a generic kernel would take a Python float for a float32.
+        r2, reach = wp.float64(r2), wp.float64(reach)
+
+        def rows(write, positions, indices, distances):
+            self._launch(scan.pair_rows, n, (
+                self._device_build.grid, self._device_build.order, radii_device, r2, reach,
+                write, positions, indices, distances))
+
+        indptr, indices, distances = self._count_and_fill(n, rows, 2, return_distances)
+        return Pairs(indices, distances, (n, n))
+
+    # ------------------------------------------------------------------ radius
+    def query_radius(self, query_points, radii, return_distances, sort) -> Neighbors:
+        rows = self._radius_rows(query_points, radii, sort)
+        indptr, indices, distances = self._count_and_fill(query_points.shape[0], rows, 1,
+                                                          return_distances)
+        return Neighbors(indptr, indices.reshape(-1), distances, self.n_points)
+
+    def count_radius(self, query_points, radii) -> np.ndarray:
+        m = query_points.shape[0]
+        counts = wp.zeros(m, dtype=wp.int64, device=self.device)
+        self._radius_rows(query_points, radii, False)(False, counts, *self._no_output(1))
+        return _host(counts)
+
+    def _radius_rows(self, query_points, radii, sort):
+        """The count or fill pass of a radius query, as `_count_and_fill` calls it."""
+        queries = wp.array(query_points, dtype=wp.vec3d, device=self.device)
+        query_radii = wp.array(radii, dtype=wp.float64, device=self.device)
+        no_radii = wp.empty(0, dtype=wp.float64, device=self.device)
+
+        def rows(write, positions, indices, distances):
+            self._launch(scan.radius_rows, query_points.shape[0], (
+                self._device_build.grid, self._device_build.order, queries, query_radii,
+                no_radii, write, sort, positions, indices, distances))
+
+        return rows
+
+    # ------------------------------------------------------------------ passes
+    def _count_and_fill(self, n_rows, rows, n_columns, return_distances):
+        """Count the rows, scan the counts into offsets, fill the rows: ``(indptr,
+        indices, distances)`` on the host, ``indices`` of shape (nnz, n_columns) and
+        ``distances`` None unless ``return_distances``. ``rows(write, positions, indices,
+        distances)`` runs one pass."""
+        indptr = wp.zeros(n_rows + 1, dtype=wp.int64, device=self.device)
+        counts = wp.zeros(n_rows, dtype=wp.int64, device=self.device)
+        rows(False, counts, *self._no_output(n_columns))
+        if n_rows:
+            wp.utils.array_scan(counts, indptr[1:], inclusive=True)
+        host_indptr = _host(indptr)
+        nnz = int(host_indptr[-1])
+        indices = wp.empty((nnz, n_columns), dtype=self._index_type(), device=self.device)
+        distances = wp.empty(nnz if return_distances else 0, dtype=wp.float64,
+                             device=self.device)
+        rows(True, indptr, indices, distances)
+        return host_indptr, _host(indices), _host(distances) if return_distances else None
+
+    def _no_output(self, n_columns):
+        """The empty outputs of a count pass."""
+        return (wp.empty((0, n_columns), dtype=self._index_type(), device=self.device),
+                wp.empty(0, dtype=wp.float64, device=self.device))
+
+    def _index_type(self):
+        return wp.int32 if self.index_dtype == np.int32 else wp.int64
+
+    def _launch(self, kernel, dim, inputs):
+        # Quiet: a first launch of an int64 grid compiles its overloads, which Warp
+        # announces at its default log level.
+        with wp.ScopedLogLevel(wp.LOG_WARNING):
+            wp.launch(kernel, dim, inputs, device=self.device)
+
+
+class WarpBruteEngine(WarpEngine):
+    """Brute force on a Warp device: every point in one cell (`_cpu_engine.BruteEngine`)."""
+
+    one_cell = True
+
+
+def _host(array: wp.array) -> np.ndarray:
+    """A Warp array's values in a NumPy array of its own (on Warp's CPU device, `numpy`
+    gives a view of the Warp array's memory)."""
+    values = array.numpy()
+    return values.copy() if array.device.is_cpu else values
+
+
+def _not_yet(name: str):
+    """A method ``name`` of `GridEngine` that the Warp engine does not answer yet."""
+
+    def method(self, *args, **kwargs):
+        raise NotImplementedError(
+            f"`{name}` is not available on the Warp engine yet (device="
+            f"{self.device_name!r}); build the grid with device='cpu' for it.")
+
+    method.__name__ = name
+    method.__doc__ = "Not yet on the Warp engine: raises `NotImplementedError`."
+    return method
+
+
+for _name in ("found_pairs", "iter_pairs", "for_each_pair", "for_each_neighbor", "query_knn",
+              "query_box", "query_ray"):
+    setattr(WarpEngine, _name, _not_yet(_name))
+
+#: The Warp engines by ``algorithm`` (`_devices.choose_engine`).
+ENGINES = {"grid": WarpEngine, "brute": WarpBruteEngine}

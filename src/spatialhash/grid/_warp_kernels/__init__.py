@@ -1,0 +1,23 @@
+"""The Warp engine's kernels (`_warp_engine.WarpEngine`), compiled by NVIDIA Warp for a
+CUDA GPU or for the CPU.
+
+``cells.py``: the device grid (`cells.DeviceGrid`, the arrays of `GridState` that the
+queries read) and the cell arithmetic, written as in ``_kernels/cells.py`` so that a cell
+range, a run of cells and an image shift come out the same. ``build.py``: the build's
+passes (cell coordinates, sort keys, gathers, the table of occupied cells).
+``scan.py``: the one walk of a point's block of cells, and the count and fill kernels of
+the radius and pair queries on it.
+
+Every module takes `MODULE_OPTIONS`: ``fuse_fp`` off, so that the CUDA compiler does not
+contract ``a * b + c`` into a fused multiply-add, which rounds once where the CPU engine
+rounds twice (squared distances would differ in the last bit, and a point at exactly
+``distance == r`` could be decided otherwise); no backward pass, which these kernels never
+take and which would double their compile.
+
+Nothing here validates or imports the public layer: arrays and scalars in, arrays out.
+Warp is imported at module level: only `_devices` imports these modules, once it has
+imported Warp.
+"""
+
+#: Warp's options for every module of the engine (see the module docstring).
+MODULE_OPTIONS = {"fuse_fp": False, "enable_backward": False}
