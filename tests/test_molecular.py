@@ -428,3 +428,85 @@ def test_ase_drops_a_pair_at_exactly_the_cutoff_and_this_keeps_it():
                   pbc=True)
     assert len(ase_neighbor_list("i", atoms, 1.5)) == 0
     assert len(neighbor_list("i", atoms, 1.5)) == 2
+
+
+# ---------------------------------------------------------------------- against vesin, matscipy
+def _vesin_rows(positions, cell, pbc, cutoff, full_list):
+    import vesin
+
+    calculator = vesin.NeighborList(cutoff=cutoff, full_list=full_list)
+    return oracle.as_rows(*calculator.compute(np.asarray(positions), np.asarray(cell),
+                                              np.asarray(pbc).tolist(), "ijSdD"))
+
+
+def _as_half_rows(rows: dict) -> dict:
+    """Each row of a half list as the one of ``(i, j, S)``, ``(j, i, -S)`` that
+    spatialhash's rule keeps: two half lists of the same pairs become equal."""
+    canonical = {}
+    for (i, j, shift), (distance, vector) in rows.items():
+        if not oracle.is_half_row(i, j, shift):
+            i, j = j, i
+            shift, vector = tuple(-s for s in shift), tuple(-v for v in vector)
+        canonical[(i, j, shift)] = (distance, vector)
+    assert len(canonical) == len(rows), "a pair appears in both directions"
+    return canonical
+
+
+@pytest.mark.parametrize("full_list", [True, False])
+def test_the_lists_of_ase_builders_equal_vesin(full_list):
+    beyond_half_width = 0
+    for name, atoms, cutoff in _ase_atoms():
+        got = _rows(neighbor_list("ijSdD", atoms, cutoff, full_list=full_list))
+        expected = _vesin_rows(atoms.positions, atoms.cell[:], atoms.pbc, cutoff, full_list)
+        assert len(got) > 0, name
+        if not full_list:
+            got, expected = _as_half_rows(got), _as_half_rows(expected)
+        _assert_same_rows(got, expected)
+        beyond_half_width += cutoff > oracle.widths(atoms.cell[:], atoms.pbc).min() / 2
+    assert beyond_half_width >= 2  # atoms meeting their own images, pairs at several shifts
+
+
+@given(system=systems(n_dims=3), data=st.data(), full_list=st.booleans())
+def test_random_triclinic_systems_equal_vesin_but_at_the_cutoff(system, data, full_list):
+    # vesin's cutoff is strict, decided on squares: it drops a pair at exactly the cutoff
+    # (1.5 apart, cutoff 1.5), but keeps one whose distance rounds to the cutoff where the
+    # square of the cutoff rounds up (d**2 = 0.03125, cutoff sqrt(0.03125)). Found here,
+    # where dyadic inputs put pairs at exactly the cutoff often. So vesin's rows are ours,
+    # less some rows at exactly the cutoff.
+    positions, cell, pbc = system
+    cutoff = tied_cutoff(data, positions, cell, pbc, data.draw(cutoffs((cell, pbc))))
+    got = _rows(neighbor_list("ijSdD", positions, cutoff, cell, pbc, full_list=full_list))
+    expected = _vesin_rows(positions, cell, pbc, cutoff, full_list)
+    if not full_list:
+        got, expected = _as_half_rows(got), _as_half_rows(expected)
+    assert expected.keys() <= got.keys()
+    assert all(got[key][0] == cutoff for key in got.keys() - expected.keys())
+    _assert_same_rows({key: got[key] for key in expected}, expected)
+
+
+def test_vesin_half_lists_keep_the_same_row_of_each_pair():
+    # The same rule, not only the same pairs: i < j whatever the shift; an atom and its own
+    # image with the shift of positive sum, ties to the last non-zero component.
+    for _, atoms, cutoff in _ase_atoms():
+        got = _rows(neighbor_list("ijSdD", atoms, cutoff, full_list=False))
+        _assert_same_rows(got, _vesin_rows(atoms.positions, atoms.cell[:], atoms.pbc, cutoff,
+                                           False))
+    shifts = _vesin_rows([[0.25, 0.5, 0.75]], np.eye(3), True, 1.5, False).keys()
+    assert {shift for _, _, shift in shifts} == {
+        tuple(s) for s in neighbor_list("S", [[0.25, 0.5, 0.75]], 1.5, np.eye(3),
+                                        full_list=False)}
+
+
+def test_the_lists_of_ase_builders_equal_matscipy():
+    from ase.neighborlist import natural_cutoffs
+    from matscipy.neighbours import neighbour_list
+
+    for name, atoms, cutoff in _ase_atoms():
+        got = _rows(neighbor_list("ijSdD", atoms, cutoff))
+        assert len(got) > 0, name
+        _assert_same_rows(got, _ase_rows(neighbour_list("ijdDS", atoms, cutoff)))
+    for _, atoms, _ in _ase_atoms()[:4]:
+        radii = natural_cutoffs(atoms, mult=1.3)  # matscipy: spheres that overlap
+        _assert_same_rows(_rows(neighbor_list("ijSdD", atoms, radii=radii)),
+                          _ase_rows(neighbour_list("ijdDS", atoms, radii)))
+
