@@ -510,3 +510,40 @@ def test_the_lists_of_ase_builders_equal_matscipy():
         _assert_same_rows(_rows(neighbor_list("ijSdD", atoms, radii=radii)),
                           _ase_rows(neighbour_list("ijdDS", atoms, radii)))
 
+
+# ---------------------------------------------------------------------- too many images
+def test_a_search_needing_too_many_images_is_refused_before_any_is_made():
+    # One atom in a unit cube, cutoff 1000.5: 2001 shifts on each axis, 2001**3 images.
+    with pytest.raises(ValueError, match=(
+            r"`cutoff` and `cell` must need at most 50,000,000 periodic images of the "
+            r"points \(at least 180 bytes each while the list is built\); got cutoff = "
+            r"1000\.5 "
+            r"in a cell 1, 1, 1 wide across its periodic axes \[0, 1, 2\], which needs "
+            r"8,012,006,001 images \(1,000\.5 times the narrowest width\)\. Check that the "
+            r"cutoff and the cell are in the same units, or make a thin axis open")):
+        neighbor_list("ij", [[0.25, 0.5, 0.75]], 1000.5, np.eye(3))
+    # A flat cell (not degenerate: its volume is 1e-6 of its vectors' product), open along
+    # its thin axis, needs few images.
+    flat = np.diag([1.0, 1.0, 1e-6])
+    with pytest.raises(ValueError, match=r"got cutoff = 10\.0 in a cell 1, 1, 1e-06 wide"):
+        neighbor_list("ij", [[0.5, 0.5, 0.0]], 10.0, flat)
+    assert len(neighbor_list("i", [[0.5, 0.5, 0.0]], 10.0, flat, [True, True, False])) == 316
+
+
+def test_the_image_limit_names_radii_and_the_cell_of_a_batch():
+    cells = np.stack([np.eye(3) * 10.0, np.eye(3) * 1e-3])
+    with pytest.raises(ValueError, match=r"`radii` and `cell\[1\]` must need at most "
+                                         r".*; got 2 \* max\(radii\) = 2\.0 in a cell 0\.001"):
+        neighbor_list("ij", np.zeros((2, 3)), None, cells, radii=[1.0, 1.0], ptr=[0, 1, 2])
+
+
+def test_the_image_count_is_the_images_the_search_makes(monkeypatch):
+    # One atom, cutoff 1.5 in a unit cube: the shifts -1, 0, 1 on each axis, 27 images.
+    from spatialhash.neighbors import _images
+
+    monkeypatch.setattr(_images, "MAX_IMAGES", 27)
+    assert len(neighbor_list("i", [[0.25, 0.5, 0.75]], 1.5, np.eye(3))) == 18
+    monkeypatch.setattr(_images, "MAX_IMAGES", 26)
+    with pytest.raises(ValueError, match=r"which needs 27 images"):
+        neighbor_list("i", [[0.25, 0.5, 0.75]], 1.5, np.eye(3))
+

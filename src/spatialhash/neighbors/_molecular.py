@@ -95,8 +95,10 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     ValueError
         A shape, an unknown letter, a NaN or infinity (points, cell), a cutoff not
         finite and > 0, a degenerate or left-handed cell, points beyond 2**30 cells of
-        the origin, ``mic`` with too large a cutoff, or a bad ``ptr``; the message names
-        the parameter and shows the value seen.
+        the origin, ``mic`` with too large a cutoff, a cutoff and cell that need more
+        than 5 * 10**7 periodic images of the points (a cell far thinner than the cutoff:
+        see ``_images.MAX_IMAGES``), or a bad ``ptr``; the message names the parameter
+        and shows the value seen.
     TypeError
         Both or neither of ``cutoff`` and ``radii``, ``quantities`` not a string,
         ``cell``, ``pbc`` or ``ptr`` given with an ``Atoms``, a ``pbc`` not of bools, a
@@ -138,11 +140,14 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     cells = system_cells(cell, pbc, n_dims, len(offsets) - 1 if batch else None)
     if mic:
         _check_minimum_image(cells, reach, name, seen, batch)
+    shown = f"cutoff = {seen}" if name == "cutoff" else seen
     parts = []
     for system, system_cell in enumerate(cells):
         start, stop = offsets[system], offsets[system + 1]
+        names = (name, shown, f"cell[{system}]" if batch else "cell")
         pairs = system_pairs(positions[start:stop], system_cell, reach,
-                             None if radii is None else radii[start:stop], bool(full_list))
+                             None if radii is None else radii[start:stop], bool(full_list),
+                             names)
         parts.append(pairs._replace(i=pairs.i + start, j=pairs.j + start))
     arrays = _joined(parts, n_dims)
     if sorted:
