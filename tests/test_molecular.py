@@ -547,3 +547,69 @@ def test_the_image_count_is_the_images_the_search_makes(monkeypatch):
     with pytest.raises(ValueError, match=r"which needs 27 images"):
         neighbor_list("i", [[0.25, 0.5, 0.75]], 1.5, np.eye(3))
 
+
+# ---------------------------------------------------------------------- MDAnalysis
+def _universe(positions, dimensions):
+    import MDAnalysis
+
+    universe = MDAnalysis.Universe.empty(len(positions), trajectory=True)
+    universe.atoms.positions = positions
+    universe.dimensions = dimensions
+    return universe
+
+
+MDANALYSIS_BOX = [8.0, 9.0, 10.0, 80.0, 95.0, 110.0]
+
+
+def test_an_mdanalysis_universe_or_atomgroup_gives_its_positions_and_box():
+    from MDAnalysis.lib.mdamath import triclinic_vectors
+
+    positions = (np.random.default_rng(13).random((40, 3)) * 9.0).astype(np.float32)
+    universe = _universe(positions, MDANALYSIS_BOX)
+    # The float32 positions MDAnalysis holds, converted once; the box parsed as a cell. The
+    # cutoff is beyond the box's narrowest width (7.51): atoms meet their own images.
+    expected = _rows(neighbor_list("ijSdD", positions, 8.5, MDANALYSIS_BOX))
+    assert any(i == j for i, j, _ in expected)
+    assert _rows(neighbor_list("ijSdD", universe, 8.5)) == expected
+    assert _rows(neighbor_list("ijSdD", universe.atoms, 8.5)) == expected
+    group = universe.atoms[10:25]  # indices into the group, as MDAnalysis' own functions
+    assert _rows(neighbor_list("ijSdD", group, 8.5, full_list=False)) == _rows(
+        neighbor_list("ijSdD", positions[10:25], 8.5, MDANALYSIS_BOX, full_list=False))
+    # The box laid out as MDAnalysis lays it out (a along x, b in the xy plane).
+    _assert_same_rows(expected, _rows(neighbor_list(
+        "ijSdD", positions, 8.5, triclinic_vectors(universe.dimensions, dtype=np.float64))))
+    np.testing.assert_array_equal(universe.atoms.positions, positions)
+
+
+def test_mdanalysis_pairs_below_half_the_box_equal_its_capped_distances():
+    from MDAnalysis.lib.distances import self_capped_distance
+
+    positions = (np.random.default_rng(17).random((200, 3)) * 9.0).astype(np.float32)
+    universe = _universe(positions, MDANALYSIS_BOX)
+    i, j, distances = neighbor_list("ijd", universe, 3.0, full_list=False, mic=True)
+    pairs, theirs = self_capped_distance(positions, 3.0, box=universe.dimensions)
+    ours = dict(zip(zip(i.tolist(), j.tolist(), strict=True), distances.tolist(), strict=True))
+    expected = {(min(a, b), max(a, b)): d
+                for (a, b), d in zip(pairs.tolist(), theirs.tolist(), strict=True)}
+    assert len(ours) > 100 and ours.keys() == expected.keys()
+    np.testing.assert_allclose([ours[k] for k in ours], [expected[k] for k in ours],
+                               rtol=0, atol=1e-5)  # MDAnalysis computes in float32
+
+
+def test_an_mdanalysis_universe_without_a_box_is_open():
+    positions = (np.random.default_rng(19).random((30, 3)) * 6.0).astype(np.float32)
+    i, j, shifts = neighbor_list("ijS", _universe(positions, None), 2.0)
+    assert len(i) > 0 and not shifts.any()
+    assert _rows(neighbor_list("ijSdD", _universe(positions, None), 2.0)) == _rows(
+        neighbor_list("ijSdD", positions, 2.0))
+
+
+def test_an_mdanalysis_group_refuses_a_cell_and_names_a_bad_box():
+    universe = _universe(np.zeros((2, 3), dtype=np.float32), MDANALYSIS_BOX)
+    with pytest.raises(TypeError, match=r"`cell` must be left out with an MDAnalysis "
+                                        r"AtomGroup or Universe as `points`"):
+        neighbor_list("ij", universe.atoms, 1.0, np.eye(3))
+    universe.dimensions = [5.0, 5.0, 5.0, 10.0, 10.0, 90.0]
+    with pytest.raises(ValueError, match=r"`points.dimensions` as \[a, b, c, alpha, beta, "
+                                         r"gamma\] must describe a cell of non-zero volume"):
+        neighbor_list("ij", universe, 1.0)
