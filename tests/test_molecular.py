@@ -428,3 +428,188 @@ def test_ase_drops_a_pair_at_exactly_the_cutoff_and_this_keeps_it():
                   pbc=True)
     assert len(ase_neighbor_list("i", atoms, 1.5)) == 0
     assert len(neighbor_list("i", atoms, 1.5)) == 2
+
+
+# ---------------------------------------------------------------------- against vesin, matscipy
+def _vesin_rows(positions, cell, pbc, cutoff, full_list):
+    import vesin
+
+    calculator = vesin.NeighborList(cutoff=cutoff, full_list=full_list)
+    return oracle.as_rows(*calculator.compute(np.asarray(positions), np.asarray(cell),
+                                              np.asarray(pbc).tolist(), "ijSdD"))
+
+
+def _as_half_rows(rows: dict) -> dict:
+    """Each row of a half list as the one of ``(i, j, S)``, ``(j, i, -S)`` that
+    spatialhash's rule keeps: two half lists of the same pairs become equal."""
+    canonical = {}
+    for (i, j, shift), (distance, vector) in rows.items():
+        if not oracle.is_half_row(i, j, shift):
+            i, j = j, i
+            shift, vector = tuple(-s for s in shift), tuple(-v for v in vector)
+        canonical[(i, j, shift)] = (distance, vector)
+    assert len(canonical) == len(rows), "a pair appears in both directions"
+    return canonical
+
+
+@pytest.mark.parametrize("full_list", [True, False])
+def test_the_lists_of_ase_builders_equal_vesin(full_list):
+    beyond_half_width = 0
+    for name, atoms, cutoff in _ase_atoms():
+        got = _rows(neighbor_list("ijSdD", atoms, cutoff, full_list=full_list))
+        expected = _vesin_rows(atoms.positions, atoms.cell[:], atoms.pbc, cutoff, full_list)
+        assert len(got) > 0, name
+        if not full_list:
+            got, expected = _as_half_rows(got), _as_half_rows(expected)
+        _assert_same_rows(got, expected)
+        beyond_half_width += cutoff > oracle.widths(atoms.cell[:], atoms.pbc).min() / 2
+    assert beyond_half_width >= 2  # atoms meeting their own images, pairs at several shifts
+
+
+@given(system=systems(n_dims=3), data=st.data(), full_list=st.booleans())
+def test_random_triclinic_systems_equal_vesin_but_at_the_cutoff(system, data, full_list):
+    # vesin's cutoff is strict, decided on squares: it drops a pair at exactly the cutoff
+    # (1.5 apart, cutoff 1.5), but keeps one whose distance rounds to the cutoff where the
+    # square of the cutoff rounds up (d**2 = 0.03125, cutoff sqrt(0.03125)). Found here,
+    # where dyadic inputs put pairs at exactly the cutoff often. So vesin's rows are ours,
+    # less some rows at exactly the cutoff.
+    positions, cell, pbc = system
+    cutoff = tied_cutoff(data, positions, cell, pbc, data.draw(cutoffs((cell, pbc))))
+    got = _rows(neighbor_list("ijSdD", positions, cutoff, cell, pbc, full_list=full_list))
+    expected = _vesin_rows(positions, cell, pbc, cutoff, full_list)
+    if not full_list:
+        got, expected = _as_half_rows(got), _as_half_rows(expected)
+    assert expected.keys() <= got.keys()
+    assert all(got[key][0] == cutoff for key in got.keys() - expected.keys())
+    _assert_same_rows({key: got[key] for key in expected}, expected)
+
+
+def test_vesin_half_lists_keep_the_same_row_of_each_pair():
+    # The same rule, not only the same pairs: i < j whatever the shift; an atom and its own
+    # image with the shift of positive sum, ties to the last non-zero component.
+    for _, atoms, cutoff in _ase_atoms():
+        got = _rows(neighbor_list("ijSdD", atoms, cutoff, full_list=False))
+        _assert_same_rows(got, _vesin_rows(atoms.positions, atoms.cell[:], atoms.pbc, cutoff,
+                                           False))
+    shifts = _vesin_rows([[0.25, 0.5, 0.75]], np.eye(3), True, 1.5, False).keys()
+    assert {shift for _, _, shift in shifts} == {
+        tuple(s) for s in neighbor_list("S", [[0.25, 0.5, 0.75]], 1.5, np.eye(3),
+                                        full_list=False)}
+
+
+def test_the_lists_of_ase_builders_equal_matscipy():
+    from ase.neighborlist import natural_cutoffs
+    from matscipy.neighbours import neighbour_list
+
+    for name, atoms, cutoff in _ase_atoms():
+        got = _rows(neighbor_list("ijSdD", atoms, cutoff))
+        assert len(got) > 0, name
+        _assert_same_rows(got, _ase_rows(neighbour_list("ijdDS", atoms, cutoff)))
+    for _, atoms, _ in _ase_atoms()[:4]:
+        radii = natural_cutoffs(atoms, mult=1.3)  # matscipy: spheres that overlap
+        _assert_same_rows(_rows(neighbor_list("ijSdD", atoms, radii=radii)),
+                          _ase_rows(neighbour_list("ijdDS", atoms, radii)))
+
+
+# ---------------------------------------------------------------------- too many images
+def test_a_search_needing_too_many_images_is_refused_before_any_is_made():
+    # One atom in a unit cube, cutoff 1000.5: 2001 shifts on each axis, 2001**3 images.
+    with pytest.raises(ValueError, match=(
+            r"`cutoff` and `cell` must need at most 50,000,000 periodic images of the "
+            r"points \(at least 180 bytes each while the list is built\); got cutoff = "
+            r"1000\.5 "
+            r"in a cell 1, 1, 1 wide across its periodic axes \[0, 1, 2\], which needs "
+            r"8,012,006,001 images \(1,000\.5 times the narrowest width\)\. Check that the "
+            r"cutoff and the cell are in the same units, or make a thin axis open")):
+        neighbor_list("ij", [[0.25, 0.5, 0.75]], 1000.5, np.eye(3))
+    # A flat cell (not degenerate: its volume is 1e-6 of its vectors' product), open along
+    # its thin axis, needs few images.
+    flat = np.diag([1.0, 1.0, 1e-6])
+    with pytest.raises(ValueError, match=r"got cutoff = 10\.0 in a cell 1, 1, 1e-06 wide"):
+        neighbor_list("ij", [[0.5, 0.5, 0.0]], 10.0, flat)
+    assert len(neighbor_list("i", [[0.5, 0.5, 0.0]], 10.0, flat, [True, True, False])) == 316
+
+
+def test_the_image_limit_names_radii_and_the_cell_of_a_batch():
+    cells = np.stack([np.eye(3) * 10.0, np.eye(3) * 1e-3])
+    with pytest.raises(ValueError, match=r"`radii` and `cell\[1\]` must need at most "
+                                         r".*; got 2 \* max\(radii\) = 2\.0 in a cell 0\.001"):
+        neighbor_list("ij", np.zeros((2, 3)), None, cells, radii=[1.0, 1.0], ptr=[0, 1, 2])
+
+
+def test_the_image_count_is_the_images_the_search_makes(monkeypatch):
+    # One atom, cutoff 1.5 in a unit cube: the shifts -1, 0, 1 on each axis, 27 images.
+    from spatialhash.neighbors import _images
+
+    monkeypatch.setattr(_images, "MAX_IMAGES", 27)
+    assert len(neighbor_list("i", [[0.25, 0.5, 0.75]], 1.5, np.eye(3))) == 18
+    monkeypatch.setattr(_images, "MAX_IMAGES", 26)
+    with pytest.raises(ValueError, match=r"which needs 27 images"):
+        neighbor_list("i", [[0.25, 0.5, 0.75]], 1.5, np.eye(3))
+
+
+# ---------------------------------------------------------------------- MDAnalysis
+def _universe(positions, dimensions):
+    import MDAnalysis
+
+    universe = MDAnalysis.Universe.empty(len(positions), trajectory=True)
+    universe.atoms.positions = positions
+    universe.dimensions = dimensions
+    return universe
+
+
+MDANALYSIS_BOX = [8.0, 9.0, 10.0, 80.0, 95.0, 110.0]
+
+
+def test_an_mdanalysis_universe_or_atomgroup_gives_its_positions_and_box():
+    from MDAnalysis.lib.mdamath import triclinic_vectors
+
+    positions = (np.random.default_rng(13).random((40, 3)) * 9.0).astype(np.float32)
+    universe = _universe(positions, MDANALYSIS_BOX)
+    # The float32 positions MDAnalysis holds, converted once; the box parsed as a cell. The
+    # cutoff is beyond the box's narrowest width (7.51): atoms meet their own images.
+    expected = _rows(neighbor_list("ijSdD", positions, 8.5, MDANALYSIS_BOX))
+    assert any(i == j for i, j, _ in expected)
+    assert _rows(neighbor_list("ijSdD", universe, 8.5)) == expected
+    assert _rows(neighbor_list("ijSdD", universe.atoms, 8.5)) == expected
+    group = universe.atoms[10:25]  # indices into the group, as MDAnalysis' own functions
+    assert _rows(neighbor_list("ijSdD", group, 8.5, full_list=False)) == _rows(
+        neighbor_list("ijSdD", positions[10:25], 8.5, MDANALYSIS_BOX, full_list=False))
+    # The box laid out as MDAnalysis lays it out (a along x, b in the xy plane).
+    _assert_same_rows(expected, _rows(neighbor_list(
+        "ijSdD", positions, 8.5, triclinic_vectors(universe.dimensions, dtype=np.float64))))
+    np.testing.assert_array_equal(universe.atoms.positions, positions)
+
+
+def test_mdanalysis_pairs_below_half_the_box_equal_its_capped_distances():
+    from MDAnalysis.lib.distances import self_capped_distance
+
+    positions = (np.random.default_rng(17).random((200, 3)) * 9.0).astype(np.float32)
+    universe = _universe(positions, MDANALYSIS_BOX)
+    i, j, distances = neighbor_list("ijd", universe, 3.0, full_list=False, mic=True)
+    pairs, theirs = self_capped_distance(positions, 3.0, box=universe.dimensions)
+    ours = dict(zip(zip(i.tolist(), j.tolist(), strict=True), distances.tolist(), strict=True))
+    expected = {(min(a, b), max(a, b)): d
+                for (a, b), d in zip(pairs.tolist(), theirs.tolist(), strict=True)}
+    assert len(ours) > 100 and ours.keys() == expected.keys()
+    np.testing.assert_allclose([ours[k] for k in ours], [expected[k] for k in ours],
+                               rtol=0, atol=1e-5)  # MDAnalysis computes in float32
+
+
+def test_an_mdanalysis_universe_without_a_box_is_open():
+    positions = (np.random.default_rng(19).random((30, 3)) * 6.0).astype(np.float32)
+    i, j, shifts = neighbor_list("ijS", _universe(positions, None), 2.0)
+    assert len(i) > 0 and not shifts.any()
+    assert _rows(neighbor_list("ijSdD", _universe(positions, None), 2.0)) == _rows(
+        neighbor_list("ijSdD", positions, 2.0))
+
+
+def test_an_mdanalysis_group_refuses_a_cell_and_names_a_bad_box():
+    universe = _universe(np.zeros((2, 3), dtype=np.float32), MDANALYSIS_BOX)
+    with pytest.raises(TypeError, match=r"`cell` must be left out with an MDAnalysis "
+                                        r"AtomGroup or Universe as `points`"):
+        neighbor_list("ij", universe.atoms, 1.0, np.eye(3))
+    universe.dimensions = [5.0, 5.0, 5.0, 10.0, 10.0, 90.0]
+    with pytest.raises(ValueError, match=r"`points.dimensions` as \[a, b, c, alpha, beta, "
+                                         r"gamma\] must describe a cell of non-zero volume"):
+        neighbor_list("ij", universe, 1.0)

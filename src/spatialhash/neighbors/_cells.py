@@ -56,12 +56,14 @@ class CellGeometry(NamedTuple):
     widths: np.ndarray
 
 
-def system_cells(cell, pbc, n_dims: int, n_systems: int | None) -> list[CellGeometry]:
+def system_cells(cell, pbc, n_dims: int, n_systems: int | None, name: str = "cell"
+                 ) -> list[CellGeometry]:
     """The checked cell of each system: one for ``n_systems=None`` (a single system), else
     ``n_systems`` of them, ``cell`` then holding one cell per system along a first axis.
 
     ``cell=None`` is an open system (``pbc`` must then be None or all false); ``pbc=None``
-    makes every axis periodic when a cell is given.
+    makes every axis periodic when a cell is given. ``name`` names the cell in messages
+    (``points.dimensions`` where an MDAnalysis group gave it).
     """
     batch = n_systems is not None
     count = n_systems if batch else 1
@@ -69,8 +71,8 @@ def system_cells(cell, pbc, n_dims: int, n_systems: int | None) -> list[CellGeom
     if cell is None:
         open_cell = np.zeros((n_dims, n_dims))
         return [geometry(open_cell, flags[b], "cell") for b in range(count)]
-    values = as_float_array(cell, "cell")
-    check_finite(values, "cell")
+    values = as_float_array(cell, name)
+    check_finite(values, name)
     if batch and (values.ndim < 2 or values.shape[0] != n_systems):
         raise ValueError(
             f"`cell` must hold one cell per system along its first axis, shape "
@@ -82,8 +84,9 @@ def system_cells(cell, pbc, n_dims: int, n_systems: int | None) -> list[CellGeom
     systems = values if batch else values[np.newaxis]
     cells = []
     for b in range(count):
-        name = f"cell[{b}]" if batch else "cell"
-        cells.append(geometry(cell_vectors(systems[b], n_dims, name), flags[b], name))
+        system_name = f"{name}[{b}]" if batch else name
+        cells.append(geometry(cell_vectors(systems[b], n_dims, system_name), flags[b],
+                              system_name))
     return cells
 
 

@@ -13,6 +13,8 @@ How
    coordinate, ``width`` being the cell's perpendicular width across the axis. So the
    images hold every image of every point that any wrapped point can reach: at most
    ``ceil(k)`` copies each side per axis, ``(2 k + 1) ** p`` copies a point on average.
+   Their number is counted first, from each point's range of shifts, and a search that
+   would make more than `MAX_IMAGES` is refused with a `ValueError` before any is made.
 3. Search. `Grid.query_radius` of the wrapped points among the images, at the reach
    enlarged by a margin (`SEARCH_MARGIN` of the largest coordinate involved, many orders
    of magnitude above the rounding of any of these steps): the hits are a superset of the
@@ -47,6 +49,21 @@ SEARCH_MARGIN = 1e-11
 #: keeps under 23 bits of a point's place within its cell, its vectors lose as much, and
 #: the search's margin (which grows with the coordinates) reaches whole cells.
 MAX_CELLS_AWAY = 2.0**30
+#: The most periodic images (copies of points, each point's own position among them) one
+#: system's search may make. Each takes at least BYTES_PER_IMAGE bytes while the list is
+#: built (its position, the point it copies, its shift, its place in the grid, and the
+#: rows it yields: with one atom about every other image is a row, and more atoms make
+#: more rows per image), so this many need some 9 GB, more than most machines have to
+#: spare. Real systems stay far below it: a cell wider than the cutoff adds images of a
+#: fraction of its points, so only tens of millions of atoms, whose list could not be held
+#: anyway, would reach it. A few atoms reach it in a cell thinner than the cutoff by a
+#: factor of hundreds: nearly always units mixed up, or a vector left near zero on a
+#: periodic axis. Refusing up front gives that mistake a message rather than a
+#: MemoryError (or a machine swapping) minutes later.
+MAX_IMAGES = 5 * 10**7
+#: Bytes of memory an image takes at the least while the list is built: the peak resident
+#: size of one atom's list in a triclinic cell over its 1.9 million images (180 bytes).
+BYTES_PER_IMAGE = 180
 
 
 class SystemPairs(NamedTuple):
@@ -62,17 +79,23 @@ class SystemPairs(NamedTuple):
 
 
 def system_pairs(positions: np.ndarray, cell: CellGeometry, reach: float, radii,
-                 full_list: bool) -> SystemPairs:
+                 full_list: bool, names: tuple[str, str, str] = ("cutoff", "cutoff", "cell")
+                 ) -> SystemPairs:
     """The pairs of one system's (n, d) float64 ``positions`` in ``cell`` with
     ``distance <= reach`` (or, with ``radii`` (n,), ``distance <= radii[i] + radii[j]``,
     ``reach`` being ``2 * max(radii)``): both directions, or with ``full_list`` false each
-    pair once (`half_rows`). No point is paired with itself at shift 0."""
+    pair once (`half_rows`). No point is paired with itself at shift 0.
+
+    ``names``: the caller's parameter that set the reach, how to show the reach, and the
+    name of the cell, for the refusal of more than `MAX_IMAGES` images (`ValueError`)."""
     n, n_dims = positions.shape
     if n == 0:
         return _no_pairs(n_dims)
     wrapped, wraps = _wrap(positions, cell)
     scale = max(_largest(positions), _largest(wrapped), reach)
-    owner, image_shifts, images = _images(wrapped, cell, reach + SEARCH_MARGIN * scale)
+    lower, upper = _image_ranges(wrapped, cell, reach + SEARCH_MARGIN * scale)
+    _check_image_count(lower, upper, cell, reach, names)
+    owner, image_shifts, images = _images(wrapped, cell, lower, upper)
     search = reach + SEARCH_MARGIN * max(scale, _largest(images))
     if search == 0.0:
         search = 1.0  # every point and image at the origin, reach 0: any radius serves
@@ -153,24 +176,59 @@ def _wrap(positions: np.ndarray, cell: CellGeometry) -> tuple[np.ndarray, np.nda
     return wrapped, wraps
 
 
-def _images(wrapped: np.ndarray, cell: CellGeometry, reach: float
+def _image_ranges(wrapped: np.ndarray, cell: CellGeometry, reach: float
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """``(lower, upper)``, float64 (n, p): the first and last shift of each wrapped point
+    on each periodic axis whose copy lies within ``reach`` (the search's, with its margin)
+    of the range the wrapped points span on that axis. Whole numbers kept as floats, so
+    that a count too large for int64 is still counted (`_check_image_count`)."""
+    # Fractional coordinates of the wrapped points as the search will see them (not those
+    # before the wrap, less the wrap): the copies are bounded by what the queries span.
+    fractional = wrapped @ cell.dual.T
+    cells = reach / cell.widths  # the reach in cells
+    lower = np.ceil(fractional.min(axis=0) - cells - fractional)
+    upper = np.floor(fractional.max(axis=0) + cells - fractional)
+    return lower, upper
+
+
+def image_count(lower: np.ndarray, upper: np.ndarray) -> float:
+    """The number of images `_images` makes from the ranges of `_image_ranges`, as a
+    float (it may be far beyond int64)."""
+    return float(np.prod(upper - lower + 1.0, axis=1).sum())
+
+
+def _check_image_count(lower: np.ndarray, upper: np.ndarray, cell: CellGeometry,
+                       reach: float, names: tuple[str, str, str]) -> None:
+    """Refuse a search that would make more than `MAX_IMAGES` images (see there why). A
+    cell without periodic axes makes no copies: its points are searched as they are."""
+    count = image_count(lower, upper)
+    if count <= MAX_IMAGES or not len(cell.axes):
+        return
+    parameter, seen, cell_name = names
+    widths = ", ".join(f"{width:.6g}" for width in cell.widths)
+    raise ValueError(
+        f"`{parameter}` and `{cell_name}` must need at most {MAX_IMAGES:,} periodic images "
+        f"of the points (at least {BYTES_PER_IMAGE} bytes each while the list is built); got "
+        f"{seen} in a cell {widths} wide across its periodic axes {cell.axes.tolist()}, "
+        f"which needs {count:,.0f} images ({reach / cell.widths.min():,.1f} times the "
+        "narrowest width). Check that the cutoff and the cell are in the same units, or "
+        "make a thin axis open (`pbc`)."
+    )
+
+
+def _images(wrapped: np.ndarray, cell: CellGeometry, lower: np.ndarray, upper: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(owner, shifts, images)``: the copies of the wrapped points that lie within
-    ``reach`` (the search's, with its margin) of the range the wrapped points span on
-    each periodic axis, by the point each copies (int64, (m,)), its shift on the periodic
-    axes (int64, (m, p)) and its position ((m, d)). Every point's shift 0 is among them.
-    Built axis by axis with ``np.repeat``, no loop over points or shifts."""
+    """``(owner, shifts, images)``: the copies of the wrapped points by the shifts from
+    ``lower`` to ``upper`` (`_image_ranges`) on each periodic axis, by the point each
+    copies (int64, (m,)), its shift on the periodic axes (int64, (m, p)) and its position
+    ((m, d)). Every point's shift 0 is among them. Built axis by axis with ``np.repeat``,
+    no loop over points or shifts."""
     n = len(wrapped)
     owner = np.arange(n, dtype=np.int64)
     shifts = np.zeros((n, 0), dtype=np.int64)
     if not len(cell.axes):
         return owner, shifts, wrapped
-    # Fractional coordinates of the wrapped points as the search will see them (not those
-    # before the wrap, less the wrap): the copies are bounded by what the queries span.
-    fractional = wrapped @ cell.dual.T
-    cells = reach / cell.widths  # the reach in cells
-    lower = np.ceil(fractional.min(axis=0) - cells - fractional).astype(np.int64)
-    upper = np.floor(fractional.max(axis=0) + cells - fractional).astype(np.int64)
+    lower, upper = lower.astype(np.int64), upper.astype(np.int64)
     for column in range(len(cell.axes)):
         low, high = lower[owner, column], upper[owner, column]
         counts = high - low + 1

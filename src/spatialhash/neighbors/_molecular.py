@@ -1,11 +1,13 @@
 """`neighbor_list`: the pairs of atoms within a cutoff in periodic cells of any shape, with
 their cell shifts and vectors, as ASE's ``neighbor_list``, vesin and matscipy return them.
 
-The inputs are checked here, once: the letters asked for, an ASE ``Atoms`` unpacked, the
-cutoff or radii, the offsets of a batch of systems (``ptr``), and the cells
-(``_cells.py``). Each system's pairs are then found by ``_images.py`` (`Grid`'s search
-among the periodic images of its points), one system after the other, and put together
-into the arrays asked for. The conventions are set out in ``docs/molecular.md``.
+The inputs are checked here, once: the letters asked for, an ASE ``Atoms`` or an
+MDAnalysis ``AtomGroup`` or ``Universe`` unpacked (found by their attributes: neither
+library is imported here), the cutoff or radii, the offsets of a batch of systems
+(``ptr``), and the cells (``_cells.py``). Each system's pairs are then found by
+``_images.py`` (`Grid`'s search among the periodic images of its points), one system
+after the other, and put together into the arrays asked for. The conventions are set
+out in ``docs/molecular.md``.
 """
 
 from __future__ import annotations
@@ -35,12 +37,16 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
         ``points[j] - points[i] + S @ cell`` (float64, shape (m, d)); ``"d"``, its length
         (float64, shape (m,)); ``"b"``, the system of each pair (int64, shape (m,); all 0
         without ``ptr``).
-    points : array_like of float, shape (n, d), or ase.Atoms
+    points : array_like of float, shape (n, d), ase.Atoms, or MDAnalysis AtomGroup or Universe
         Positions, d = 1, 2 or 3, in any real dtype (converted to float64 once; float32
         included), anywhere (not necessarily inside the cell); never modified. An ASE
         ``Atoms`` (anything with ``get_positions``, ``get_cell`` and ``get_pbc``) gives
-        the positions, the cell and the periodicity; ``cell``, ``pbc`` and ``ptr`` must
-        then be left out.
+        the positions, the cell and the periodicity. An MDAnalysis ``AtomGroup`` or
+        ``Universe`` (anything with ``atoms.positions`` and ``dimensions``) gives the
+        positions of its atoms (float32, as MDAnalysis holds them) and its box
+        ``dimensions``, ``[a, b, c, alpha, beta, gamma]``: every axis periodic, or every
+        axis open where ``dimensions`` is None; indices are then into the group's atoms.
+        With either, ``cell``, ``pbc`` and ``ptr`` must be left out.
     cutoff : float, optional
         Pairs with ``d <= cutoff`` are returned (closed, as everywhere in spatialhash;
         ASE keeps ``d < cutoff``). Finite and > 0. Give ``cutoff`` or ``radii``, not both.
@@ -95,12 +101,14 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     ValueError
         A shape, an unknown letter, a NaN or infinity (points, cell), a cutoff not
         finite and > 0, a degenerate or left-handed cell, points beyond 2**30 cells of
-        the origin, ``mic`` with too large a cutoff, or a bad ``ptr``; the message names
-        the parameter and shows the value seen.
+        the origin, ``mic`` with too large a cutoff, a cutoff and cell that need more
+        than 5 * 10**7 periodic images of the points (a cell far thinner than the cutoff:
+        see ``_images.MAX_IMAGES``), or a bad ``ptr``; the message names the parameter
+        and shows the value seen.
     TypeError
         Both or neither of ``cutoff`` and ``radii``, ``quantities`` not a string,
-        ``cell``, ``pbc`` or ``ptr`` given with an ``Atoms``, a ``pbc`` not of bools, a
-        ``ptr`` not of integers.
+        ``cell``, ``pbc`` or ``ptr`` given with an ``Atoms``, ``AtomGroup`` or
+        ``Universe``, a ``pbc`` not of bools, a ``ptr`` not of integers.
 
     Notes
     -----
@@ -127,7 +135,7 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     True
     """
     letters = _as_quantities(quantities)
-    positions, cell, pbc = _unpack_atoms(points, cell, pbc, ptr)
+    positions, cell, pbc, cell_name = _unpack_atoms(points, cell, pbc, ptr)
     positions = as_points(positions, "points")
     n, n_dims = positions.shape
     reach, radii, name, seen = _reach(cutoff, radii, n)
@@ -135,14 +143,17 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     batch = offsets is not None
     if offsets is None:
         offsets = np.array([0, n], dtype=np.int64)
-    cells = system_cells(cell, pbc, n_dims, len(offsets) - 1 if batch else None)
+    cells = system_cells(cell, pbc, n_dims, len(offsets) - 1 if batch else None, cell_name)
     if mic:
         _check_minimum_image(cells, reach, name, seen, batch)
+    shown = f"cutoff = {seen}" if name == "cutoff" else seen
     parts = []
     for system, system_cell in enumerate(cells):
         start, stop = offsets[system], offsets[system + 1]
+        names = (name, shown, f"{cell_name}[{system}]" if batch else cell_name)
         pairs = system_pairs(positions[start:stop], system_cell, reach,
-                             None if radii is None else radii[start:stop], bool(full_list))
+                             None if radii is None else radii[start:stop], bool(full_list),
+                             names)
         parts.append(pairs._replace(i=pairs.i + start, j=pairs.j + start))
     arrays = _joined(parts, n_dims)
     if sorted:
@@ -165,21 +176,33 @@ def _as_quantities(quantities) -> str:
 
 
 def _unpack_atoms(points, cell, pbc, ptr):
-    """``(positions, cell, pbc)``: those of an ASE ``Atoms`` (found by its methods, so
-    that ASE need not be installed), or the arguments as given."""
-    if not all(hasattr(points, method) for method in
-               ("get_positions", "get_cell", "get_pbc")):
-        return points, cell, pbc
+    """``(positions, cell, pbc, cell_name)``: those of an ASE ``Atoms`` or of an
+    MDAnalysis ``AtomGroup`` or ``Universe`` (found by their attributes, so that neither
+    library need be installed), or the arguments as given; ``cell_name`` names the cell in
+    messages, as the caller knows it."""
+    ase = all(hasattr(points, method) for method in ("get_positions", "get_cell", "get_pbc"))
+    # An AtomGroup's `atoms` is itself, a Universe's its every atom: one test finds both.
+    mdanalysis = not ase and hasattr(points, "dimensions") and hasattr(
+        getattr(points, "atoms", None), "positions")
+    if not (ase or mdanalysis):
+        return points, cell, pbc, "cell"
     given = {name: value for name, value in (("cell", cell), ("pbc", pbc), ("ptr", ptr))
              if value is not None}
+    kind = "an ase.Atoms" if ase else "an MDAnalysis AtomGroup or Universe"
     for name, value in given.items():
         raise TypeError(
-            f"`{name}` must be left out with an ase.Atoms as `points`, which gives the "
-            f"cell and periodicity of one system; got {name}={value!r:.80}. Pass the "
-            "positions as an array to set them."
+            f"`{name}` must be left out with {kind} as `points`, which gives the cell and "
+            f"periodicity of one system; got {name}={value!r:.80}. Pass the positions as "
+            "an array to set them."
         )
-    return (points.get_positions(), np.asarray(points.get_cell(), dtype=np.float64),
-            np.asarray(points.get_pbc(), dtype=bool))
+    if ase:
+        return (points.get_positions(), np.asarray(points.get_cell(), dtype=np.float64),
+                np.asarray(points.get_pbc(), dtype=bool), "cell")
+    dimensions = points.dimensions
+    if dimensions is None:  # MDAnalysis' "no box": every axis open
+        return points.atoms.positions, None, None, "cell"
+    return (points.atoms.positions, np.asarray(dimensions, dtype=np.float64), None,
+            "points.dimensions")
 
 
 def _reach(cutoff, radii, n: int) -> tuple[float, np.ndarray | None, str, object]:
