@@ -61,6 +61,20 @@ class Probe:
 
 
 @wp.func
+def new_probe(center: wp.vec3d, s: wp.int64, r2: wp.float64, radius: wp.float64,
+              reach: wp.float64, write: wp.bool):
+    """A `Probe` with these fields."""
+    probe = Probe()
+    probe.center = center
+    probe.s = s
+    probe.r2 = r2
+    probe.radius = radius
+    probe.reach = reach
+    probe.write = write
+    return probe
+
+
+@wp.func
 def visit_run(grid: DeviceGrid, order: wp.array(dtype=Any), probe: Probe,
               radii: wp.array(dtype=wp.float64), run: wp.vec2l, shift: wp.vec3d,
               half: wp.vec3d, position: wp.int64, out_indices: wp.array2d(dtype=Any),
@@ -216,13 +230,8 @@ def radius_rows(grid: DeviceGrid, order: wp.array(dtype=Any),
     query from ``positions[q]``, sorted by index with ``sort``. ``no_radii`` is empty."""
     q = wp.tid()
     radius = query_radii[q]
-    probe = Probe()
-    probe.center = queries[q]
-    probe.s = wp.int64(-1)
-    probe.r2 = radius * radius
-    probe.radius = wp.float64(0.0)
-    probe.reach = radius
-    probe.write = write
+    probe = new_probe(queries[q], wp.int64(-1), radius * radius, wp.float64(0.0), radius,
+                      write)
     start = wp.int64(0)
     if write:
         start = positions[q]
@@ -242,15 +251,10 @@ def pair_rows(grid: DeviceGrid, order: wp.array(dtype=Any), radii: wp.array(dtyp
     sorted point ``s`` with the points after it within ``r2`` (or, with ``radii`` in the
     sorted order, within the sum of the two radii), in a block of cells of ``reach``."""
     s = wp.tid()
-    probe = Probe()
-    probe.center = grid.points[s]
-    probe.s = wp.int64(s)
-    probe.r2 = r2
-    probe.radius = wp.float64(0.0)
+    radius = wp.float64(0.0)
     if radii.shape[0] > 0:
-        probe.radius = radii[s]
-    probe.reach = reach
-    probe.write = write
+        radius = radii[s]
+    probe = new_probe(grid.points[s], wp.int64(s), r2, radius, reach, write)
     start = wp.int64(0)
     if write:
         start = positions[s]
