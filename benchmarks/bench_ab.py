@@ -40,7 +40,8 @@ overlapping pairs; both processes make the same steps, outside the timed calls),
 data of ``benchmarks/bench_rays.py``), ``rays_all`` (every hit of those rays) and
 ``rays_fn`` (the first hit of each that a numba function accepts: odd indices);
 ``radius200k`` and ``knn200k`` (50,000 queries with distances, and their 16 nearest, among
-200,000 uniform points, 30 expected neighbours, on a grid built once), ``pairs_fn`` and
+200,000 uniform points, 30 expected neighbours, on a grid built once),
+``radius200k_periodic`` (those radius queries in a periodic unit cube), ``pairs_fn`` and
 ``pairs_fn_periodic`` (`Grid.for_each_pair` over those points, open and in a periodic unit
 cube, build included, with a numba function adding a weight per pair) and ``list_fn``
 (`NeighborList.for_each_pair` over them, periodic, the same function).
@@ -67,7 +68,8 @@ import _common as common  # noqa: E402 (the benchmarks folder, put on the path a
 
 WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d", "particles", "cloth", "dynamic1",
              "dynamic10", "dynamic100", "dynamic3d10", "rays", "rays_all", "rays_fn",
-             "radius200k", "knn200k", "pairs_fn", "pairs_fn_periodic", "list_fn")
+             "radius200k", "radius200k_periodic", "knn200k", "pairs_fn", "pairs_fn_periodic",
+             "list_fn")
 #: Points of the radius, k-nearest and pair-function workloads, and queries of the first two.
 SCAN_POINTS = 200_000
 SCAN_QUERIES = 50_000
@@ -116,10 +118,11 @@ def _scan_workload(name: str):
 
     points = common.uniform_points(SCAN_POINTS, 3, seed=0)
     r = common.radius_for_neighbors_3d(SCAN_POINTS)
-    if name in ("radius200k", "knn200k"):
+    if name in ("radius200k", "radius200k_periodic", "knn200k"):
         queries = common.uniform_points(SCAN_QUERIES, 3, seed=1)
-        grid = Grid(points, cell_size=r)
-        if name == "radius200k":
+        box = 1.0 if name == "radius200k_periodic" else None
+        grid = Grid(points, cell_size=r, box=box)
+        if name != "knn200k":
             return (lambda: grid.query_radius(queries, r, return_distances=True),
                     lambda near: _array_digest(near.indptr, near.indices, near.distances))
         return (lambda: grid.query_knn(queries, 16),
@@ -177,7 +180,8 @@ def _workload(name: str, inputs: str):
             _pair_digest
     if name.startswith("rays"):
         return none, *_ray_workload(name)
-    if name in ("radius200k", "knn200k", "pairs_fn", "pairs_fn_periodic", "list_fn"):
+    if name in ("radius200k", "radius200k_periodic", "knn200k", "pairs_fn", "pairs_fn_periodic",
+                "list_fn"):
         return none, *_scan_workload(name)
     if name == "cloth":
         from spatialhash.demos.cloth import Cloth

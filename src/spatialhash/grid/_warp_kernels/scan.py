@@ -220,6 +220,22 @@ def sort_row(indices: wp.array2d(dtype=Any), distances: wp.array(dtype=wp.float6
         last -= wp.int64(1)
 
 
+@wp.func
+def count_or_fill_row(grid: DeviceGrid, order: wp.array(dtype=Any), probe: Probe,
+                      radii: wp.array(dtype=wp.float64), positions: wp.array(dtype=wp.int64),
+                      row: int, out_indices: wp.array2d(dtype=Any),
+                      out_distances: wp.array(dtype=wp.float64)):
+    """Walk ``probe``'s cells: count its hits into ``positions[row]``, or (``probe.write``)
+    write them from ``positions[row]``. Returns the row's ``(start, end)``."""
+    start = wp.int64(0)
+    if probe.write:
+        start = positions[row]
+    end = walk(grid, order, probe, radii, start, out_indices, out_distances)
+    if not probe.write:
+        positions[row] = end
+    return wp.vec2l(start, end)
+
+
 @wp.kernel
 def radius_rows(grid: DeviceGrid, order: wp.array(dtype=Any),
                 queries: wp.array(dtype=wp.vec3d), query_radii: wp.array(dtype=wp.float64),
@@ -232,14 +248,10 @@ def radius_rows(grid: DeviceGrid, order: wp.array(dtype=Any),
     radius = query_radii[q]
     probe = new_probe(queries[q], wp.int64(-1), radius * radius, wp.float64(0.0), radius,
                       write)
-    start = wp.int64(0)
-    if write:
-        start = positions[q]
-    end = walk(grid, order, probe, no_radii, start, out_indices, out_distances)
-    if not write:
-        positions[q] = end
-    elif sort:
-        sort_row(out_indices, out_distances, start, end)
+    row = count_or_fill_row(grid, order, probe, no_radii, positions, q, out_indices,
+                            out_distances)
+    if write and sort:
+        sort_row(out_indices, out_distances, row[0], row[1])
 
 
 @wp.kernel
@@ -255,12 +267,7 @@ def pair_rows(grid: DeviceGrid, order: wp.array(dtype=Any), radii: wp.array(dtyp
     if radii.shape[0] > 0:
         radius = radii[s]
     probe = new_probe(grid.points[s], wp.int64(s), r2, radius, reach, write)
-    start = wp.int64(0)
-    if write:
-        start = positions[s]
-    end = walk(grid, order, probe, radii, start, out_indices, out_distances)
-    if not write:
-        positions[s] = end
+    count_or_fill_row(grid, order, probe, radii, positions, s, out_indices, out_distances)
 
 
 # The int32 overloads, compiled with the module (see the module docstring).
