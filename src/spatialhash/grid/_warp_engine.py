@@ -5,16 +5,16 @@ Warp for the CPU, on any machine.
 Its answers are the CPU engine's: the same cells and the same order of points in them
 (`_warp_build`), the same pairs and rows, distances equal bit for bit (the CPU engine's
 arithmetic, with the fused multiply-add off, see ``_warp_kernels/__init__.py``), and the
-unsorted rows of `query_radius` in the CPU engine's order. The rows of `query_pairs` come
-in an order of its own, grouped by the first point of each pair in the grid's order
-(which the API leaves open). Every query counts its rows, sizes the output exactly from
-an exclusive scan of the counts, then fills it: no cap on a row, and each thread writes
-its own rows, so the output does not depend on the scheduling. Results come back to the
-host as the CPU engine's result types.
+unsorted rows of `query_radius` and `query_box` in the CPU engine's order. The rows of
+`query_pairs` come in an order of its own, grouped by the first point of each pair in
+the grid's order (which the API leaves open). Every query counts its rows, sizes the
+output exactly from an exclusive scan of the counts, then fills it: no cap on a row, and
+each thread writes its own rows, so the output does not depend on the scheduling.
+Results come back to the host as the CPU engine's result types.
 
 So far it answers `query_pairs` (one distance or one radius per point, open or periodic
-boxes), `query_radius` and `count_radius`; the other calls of `GridEngine` raise
-`NotImplementedError` naming the call and the engine (`_not_yet`). `n_threads` is
+boxes), `query_radius`, `count_radius` and `query_box`; the other calls of `GridEngine`
+raise `NotImplementedError` naming the call and the engine (`_not_yet`). `n_threads` is
 accepted and unused.
 """
 
@@ -121,6 +121,21 @@ class WarpEngine:
 
         return rows
 
+    # ------------------------------------------------------------------ boxes
+    def query_box(self, lower3, upper3, width, sort) -> Neighbors:
+        m = lower3.shape[0]
+        lowers, uppers, widths = (wp.array(corner, dtype=wp.vec3d, device=self.device)
+                                  for corner in (lower3, upper3, width))
+        no_floats = wp.empty(0, dtype=wp.float64, device=self.device)
+
+        def rows(write, positions, indices, distances):
+            self._launch(scan.box_rows, m, (
+                self._device_build.grid, self._device_build.order, lowers, uppers, widths,
+                no_floats, write, sort, positions, indices))
+
+        indptr, indices, _ = self._count_and_fill(m, rows, 1, False)
+        return Neighbors(indptr, indices.reshape(-1), None, self.n_points)
+
     # ------------------------------------------------------------------ passes
     def _count_and_fill(self, n_rows, rows, n_columns, return_distances):
         """Count the rows, scan the counts into offsets, fill the rows: ``(indptr,
@@ -182,7 +197,7 @@ def _not_yet(name: str):
 
 
 for _name in ("found_pairs", "iter_pairs", "for_each_pair", "for_each_neighbor", "query_knn",
-              "query_box", "query_ray"):
+              "query_ray"):
     setattr(WarpEngine, _name, _not_yet(_name))
 
 #: The Warp engines by ``algorithm`` (`_devices.choose_engine`).

@@ -97,12 +97,19 @@ def axis_range(n_cells: wp.int64, box: wp.float64, lower_u: wp.float64,
 
 
 @wp.func
+def cell_tolerance(u_magnitude: wp.float64) -> wp.float64:
+    """Widening, in cell units, of a query bound whose cell coordinate is ``u_magnitude``
+    (`cells.cell_tolerance`)."""
+    return _ABSOLUTE_TOLERANCE + wp.abs(u_magnitude) * _RELATIVE_TOLERANCE
+
+
+@wp.func
 def axis_reach(grid: DeviceGrid, axis: int, x: wp.float64, reach: wp.float64):
     """`axis_range` of the cells within ``reach`` of coordinate ``x`` on ``axis``, widened
     by the tolerance of `cells.query_cell_range`."""
     u = (x - grid.origin[axis]) * grid.inv_cell_size[axis]
     u_reach = reach * grid.inv_cell_size[axis]
-    tolerance = _ABSOLUTE_TOLERANCE + (wp.abs(u) + u_reach) * _RELATIVE_TOLERANCE
+    tolerance = cell_tolerance(wp.abs(u) + u_reach)
     return axis_range(grid.n_cells[axis], grid.box[axis], u - u_reach - tolerance,
                       u + u_reach + tolerance)
 
