@@ -33,7 +33,8 @@ class DeviceGrid:
 
     ``points``: the sorted points, padded to three axes; ``cell_start``: shape
     (n_occupied + 1,); ``cell_coords``: shape (n_occupied, 3), in row-major order;
-    ``origin``, ``inv_cell_size``, ``n_cells``, ``box``, ``half_box`` as in `GridState`.
+    ``origin``, ``cell_size``, ``inv_cell_size``, ``n_cells``, ``box``, ``half_box`` as
+    in `GridState`.
     """
 
     points: wp.array(dtype=wp.vec3d)
@@ -41,6 +42,7 @@ class DeviceGrid:
     cell_coords: wp.array2d(dtype=wp.int64)
     n_occupied: wp.int64
     origin: wp.vec3d
+    cell_size: wp.vec3d
     inv_cell_size: wp.vec3d
     n_cells: wp.vec3l
     box: wp.vec3d
