@@ -31,8 +31,8 @@ The Dask engine (``"dask"``, when the ``dask`` extra is installed) answers throu
 smaller share of the hypothesis examples (`EXAMPLES`).
 
 The Warp engine on Warp's CPU device (``"warp-cpu"``, ``Grid(..., device="warp-cpu")``,
-when warp-lang is installed) runs the kernels the GPU runs; it has pairs, radius and count
-queries so far (`LACKS`).
+when warp-lang is installed) runs the kernels the GPU runs; it has pairs, radius, count,
+k-nearest and box queries so far (`LACKS`).
 
 The dynamic hash (``"dynamic"``) answers through ``dynamic_adapter.py``: a `DynamicHash`
 holding the points as objects whose ids are their indices, one hash query per row of
@@ -109,9 +109,10 @@ LACKS = {
     # directions normalized as `Grid` does before the hash's own step). Points are checked
     # when inserted, with the dynamic hash's messages.
     "dynamic": frozenset({"iter_pairs", "query_ray", "checks at construction", "periodic"}),
-    # Pairs, radius and count queries so far: the other calls raise NotImplementedError
-    # (tests/test_warp_engine.py pins that), until the Warp engine has them.
-    "warp-cpu": frozenset({"iter_pairs", "query_knn", "query_box", "query_ray"}),
+    # Pairs, radius, count, k-nearest and box queries so far: the other calls raise
+    # NotImplementedError (tests/test_warp_engine.py pins that), until the Warp engine has
+    # them.
+    "warp-cpu": frozenset({"iter_pairs", "query_ray"}),
 }
 assert all(lacks <= FEATURES for lacks in LACKS.values()), "see `FEATURES`"
 #: Known bugs, by (test, engine): that combination runs as a strict xfail, so the fix

@@ -159,6 +159,139 @@ def test_results_own_their_memory():
         assert array.base is None  # NumPy's memory, not a view of a Warp array's
 
 
+def lattice_scene(seed, n=800, n_dims=3, steps=16):
+    """Points, and boxes or queries, on a lattice of ``1 / steps``: many points at equal
+    distances, on box faces and on cell faces."""
+    rng = np.random.default_rng(seed)
+    points = rng.integers(0, steps, size=(n, n_dims)) / steps
+    lower = rng.integers(-2, steps, size=(200, n_dims)) / steps
+    upper = lower + rng.integers(0, steps // 2, size=(200, n_dims)) / steps
+    return points, lower, upper
+
+
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+@pytest.mark.parametrize("box", [None, 1.0, "partly"])
+@pytest.mark.parametrize("cell_size", [0.05, 0.3, 2.0])
+def test_boxes_equal_the_cpu_engine_row_for_row(n_dims, box, cell_size):
+    # Unsorted rows too, in the CPU engine's order; boxes across the periodic boundary,
+    # wider than the period, and blocks of more cells than are occupied (cell 0.05).
+    points, lower, upper = lattice_scene(n_dims + 10, n_dims=n_dims)
+    periodic = None
+    if box == "partly":
+        box, periodic = 1.0, [True, False, True][:n_dims]
+    upper[::7] += 3.0
+    cpu, gpu = grids(points, cell_size, box=box, periodic=periodic)
+    for sort in (True, False):
+        a, b = cpu.query_box(lower, upper, sort=sort), gpu.query_box(lower, upper, sort=sort)
+        assert b.distances is None and a.indices.size > len(lower)
+        for name in ("indptr", "indices"):
+            assert_same_bytes(getattr(b, name), getattr(a, name), f"{name}, sort={sort}")
+
+
+def assert_same_knn(cpu, gpu, queries, k, r_max=None, name=""):
+    """The arrays of `query_knn`: the same bytes on both engines."""
+    a, b = cpu.query_knn(queries, k, r_max=r_max), gpu.query_knn(queries, k, r_max=r_max)
+    for field in ("indices", "distances", "counts"):
+        assert_same_bytes(getattr(b, field), getattr(a, field), f"{field}, {name} k={k}")
+    return a
+
+
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+@pytest.mark.parametrize("box", [None, 1.0, "partly"])
+@pytest.mark.parametrize("cell_size", [0.05, 0.3, 2.0])
+def test_knn_equals_the_cpu_engine_with_ties(n_dims, box, cell_size):
+    # Points on a lattice: many at one distance, decided by index. Queries outside the
+    # cells (open axes), k past 64 and past the point count, r_max on lattice distances.
+    points, lower, _ = lattice_scene(n_dims + 20, n=300, n_dims=n_dims, steps=8)
+    periodic = None
+    if box == "partly":
+        box, periodic = 1.0, [True, False, True][:n_dims]
+    queries = lower * 1.5
+    cpu, gpu = grids(points, cell_size, box=box, periodic=periodic)
+    for k in (1, 6, 65, 299, 400):
+        nearest = assert_same_knn(cpu, gpu, queries, k, name="no r_max")
+        assert k < 300 or (nearest.counts == 300).all()
+    for r_max in (0.0, 0.125, 0.25, np.inf):
+        nearest = assert_same_knn(cpu, gpu, queries, 70, r_max, name=f"r_max={r_max}")
+        assert r_max > 0.0 or nearest.counts.min() < 70
+
+
+def test_knn_equals_the_cpu_engine_on_random_and_sparse_grids():
+    # Random coordinates (distances equal only by the same arithmetic), and far clusters
+    # with queries between them (rings of more cells than are occupied).
+    points, queries, _ = scene(6, n=600)
+    cpu, gpu = grids(points, 0.05, box=1.0)
+    assert_same_knn(cpu, gpu, np.mod(queries, 1.0), 9)
+    offsets = np.repeat(np.array([[0.0, 0.0, 0.0], [1e6, 0.0, -3e5], [0.0, 2e7, 1e4]]), 200,
+                        axis=0)
+    cpu, gpu = grids(points + offsets, 0.05)
+    far = np.concatenate([queries + offsets[::2], [[5e5, 1e7, 0.0], [-1e8, 0.0, 0.0]]])
+    for k in (1, 9, 250):
+        assert_same_knn(cpu, gpu, far, k)
+    assert_same_knn(cpu, gpu, far, 9, r_max=0.2)
+
+
+def test_knn_of_brute_force_and_own_points_equal_the_cpu_engine():
+    points, queries, _ = scene(7, n=30)
+    for box in (None, 1.0):
+        cpu, gpu = grids(points, 0.2, box=box)
+        assert cpu.algorithm == gpu.algorithm == "brute"
+        assert_same_knn(cpu, gpu, np.mod(queries, 1.0), 12)
+    points, _, _ = lattice_scene(9, n=400, steps=8)
+    cpu, gpu = grids(points, 0.2, box=1.0)
+    for k in (1, 5, 500):
+        a = cpu.query_knn(None, k, exclude_self=True)
+        b = gpu.query_knn(None, k, exclude_self=True)
+        for field in ("indices", "distances", "counts"):
+            assert_same_bytes(getattr(b, field), getattr(a, field), f"{field}, k={k}")
+
+
+def test_no_queries_and_no_hits_equal_the_cpu_engine():
+    points, lower, upper = lattice_scene(11, n=50)
+    cpu, gpu = grids(points, 0.25)
+    assert_same_knn(cpu, gpu, np.empty((0, 3)), 3)
+    assert_same_knn(cpu, gpu, lower + 10.0, 3, r_max=1.0)
+    for first, last in ((lower[:0], upper[:0]), (lower + 10.0, upper + 10.0)):
+        a, b = cpu.query_box(first, last), gpu.query_box(first, last)
+        assert_same_bytes(b.indptr, a.indptr) and assert_same_bytes(b.indices, a.indices)
+
+
+@pytest.mark.slow
+def test_int64_indices_equal_the_cpu_engine(monkeypatch):
+    # Grids of 2**31 - 1 points or more index in int64: the kernels' other overload,
+    # compiled at its first use. Forced here on a small grid, on both engines (slow: the
+    # first run compiles both engines' int64 kernels).
+    from spatialhash.grid import _build
+
+    monkeypatch.setattr(_build, "index_dtype", lambda n: np.dtype(np.int64))
+    points, lower, upper = lattice_scene(12, n=300, steps=8)
+    cpu, gpu = grids(points, 0.2, box=1.0)
+    assert gpu.query_knn(points, 2).indices.dtype == np.int64
+    assert_same_knn(cpu, gpu, lower, 70, name="int64")
+    for sort in (True, False):
+        a, b = cpu.query_box(lower, upper, sort=sort), gpu.query_box(lower, upper, sort=sort)
+        assert_same_bytes(b.indices, a.indices, f"int64 box, sort={sort}")
+
+
+@pytest.mark.parametrize(("call", "error"), [
+    (lambda grid: grid.query_knn(np.zeros((2, 3)), 0), ValueError),
+    (lambda grid: grid.query_knn(np.zeros((2, 3)), 2.5), TypeError),
+    (lambda grid: grid.query_knn(np.zeros((2, 3)), 2, r_max=-1.0), ValueError),
+    (lambda grid: grid.query_knn(np.zeros((2, 2)), 2), ValueError),
+    (lambda grid: grid.query_knn(np.zeros((2, 3)), 2, exclude_self=True), TypeError),
+    (lambda grid: grid.query_knn(None, 10**12), ValueError),
+    (lambda grid: grid.query_box(np.ones(3), np.zeros(3)), ValueError),
+    (lambda grid: grid.query_box(np.zeros((2, 3)), np.ones((3, 3))), ValueError),
+])
+def test_bad_knn_and_box_input_raise_as_on_the_cpu_engine(call, error):
+    points, _, _ = lattice_scene(13, n=20)
+    cpu, gpu = grids(points, 0.25)
+    with pytest.raises(error) as expected:
+        call(cpu)
+    with pytest.raises(error, match=f"^{re.escape(str(expected.value))}$"):
+        call(gpu)
+
+
 def test_device_is_kept_and_shown():
     grid = Grid(np.zeros((3, 2)), 1.0, device=WARP)
     assert grid.device == WARP and Grid(np.zeros((3, 2)), 1.0).device == "cpu"
@@ -166,9 +299,9 @@ def test_device_is_kept_and_shown():
 
 
 def test_kernels_compile_without_fused_multiply_add():
-    from spatialhash.grid._warp_kernels import build, scan
+    from spatialhash.grid._warp_kernels import build, knn, scan
 
-    for module in (build, scan):
+    for module in (build, scan, knn):
         assert warp.get_module_options(module)["fuse_fp"] is False, module.__name__
 
 
@@ -181,8 +314,6 @@ def not_yet_calls(grid, points):
         return None
 
     return {
-        "query_knn": lambda: grid.query_knn(points, 2),
-        "query_box": lambda: grid.query_box(points - 0.1, points + 0.1),
         "query_ray": lambda: grid.query_ray(points, points + 1.0, 0.1),
         "iter_pairs": lambda: grid.iter_pairs(0.5),
         "for_each_pair": lambda: grid.for_each_pair(0.5, nothing),
@@ -191,7 +322,7 @@ def not_yet_calls(grid, points):
     }
 
 
-@pytest.mark.parametrize("method", ["query_knn", "query_box", "query_ray", "iter_pairs",
+@pytest.mark.parametrize("method", ["query_ray", "iter_pairs",
                                     "for_each_pair", "for_each_neighbor", "found_pairs"])
 def test_calls_not_on_the_warp_engine_yet_raise_naming_themselves(method):
     points = np.array([[0.0, 0.0], [0.25, 0.0], [1.0, 1.0]])
@@ -201,12 +332,6 @@ def test_calls_not_on_the_warp_engine_yet_raise_naming_themselves(method):
                              r"\(device='warp-cpu'\); build the grid with device='cpu' for "
                              r"it\.$"):
         not_yet_calls(grid, points)[method]()
-
-
-def test_own_points_knn_is_not_on_the_warp_engine_yet():
-    grid = Grid(np.zeros((3, 2)), 0.5, device=WARP)
-    with pytest.raises(NotImplementedError, match=r"^`query_knn` is not available"):
-        grid.query_knn(None, 1, exclude_self=True)
 
 
 # ---------------------------------------------------------------------- devices
@@ -250,15 +375,16 @@ def test_cuda_code_has_no_fused_multiply_add():
     # Compiled offline for sm_90 by NVRTC, no GPU needed: every float64 add, subtract and
     # multiply rounds on its own (``.rn``, which ptxas may not contract either), and no
     # fma is left, so squared distances round as on the CPU.
-    from spatialhash.grid._warp_kernels import scan
+    from spatialhash.grid._warp_kernels import knn, scan
 
-    (path,) = warp.compile_aot_module(scan, arch=90, use_ptx=True)
-    ptx = Path(path).read_text()
-    assert re.search(r"\.entry", ptx) and re.search(r"\bsqrt\.rn\.f64", ptx)
-    assert not re.search(r"\bfma\.\w+\.f64", ptx)
-    for op in ("add", "sub", "mul"):
-        assert re.search(rf"\b{op}\.rn\.f64", ptx), op
-        assert not re.search(rf"\b{op}\.f64", ptx), op
+    for module in (scan, knn):
+        (path,) = warp.compile_aot_module(module, arch=90, use_ptx=True)
+        ptx = Path(path).read_text()
+        assert re.search(r"\.entry", ptx) and re.search(r"\bsqrt\.rn\.f64", ptx)
+        assert not re.search(r"\bfma\.\w+\.f64", ptx), module.__name__
+        for op in ("add", "sub", "mul"):
+            assert re.search(rf"\b{op}\.rn\.f64", ptx), (module.__name__, op)
+            assert not re.search(rf"\b{op}\.f64", ptx), (module.__name__, op)
 
 
 @pytest.mark.slow

@@ -37,7 +37,7 @@ def build_device_grid(points3: np.ndarray, lowest, highest, cell_size, box, one_
     """Sort ``points3`` (n, d), d <= 3, into the cells of `_build.grid_geometry`, on the
     Warp ``device``; arguments as `_build.build_state` takes them."""
     geometry = _build.grid_geometry(lowest, highest, cell_size, box, one_cell)
-    origin, _, inv_size, n_periodic, n_cells = geometry
+    origin, size, inv_size, n_periodic, n_cells = geometry
     _build.check_cells_per_axis(n_cells, highest, origin, inv_size, cell_size)
     n, n_dims = points3.shape
     padded = np.zeros((n, 3))
@@ -65,6 +65,7 @@ def build_device_grid(points3: np.ndarray, lowest, highest, cell_size, box, one_
     grid.cell_coords = cell_coords
     grid.n_occupied = n_occupied
     grid.origin = wp.vec3d(*origin)
+    grid.cell_size = wp.vec3d(*size)
     grid.inv_cell_size = wp.vec3d(*inv_size)
     grid.n_cells = wp.vec3l(*n_cells)
     grid.box = wp.vec3d(*box)

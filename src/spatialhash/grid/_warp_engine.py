@@ -5,17 +5,20 @@ Warp for the CPU, on any machine.
 Its answers are the CPU engine's: the same cells and the same order of points in them
 (`_warp_build`), the same pairs and rows, distances equal bit for bit (the CPU engine's
 arithmetic, with the fused multiply-add off, see ``_warp_kernels/__init__.py``), and the
-unsorted rows of `query_radius` in the CPU engine's order. The rows of `query_pairs` come
-in an order of its own, grouped by the first point of each pair in the grid's order
-(which the API leaves open). Every query counts its rows, sizes the output exactly from
-an exclusive scan of the counts, then fills it: no cap on a row, and each thread writes
-its own rows, so the output does not depend on the scheduling. Results come back to the
-host as the CPU engine's result types.
+unsorted rows of `query_radius` and `query_box` in the CPU engine's order. The rows of
+`query_pairs` come in an order of its own, grouped by the first point of each pair in
+the grid's order (which the API leaves open). Every query but `query_knn` counts its
+rows, sizes the output exactly from an exclusive scan of the counts, then fills it: no
+cap on a row, and each thread writes its own rows, so the output does not depend on the
+scheduling. `query_knn` writes its (m, k) rows, padded with -1 and ``inf`` on the host,
+in one pass: each query's thread keeps its heap of candidates in its own row, so ``k``
+has no cap and needs no scratch (``_warp_kernels/knn.py``). Results come back to the host
+as the CPU engine's result types.
 
 So far it answers `query_pairs` (one distance or one radius per point, open or periodic
-boxes), `query_radius` and `count_radius`; the other calls of `GridEngine` raise
-`NotImplementedError` naming the call and the engine (`_not_yet`). `n_threads` is
-accepted and unused.
+boxes), `query_radius`, `count_radius`, `query_box` and `query_knn`; the other calls
+of `GridEngine` raise `NotImplementedError` naming the call and the engine (`_not_yet`).
+`n_threads` is accepted and unused.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from .._results import Neighbors, Pairs
+from .._results import KNearest, Neighbors, Pairs
 from . import _build
+from ._cpu_engine import _knn_outputs
 from ._warp_build import build_device_grid
-from ._warp_kernels import scan
+from ._warp_kernels import knn, scan
 
 
 class WarpEngine:
@@ -121,6 +125,36 @@ class WarpEngine:
 
         return rows
 
+    # ------------------------------------------------------------------ k nearest
+    def query_knn(self, query_points, k, limit) -> KNearest:
+        m = query_points.shape[0]
+        # Filled on the host, where running out of memory names `k` (`_knn_outputs`); the
+        # kernel keeps each row's heap in the row itself.
+        host_indices, host_distances = _knn_outputs(m, k, self.index_dtype)
+        indices = wp.array(host_indices, dtype=self._index_type(), device=self.device)
+        distances = wp.array(host_distances, dtype=wp.float64, device=self.device)
+        counts = wp.zeros(m, dtype=wp.int64, device=self.device)
+        self._launch(knn.knn_rows, m, (
+            self._device_build.grid, self._device_build.order,
+            wp.array(query_points, dtype=wp.vec3d, device=self.device), wp.int64(k),
+            wp.float64(limit), indices, distances, counts))
+        return KNearest(_host(indices), _host(distances), _host(counts), self.n_points)
+
+    # ------------------------------------------------------------------ boxes
+    def query_box(self, lower3, upper3, width, sort) -> Neighbors:
+        m = lower3.shape[0]
+        lowers, uppers, widths = (wp.array(corner, dtype=wp.vec3d, device=self.device)
+                                  for corner in (lower3, upper3, width))
+        no_floats = wp.empty(0, dtype=wp.float64, device=self.device)
+
+        def rows(write, positions, indices, distances):
+            self._launch(scan.box_rows, m, (
+                self._device_build.grid, self._device_build.order, lowers, uppers, widths,
+                no_floats, write, sort, positions, indices))
+
+        indptr, indices, _ = self._count_and_fill(m, rows, 1, False)
+        return Neighbors(indptr, indices.reshape(-1), None, self.n_points)
+
     # ------------------------------------------------------------------ passes
     def _count_and_fill(self, n_rows, rows, n_columns, return_distances):
         """Count the rows, scan the counts into offsets, fill the rows: ``(indptr,
@@ -181,8 +215,8 @@ def _not_yet(name: str):
     return method
 
 
-for _name in ("found_pairs", "iter_pairs", "for_each_pair", "for_each_neighbor", "query_knn",
-              "query_box", "query_ray"):
+for _name in ("found_pairs", "iter_pairs", "for_each_pair", "for_each_neighbor",
+              "query_ray"):
     setattr(WarpEngine, _name, _not_yet(_name))
 
 #: The Warp engines by ``algorithm`` (`_devices.choose_engine`).

@@ -5,8 +5,9 @@ CUDA GPU or for the CPU.
 queries read) and the cell arithmetic, written as in ``_kernels/cells.py`` so that a cell
 range, a run of cells and an image shift come out the same. ``build.py``: the build's
 passes (cell coordinates, sort keys, gathers, the table of occupied cells).
-``scan.py``: the one walk of a point's block of cells, and the count and fill kernels of
-the radius and pair queries on it.
+``scan.py``: the one walk of a point's (or a box's) block of cells, and the count and
+fill kernels of the radius, box and pair queries on it. ``knn.py``: the k-nearest search,
+ring by ring of cells, each query's heap in its own output row.
 
 Every module takes `MODULE_OPTIONS`: ``fuse_fp`` off, so that the CUDA compiler does not
 contract ``a * b + c`` into a fused multiply-add, which rounds once where the CPU engine

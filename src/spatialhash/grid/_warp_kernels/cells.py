@@ -33,7 +33,8 @@ class DeviceGrid:
 
     ``points``: the sorted points, padded to three axes; ``cell_start``: shape
     (n_occupied + 1,); ``cell_coords``: shape (n_occupied, 3), in row-major order;
-    ``origin``, ``inv_cell_size``, ``n_cells``, ``box``, ``half_box`` as in `GridState`.
+    ``origin``, ``cell_size``, ``inv_cell_size``, ``n_cells``, ``box``, ``half_box`` as
+    in `GridState`.
     """
 
     points: wp.array(dtype=wp.vec3d)
@@ -41,6 +42,7 @@ class DeviceGrid:
     cell_coords: wp.array2d(dtype=wp.int64)
     n_occupied: wp.int64
     origin: wp.vec3d
+    cell_size: wp.vec3d
     inv_cell_size: wp.vec3d
     n_cells: wp.vec3l
     box: wp.vec3d
@@ -97,12 +99,19 @@ def axis_range(n_cells: wp.int64, box: wp.float64, lower_u: wp.float64,
 
 
 @wp.func
+def cell_tolerance(u_magnitude: wp.float64) -> wp.float64:
+    """Widening, in cell units, of a query bound whose cell coordinate is ``u_magnitude``
+    (`cells.cell_tolerance`)."""
+    return _ABSOLUTE_TOLERANCE + wp.abs(u_magnitude) * _RELATIVE_TOLERANCE
+
+
+@wp.func
 def axis_reach(grid: DeviceGrid, axis: int, x: wp.float64, reach: wp.float64):
     """`axis_range` of the cells within ``reach`` of coordinate ``x`` on ``axis``, widened
     by the tolerance of `cells.query_cell_range`."""
     u = (x - grid.origin[axis]) * grid.inv_cell_size[axis]
     u_reach = reach * grid.inv_cell_size[axis]
-    tolerance = _ABSOLUTE_TOLERANCE + (wp.abs(u) + u_reach) * _RELATIVE_TOLERANCE
+    tolerance = cell_tolerance(wp.abs(u) + u_reach)
     return axis_range(grid.n_cells[axis], grid.box[axis], u - u_reach - tolerance,
                       u + u_reach + tolerance)
 

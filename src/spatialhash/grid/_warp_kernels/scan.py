@@ -1,11 +1,13 @@
-"""The radius and pair queries: one thread per query (or per point), each walking the
-block of cells within its reach, counted in one pass and written in a second.
+"""The radius, box and pair queries: one thread per query (or per point, or per box),
+each walking the block of cells within its reach (or its box's), counted in one pass and
+written in a second.
 
 `walk` visits the block as the CPU engine's radius query does (`cells.gather_runs`): an
 empty block visits nothing; a block of more cells than are occupied visits the occupied
 cells in id order, each at its image in the block; any other block is read row by row of
 cells (z, then y), each row one run of contiguous sorted points per period it spans. So
-an unsorted row of `query_radius` lists its points in the CPU engine's order. Each
+an unsorted row of `query_radius` or `query_box` lists its points in the CPU engine's
+order (a box's block is `box.box_cell_range`'s, its test `box.box_scan_boxes`'s). Each
 candidate's squared distance is `cells.displacement_d2` of the probe's centre minus the
 candidate, less the run's image shift, the arithmetic of the CPU engine.
 
@@ -32,8 +34,10 @@ import warp as wp
 from . import MODULE_OPTIONS
 from .cells import (
     DeviceGrid,
+    axis_range,
     axis_reach,
     block_volume,
+    cell_tolerance,
     displacement_d2,
     first_cell_at,
     image_shift,
@@ -50,7 +54,11 @@ wp.set_module_options(MODULE_OPTIONS)
 class Probe:
     """One search: its ``center``, its own sorted position ``s`` (-1 for a query), the
     squared radius ``r2`` (or, with per-point radii, its own ``radius``), the ``reach``
-    of its block of cells, and whether it ``write``s its row (else counts it)."""
+    of its block of cells, and whether it ``write``s its row (else counts it).
+
+    A box query (``in_box``) takes the points inside the closed box from ``lower`` over
+    ``width`` (``upper`` on open axes) instead, and its block of cells is the box's
+    (`box_axis_range`)."""
 
     center: wp.vec3d
     s: wp.int64
@@ -58,6 +66,10 @@ class Probe:
     radius: wp.float64
     reach: wp.float64
     write: wp.bool
+    in_box: wp.bool
+    lower: wp.vec3d
+    upper: wp.vec3d
+    width: wp.vec3d
 
 
 @wp.func
@@ -71,7 +83,26 @@ def new_probe(center: wp.vec3d, s: wp.int64, r2: wp.float64, radius: wp.float64,
     probe.radius = radius
     probe.reach = reach
     probe.write = write
+    probe.in_box = False
     return probe
+
+
+@wp.func
+def inside_box(grid: DeviceGrid, probe: Probe, x: wp.vec3d) -> wp.bool:
+    """Whether ``x`` lies in the probe's closed box, by `box.box_scan_boxes`'s tests:
+    ``lower <= x <= upper`` on an open axis; on a periodic one, ``x`` at most ``width``
+    past ``lower`` going up round the period, unless the box covers the whole period."""
+    for axis in range(3):
+        if wp.isinf(grid.box[axis]):
+            if not (probe.lower[axis] <= x[axis] and x[axis] <= probe.upper[axis]):
+                return False
+        elif probe.width[axis] < grid.box[axis]:
+            offset = x[axis] - probe.lower[axis]
+            if offset < wp.float64(0.0):
+                offset = offset + grid.box[axis]
+            if not (offset <= probe.width[axis]):
+                return False
+    return True
 
 
 @wp.func
@@ -80,7 +111,7 @@ def visit_run(grid: DeviceGrid, order: wp.array(dtype=Any), probe: Probe,
               half: wp.vec3d, position: wp.int64, out_indices: wp.array2d(dtype=Any),
               out_distances: wp.array(dtype=wp.float64)) -> wp.int64:
     """Count, or write from ``position``, the points of the run ``run = (start, end)``
-    within reach of the probe; returns the position after them.
+    within reach of the probe (or in its box); returns the position after them.
 
     Within reach: squared distance ``<= r2``, or with ``radii`` (not empty) ``<= (radius
     + radii[t]) ** 2``, the CPU engine's tests. A row of two columns is a pair, written
@@ -90,12 +121,19 @@ def visit_run(grid: DeviceGrid, order: wp.array(dtype=Any), probe: Probe,
     with_radii = radii.shape[0] > 0
     with_distances = out_distances.shape[0] > 0
     while t < run[1]:
-        d2 = displacement_d2(probe.center, grid.points[t], shift, grid, half)
-        limit2 = probe.r2
-        if with_radii:
-            limit = probe.radius + radii[t]
-            limit2 = limit * limit
-        if d2 <= limit2:
+        d2 = wp.float64(0.0)
+        hit = wp.bool(False)
+        if probe.in_box:
+            # The wrapped coordinates themselves: a box test takes no image shift.
+            hit = inside_box(grid, probe, grid.points[t])
+        else:
+            d2 = displacement_d2(probe.center, grid.points[t], shift, grid, half)
+            limit2 = probe.r2
+            if with_radii:
+                limit = probe.radius + radii[t]
+                limit2 = limit * limit
+            hit = d2 <= limit2
+        if hit:
             if probe.write:
                 if out_indices.shape[1] == 2:
                     own = order[probe.s]
@@ -112,17 +150,56 @@ def visit_run(grid: DeviceGrid, order: wp.array(dtype=Any), probe: Probe,
 
 
 @wp.func
+def box_axis_range(grid: DeviceGrid, axis: int, lower: wp.float64, upper: wp.float64,
+                   width: wp.float64):
+    """The cells ``(first, last)`` of a box on ``axis`` (`box.box_cell_range`): exact on an
+    open axis, where the cell coordinate is monotone in ``x``; on a periodic one from
+    ``lower`` over ``width``, widened by the cell tolerance at its far end."""
+    n_cells = grid.n_cells[axis]
+    box = grid.box[axis]
+    inv = grid.inv_cell_size[axis]
+    if wp.isinf(box):
+        return axis_range(n_cells, box, (lower - grid.origin[axis]) * inv,
+                          (upper - grid.origin[axis]) * inv)
+    if width >= box:
+        return wp.int64(0), n_cells - wp.int64(1)
+    u_lower = (lower - grid.origin[axis]) * inv
+    u_upper = (lower + width - grid.origin[axis]) * inv
+    tolerance = cell_tolerance(u_upper)
+    return axis_range(n_cells, box, u_lower - tolerance, u_upper + tolerance)
+
+
+@wp.func
+def probe_block(grid: DeviceGrid, probe: Probe):
+    """The probe's block of cells ``(first, last)``: its box's, or those within its
+    reach of its centre."""
+    first = wp.vec3l()
+    last = wp.vec3l()
+    for axis in range(3):
+        if probe.in_box:
+            lo, hi = box_axis_range(grid, axis, probe.lower[axis], probe.upper[axis],
+                                    probe.width[axis])
+        else:
+            lo, hi = axis_reach(grid, axis, probe.center[axis], probe.reach)
+        first[axis] = lo
+        last[axis] = hi
+    return first, last
+
+
+@wp.func
 def walk(grid: DeviceGrid, order: wp.array(dtype=Any), probe: Probe,
          radii: wp.array(dtype=wp.float64), position: wp.int64,
          out_indices: wp.array2d(dtype=Any),
          out_distances: wp.array(dtype=wp.float64)) -> wp.int64:
     """Visit the probe's block of cells (see the module docstring), counting or writing
     from ``position``; returns the position after its row."""
-    first_x, last_x = axis_reach(grid, 0, probe.center[0], probe.reach)
-    first_y, last_y = axis_reach(grid, 1, probe.center[1], probe.reach)
-    first_z, last_z = axis_reach(grid, 2, probe.center[2], probe.reach)
-    first = wp.vec3l(first_x, first_y, first_z)
-    last = wp.vec3l(last_x, last_y, last_z)
+    first, last = probe_block(grid, probe)
+    first_x = first[0]
+    first_y = first[1]
+    first_z = first[2]
+    last_x = last[0]
+    last_y = last[1]
+    last_z = last[2]
     volume = block_volume(first, last)
     if volume == wp.float64(0.0):
         return position
@@ -223,17 +300,18 @@ def sort_row(indices: wp.array2d(dtype=Any), distances: wp.array(dtype=wp.float6
 @wp.func
 def count_or_fill_row(grid: DeviceGrid, order: wp.array(dtype=Any), probe: Probe,
                       radii: wp.array(dtype=wp.float64), positions: wp.array(dtype=wp.int64),
-                      row: int, out_indices: wp.array2d(dtype=Any),
+                      row: int, sort: wp.bool, out_indices: wp.array2d(dtype=Any),
                       out_distances: wp.array(dtype=wp.float64)):
     """Walk ``probe``'s cells: count its hits into ``positions[row]``, or (``probe.write``)
-    write them from ``positions[row]``. Returns the row's ``(start, end)``."""
+    write them from ``positions[row]``, sorted by index with ``sort``."""
     start = wp.int64(0)
     if probe.write:
         start = positions[row]
     end = walk(grid, order, probe, radii, start, out_indices, out_distances)
     if not probe.write:
         positions[row] = end
-    return wp.vec2l(start, end)
+    elif sort:
+        sort_row(out_indices, out_distances, start, end)
 
 
 @wp.kernel
@@ -248,10 +326,28 @@ def radius_rows(grid: DeviceGrid, order: wp.array(dtype=Any),
     radius = query_radii[q]
     probe = new_probe(queries[q], wp.int64(-1), radius * radius, wp.float64(0.0), radius,
                       write)
-    row = count_or_fill_row(grid, order, probe, no_radii, positions, q, out_indices,
-                            out_distances)
-    if write and sort:
-        sort_row(out_indices, out_distances, row[0], row[1])
+    count_or_fill_row(grid, order, probe, no_radii, positions, q, sort, out_indices,
+                      out_distances)
+
+
+@wp.kernel
+def box_rows(grid: DeviceGrid, order: wp.array(dtype=Any), lowers: wp.array(dtype=wp.vec3d),
+             uppers: wp.array(dtype=wp.vec3d), widths: wp.array(dtype=wp.vec3d),
+             no_floats: wp.array(dtype=wp.float64), write: wp.bool, sort: wp.bool,
+             positions: wp.array(dtype=wp.int64), out_indices: wp.array2d(dtype=Any)):
+    """Count (``positions[q]`` receives the row length) or write row ``q`` of a box query
+    from ``positions[q]``, sorted by index with ``sort``: the points in the closed box
+    from ``lowers[q]`` (wrapped into the period) to ``uppers[q]``, ``widths[q]`` apart
+    before wrapping. ``no_floats`` is empty: no radii, no distances."""
+    q = wp.tid()
+    probe = new_probe(lowers[q], wp.int64(-1), wp.float64(0.0), wp.float64(0.0),
+                      wp.float64(0.0), write)
+    probe.in_box = True
+    probe.lower = lowers[q]
+    probe.upper = uppers[q]
+    probe.width = widths[q]
+    count_or_fill_row(grid, order, probe, no_floats, positions, q, sort, out_indices,
+                      no_floats)
 
 
 @wp.kernel
@@ -267,10 +363,12 @@ def pair_rows(grid: DeviceGrid, order: wp.array(dtype=Any), radii: wp.array(dtyp
     if radii.shape[0] > 0:
         radius = radii[s]
     probe = new_probe(grid.points[s], wp.int64(s), r2, radius, reach, write)
-    count_or_fill_row(grid, order, probe, radii, positions, s, out_indices, out_distances)
+    count_or_fill_row(grid, order, probe, radii, positions, s, False, out_indices,
+                      out_distances)
 
 
 # The int32 overloads, compiled with the module (see the module docstring).
 _INDEX32 = {"order": wp.array(dtype=wp.int32), "out_indices": wp.array2d(dtype=wp.int32)}
 wp.overload(radius_rows, _INDEX32)
 wp.overload(pair_rows, _INDEX32)
+wp.overload(box_rows, _INDEX32)
