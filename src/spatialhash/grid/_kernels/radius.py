@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numba import prange
 
-from ..._config import jit, jit_inline, jit_parallel
+from ..._config import jit, jit_parallel
 from ..._kernels.cells import (
     gather_runs,
     query_cell_range,
@@ -36,92 +36,21 @@ from .blocks import block_buffers, gather_block, row_slice
 QUERIES_PER_CHUNK = 64
 
 
-@jit_inline
-def scan_runs(state, point, r2, first, last, half, scratch, out, position, write):
-    """Count (from ``position``) or write at ``position`` the points within ``sqrt(r2)`` of
-    ``point`` in cells ``first .. last``, read as `cells.gather_runs`' runs: the path of
-    queries whose cells wrap around a periodic axis or are too many for a block.
-
-    ``scratch`` is ``(run_bounds, run_shifts, run_d2, hit_k)``, grown as needed, ``out``
-    ``(out_indices, out_distances)``. Returns the scratch and the position after the hits.
-    Inlined and called once per query on this path only: the block path, which most
-    queries take, keeps its loops in `radius_scan_queries` (a call there costs a reference
-    count per array per query).
-    """
-    points, order, n_cells, box_axis = state.points, state.order, state.n_cells, state.box
-    run_bounds, run_shifts, run_d2, hit_k = scratch
-    out_indices, out_distances = out
-    qx, qy, qz = point
-    want_distances = out_distances.shape[0] > 0
-    box3 = (box_axis[0], box_axis[1], box_axis[2])
-    use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last, half)
-    half3 = (half[0], half[1], half[2])
-    needed = runs_capacity(first, last, state.cell_coords.shape[0])
-    if needed > run_bounds.shape[0]:
-        run_bounds, run_shifts = run_buffers(needed)
-    n_runs = gather_runs(n_cells, box_axis, state.cell_coords, state.cell_start,
-                         state.dense_start, state.hash_keys, state.hash_ids, first, last, False,
-                         (0, 0, 0), (run_bounds, run_shifts))
-    for r in range(n_runs):
-        shift = (run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2])
-        if not write and not use_min_image:
-            # Counting: branch-free, so LLVM vectorizes it. Unsigned bounds: see
-            # `cells.UNSIGNED_LOOPS`.
-            for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
-                d2 = displacement(qx, qy, qz, points[0, j], points[1, j], points[2, j], shift,
-                                  NO_BOX, NO_BOX, False)[3]
-                if d2 <= r2:
-                    position += 1
-            continue
-        # The distances first, in a loop LLVM vectorizes; then the hits picked out without
-        # a branch (one test-and-branch per candidate, mispredicted around every hit, made
-        # this pass 27% slower); then only the hits are written.
-        run_lo = run_bounds[r, 0]
-        n_run = run_bounds[r, 1] - run_lo
-        if n_run > run_d2.shape[0]:
-            run_d2 = np.empty(n_run, np.float64)
-            hit_k = np.empty(n_run, np.int64)
-        first_j = np.uint64(run_lo)
-        # Two loops, the image test out of the one that vectorizes.
-        if use_min_image:
-            for k in range(np.uint64(0), np.uint64(n_run)):
-                j = first_j + k
-                run_d2[k] = displacement(qx, qy, qz, points[0, j], points[1, j], points[2, j],
-                                         shift, box3, half3, True)[3]
-        else:
-            for k in range(np.uint64(0), np.uint64(n_run)):
-                j = first_j + k
-                run_d2[k] = displacement(qx, qy, qz, points[0, j], points[1, j], points[2, j],
-                                         shift, NO_BOX, NO_BOX, False)[3]
-        n_hits = 0
-        for k in range(n_run):
-            hit_k[n_hits] = k
-            n_hits += 1 if run_d2[k] <= r2 else 0
-        if write:
-            for h in range(n_hits):
-                k = hit_k[h]
-                out_indices[position + h] = order[run_lo + k]
-                if want_distances:
-                    out_distances[position + h] = math.sqrt(run_d2[k])
-        position += n_hits
-    return (run_bounds, run_shifts, run_d2, hit_k), position
-
-
 @jit
 def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, positions, out_indices,
                         out_distances, write, sort_rows):
     """Sequential kernel of `radius_scan` over queries ``visit_order[t_lo:t_hi]``.
 
     Differences to a run's points are ``(q - x) - shift`` (see `cells`), with the minimum image
-    per pair on whole periodic axes. The block path's loops are written out here: a helper
-    call passing arrays costs an atomic reference-count update per array, per query;
-    queries off that path go to `scan_runs`.
+    per pair on whole periodic axes. The distance loops are written out here: a helper call
+    passing arrays costs an atomic reference-count update per array.
     """
     points, order, cell_start = state.points, state.order, state.cell_start
     cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
     dense_start, hash_keys, hash_ids = state.dense_start, state.hash_keys, state.hash_ids
     origin, inv_cell_size = state.origin, state.inv_cell_size
     box_x, box_y, box_z = box_axis[0], box_axis[1], box_axis[2]
+    box3 = (box_x, box_y, box_z)
     want_distances = out_distances.shape[0] > 0
     first = np.empty(3, np.int64)
     last = np.empty(3, np.int64)
@@ -214,10 +143,58 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
                 sort_row(out_indices, out_distances, start, start + n_hits, sort_keys,
                          sort_values)
             continue
+        use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last, half)
+        half3 = (half[0], half[1], half[2])
+        needed = runs_capacity(first, last, n_occupied)
+        if needed > run_bounds.shape[0]:
+            run_bounds, run_shifts = run_buffers(needed)
+        n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start, hash_keys,
+                             hash_ids, first, last, False, (0, 0, 0), (run_bounds, run_shifts))
         start = positions[q] if write else 0
-        (run_bounds, run_shifts, run_d2, hit_k), position = scan_runs(
-            state, (qx, qy, qz), radii[q] * radii[q], first, last, half,
-            (run_bounds, run_shifts, run_d2, hit_k), (out_indices, out_distances), start, write)
+        position = start
+        r2 = radii[q] * radii[q]
+        for r in range(n_runs):
+            shift = (run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2])
+            if not write and not use_min_image:
+                # Counting: branch-free, so LLVM vectorizes it. Unsigned bounds: see
+                # `cells.UNSIGNED_LOOPS`.
+                for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
+                    d2 = displacement(qx, qy, qz, points[0, j], points[1, j], points[2, j], shift,
+                                      NO_BOX, NO_BOX, False)[3]
+                    if d2 <= r2:
+                        position += 1
+                continue
+            # The distances first, in a loop LLVM vectorizes; then the hits picked out
+            # without a branch (one test-and-branch per candidate, mispredicted around
+            # every hit, made this pass 27% slower); then only the hits are written.
+            run_lo = run_bounds[r, 0]
+            n_run = run_bounds[r, 1] - run_lo
+            if n_run > run_d2.shape[0]:
+                run_d2 = np.empty(n_run, np.float64)
+                hit_k = np.empty(n_run, np.int64)
+            first_j = np.uint64(run_lo)
+            # Two loops, the image test out of the one that vectorizes.
+            if use_min_image:
+                for k in range(np.uint64(0), np.uint64(n_run)):
+                    j = first_j + k
+                    run_d2[k] = displacement(qx, qy, qz, points[0, j], points[1, j], points[2, j],
+                                             shift, box3, half3, True)[3]
+            else:
+                for k in range(np.uint64(0), np.uint64(n_run)):
+                    j = first_j + k
+                    run_d2[k] = displacement(qx, qy, qz, points[0, j], points[1, j], points[2, j],
+                                             shift, NO_BOX, NO_BOX, False)[3]
+            n_hits = 0
+            for k in range(n_run):
+                hit_k[n_hits] = k
+                n_hits += 1 if run_d2[k] <= r2 else 0
+            if write:
+                for h in range(n_hits):
+                    k = hit_k[h]
+                    out_indices[position + h] = order[run_lo + k]
+                    if want_distances:
+                        out_distances[position + h] = math.sqrt(run_d2[k])
+            position += n_hits
         if not write:
             positions[q] = position
         elif sort_rows:
