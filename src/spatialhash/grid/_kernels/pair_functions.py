@@ -55,6 +55,7 @@ from numba import prange
 
 from ..._config import _JIT_OPTIONS, _kernel
 from ..._kernels.cells import (
+    axis_range,
     gather_runs,
     query_cell_range,
     run_buffers,
@@ -67,11 +68,10 @@ from .pair_scan import (
     BOTH_ORDERS,
     GATHER_MIN_POINTS_PER_CELL,
     ONCE,
+    gather_near,
     half_stencil_scan,
-    runs_extent,
-    wrapping_ranges,
+    near_buffers,
 )
-from .pair_visits import gather_near, near_buffers
 
 #: Occupied cells handed to a thread at a time.
 CELLS_PER_CHUNK = 16
@@ -112,10 +112,13 @@ def _scan_kernel(over_cells, once=False):
         box3 = (box_axis[0], box_axis[1], box_axis[2])
         if over_cells:
             pair_r2, radii, reach_cells = params
+            with_radii = radii.shape[0] > 0
         else:
             queries, radii = params
-        with_radii = over_cells and radii.shape[0] > 0
-        first, last, half = np.empty(3, np.int64), np.empty(3, np.int64), np.empty(3, np.float64)
+            with_radii = False
+        first = np.empty(3, np.int64)
+        last = np.empty(3, np.int64)
+        half = np.empty(3, np.float64)
         run_bounds, run_shifts = run_buffers(32)
         run_d2 = np.empty(256, np.float64)
         n_occupied = cell_coords.shape[0]
@@ -125,25 +128,34 @@ def _scan_kernel(over_cells, once=False):
         hit_index = np.empty(256, np.int64)
         for item in range(lo, hi):
             if over_cells:
-                use_min_image, half3 = wrapping_ranges(state, item, reach_cells, first, last,
-                                                       half)
-                source_lo, source_hi, r2 = cell_start[item], cell_start[item + 1], pair_r2
+                for axis in range(3):
+                    first[axis], last[axis] = axis_range(
+                        n_cells[axis], box_axis[axis],
+                        float(cell_coords[item, axis] - reach_cells[axis]),
+                        float(cell_coords[item, axis] + reach_cells[axis]))
+                source_lo, source_hi = cell_start[item], cell_start[item + 1]
+                r2 = pair_r2
             else:
                 query_cell_range(state.origin, state.inv_cell_size, n_cells, box_axis,
                                  (queries[item, 0], queries[item, 1], queries[item, 2]),
                                  radii[item], first, last)
-                use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first,
-                                                last, half)
-                half3 = (half[0], half[1], half[2])
-                source_lo, source_hi, r2 = item, item + 1, radii[item] * radii[item]
+                source_lo, source_hi = item, item + 1
+                r2 = radii[item] * radii[item]
+            use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last,
+                                            half)
+            half3 = (half[0], half[1], half[2])
             needed = runs_capacity(first, last, n_occupied)
             if needed > run_bounds.shape[0]:
                 run_bounds, run_shifts = run_buffers(needed)
             n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start,
                                  hash_keys, hash_ids, first, last, False, (0, 0, 0),
                                  (run_bounds, run_shifts))
-            n_candidates, any_shift = runs_extent(run_bounds, run_shifts, n_runs)
-            shifted = use_min_image | any_shift
+            shifted = use_min_image
+            n_candidates = 0
+            for r in range(n_runs):
+                n_candidates += run_bounds[r, 1] - run_bounds[r, 0]
+                shifted |= (run_shifts[r, 0] != 0.0) | (run_shifts[r, 1] != 0.0) | (
+                    run_shifts[r, 2] != 0.0)
             if gather and not shifted:
                 # The candidates within reach of the box bounding the cell's points, copied
                 # next to each other in the order of the runs (`pair_scan.gather_near`).

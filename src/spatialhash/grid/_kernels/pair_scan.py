@@ -46,13 +46,11 @@ points per cell (register spills, most likely; the assembly was not checked). Th
 functions' kernels, compiled anew for each ``fn``, are compiled once, gathering and
 checking the grid's density at run time.
 
-Shape. The walk finds each cell's runs (`dense_half_stencil` inline, else
-`wrapping_ranges` with `cells.gather_runs` or `runs_by_id`), and the visits of
-``pair_visits.py`` make the distance loops; all are inlined at numba's IR level. Arrays
-pass into them one by one and only scalars come back: a call that is not inlined costs
-numba an atomic reference-count update per array it passes, and a tuple of arrays built or
-returned for each cell costs reference counts that numba does not prune; on small cells
-either costs more than the distances.
+The distance loops are written out in the walk rather than in helpers: a call that passes
+arrays costs numba an atomic reference-count update per array, which in these loops cost
+more than the distances themselves; calling a helper for the inline runs (inlined or not)
+made the rows kernel 16-38% slower on small cells (200,000 points in 2-D with radii, one
+thread, versions alternated).
 """
 
 from __future__ import annotations
@@ -72,124 +70,93 @@ from ..._kernels.cells import (
     runs_capacity,
     wrap_whole_axes,
 )
-from ..._kernels.distance import NO_BOX
-from .pair_visits import (  # noqa: F401 (the consumers, named here for the scan's callers)
-    BOTH_ORDERS,
-    ONCE,
-    ROWS,
-    gather_near,
-    grown_outputs,
-    near_buffers,
-    visit_gathered,
-    visit_runs,
-)
+from ..._kernels.distance import NO_BOX, NO_SHIFT, displacement
 from .stencil import stencil_by_id
 
-#: ``images`` of a visit without image shifts or minimum images (`pair_visits`).
-NO_IMAGES = (NO_BOX, NO_BOX, False)
 #: Grids of at least this many points per occupied cell gather each cell's candidates
 #: into one run (see the module docstring).
 GATHER_MIN_POINTS_PER_CELL = 3.0
+#: The consumers of `half_stencil_scan` (see the module docstring).
+ROWS, BOTH_ORDERS, ONCE = "rows", "both orders", "once"
 
 
 @jit_inline
-def dense_half_stencil(cell_start, dense_start, a, center, n_cells, reach, run_bounds,
-                       run_shifts):
-    """The runs of cell ``a``'s half stencil in a dense grid, for a cell whose stencil wraps
-    no periodic axis, in the order of `cells.gather_runs`: the own row from cell ``a`` on,
-    the other rows of the own plane, then the planes after it. Returns how many; the
-    buffers must hold them all."""
-    cx, cy, cz = center
-    nx, ny, nz = n_cells
-    reach_x, reach_y, reach_z = reach
-    x_lo, x_hi = max(cx - reach_x, 0), min(cx + reach_x, nx - 1)
-    row = (cz * ny + cy) * nx
-    run_bounds[0, 0] = cell_start[a]
-    run_bounds[0, 1] = dense_start[row + x_hi + 1]
-    n_runs = 1
-    for z in range(cz, min(cz + reach_z, nz - 1) + 1):
-        for y in range(cy + 1 if z == cz else max(cy - reach_y, 0),
-                       min(cy + reach_y, ny - 1) + 1):
-            row = (z * ny + y) * nx
-            start, end = dense_start[row + x_lo], dense_start[row + x_hi + 1]
-            if end > start:
-                run_bounds[n_runs, 0], run_bounds[n_runs, 1] = start, end
-                n_runs += 1
+def gather_near(points, order, radii, r2, runs, own_start, own_end, keep_below, near):
+    """Copy the points of the runs ``runs = (run_bounds, n_runs)`` that lie within reach of
+    the box bounding the points ``own_start .. own_end - 1`` (one cell's) next to each
+    other, in the order of the runs, into ``near = (x, y, z, j, radii)``: coordinates,
+    original indices (``order``) and, ``radii`` not empty, radii; returns how many. The
+    buffers must hold every point of the runs. Within reach: ``sqrt(r2)``, or the cell's
+    largest radius plus the point's. Points before ``keep_below`` (the cell's own, for a
+    half stencil, whose index arithmetic counts on them) are kept whatever their distance.
+
+    A point left out is no pair of any point of the cell, in floating point too:
+    ``|x_i - x_j|`` rounds to at least what the distance to the box's face rounds to
+    (rounding is monotone), and so do the squares and sums. On 5,000 uniform points in
+    3-D, 54% of the other cells' points were copied (counted).
+    """
+    run_bounds, n_runs = runs
+    near_x, near_y, near_z, near_j, near_radii = near
+    with_radii = radii.shape[0] > 0
+    lo_x = hi_x = points[0, own_start]
+    lo_y = hi_y = points[1, own_start]
+    lo_z = hi_z = points[2, own_start]
+    largest_radius = 0.0
+    for i in range(own_start, own_end):
+        lo_x, hi_x = min(lo_x, points[0, i]), max(hi_x, points[0, i])
+        lo_y, hi_y = min(lo_y, points[1, i]), max(hi_y, points[1, i])
+        lo_z, hi_z = min(lo_z, points[2, i]), max(hi_z, points[2, i])
+        if with_radii:
+            largest_radius = max(largest_radius, radii[i])
+    limit2 = r2
+    keep_below = np.uint64(keep_below)
+    k = 0
     for r in range(n_runs):
-        run_shifts[r, 0] = run_shifts[r, 1] = run_shifts[r, 2] = 0.0
-    return n_runs
-
-
-@jit_inline
-def wrapping_ranges(state, a, reach_cells, first, last, half):
-    """Fill ``first``, ``last`` and ``half`` for cell ``a``'s stencil in the general case
-    (periodic images, sparse grids; `cells.axis_range`); returns ``(use_min_image,
-    half3)``: minimum images per pair where the range covers a whole periodic axis."""
-    cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
-    for axis in range(3):
-        first[axis], last[axis] = axis_range(n_cells[axis], box_axis[axis],
-                                             float(cell_coords[a, axis] - reach_cells[axis]),
-                                             float(cell_coords[a, axis] + reach_cells[axis]))
-    use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last, half)
-    return use_min_image, (half[0], half[1], half[2])
-
-
-@jit_inline
-def runs_by_id(state, a, first, last, found_cells, cell_shifts, run_bounds, run_shifts):
-    """The occupied cells ``b >= a`` of the cell box ``first..last``, each once, by id, as
-    runs, cell ``a`` first; returns how many. The buffers must hold `cells.cells_needed`
-    cells and one run more."""
-    cell_start = state.cell_start
-    n_found = gather_cells(state.n_cells, state.box, state.cell_coords, state.dense_lookup,
-                           state.hash_keys, state.hash_ids, first, last, found_cells,
-                           cell_shifts)
-    run_bounds[0, 0], run_bounds[0, 1] = cell_start[a], cell_start[a + 1]
-    run_shifts[0, 0] = run_shifts[0, 1] = run_shifts[0, 2] = 0.0
-    n_runs = 1
-    for f in range(n_found):
-        b = found_cells[f]
-        if b > a:
-            run_bounds[n_runs, 0] = cell_start[b]
-            run_bounds[n_runs, 1] = cell_start[b + 1]
-            for axis in range(3):
-                run_shifts[n_runs, axis] = cell_shifts[f, axis]
-            n_runs += 1
-    return n_runs
-
-@jit
-def dense_interior(n_cells, box, reach_cells):
-    """``(low, high, most_runs)``: the cells ``low <= (x, y, z) < high`` of a dense grid
-    whose half stencil wraps no periodic axis, whose runs `dense_half_stencil` finds, and
-    the most runs it finds for a cell. A periodic axis has ``2 * reach + 1`` cells or more
-    where it is used (else the pairs are found by id): cells ``reach`` from its ends do not
-    wrap; on an open axis no cell does."""
-    low = np.empty(3, np.int64)
-    high = np.empty(3, np.int64)
-    for axis in range(3):
-        margin = -n_cells[axis] if math.isinf(box[axis]) else reach_cells[axis]
-        low[axis], high[axis] = margin, n_cells[axis] - margin
-    most_runs = 1 + min(2 * reach_cells[1] + 1, n_cells[1]) * (
-        min(reach_cells[2], n_cells[2] - 1) + 1)
-    return (low[0], low[1], low[2]), (high[0], high[1], high[2]), most_runs
+        for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
+            px, py, pz = points[0, j], points[1, j], points[2, j]
+            near_x[k] = px
+            near_y[k] = py
+            near_z[k] = pz
+            # The original index: read in order here, once per cell, rather than at random
+            # for every pair (ad hoc, 5,000 points in 3-D, one thread, order alternated:
+            # 9% less time).
+            near_j[k] = order[j]
+            if with_radii:
+                near_radii[k] = radii[j]
+                limit = largest_radius + radii[j]
+                limit2 = limit * limit
+            ex = max(lo_x - px, px - hi_x, 0.0)
+            ey = max(lo_y - py, py - hi_y, 0.0)
+            ez = max(lo_z - pz, pz - hi_z, 0.0)
+            # Written unconditionally, kept only within reach.
+            within = ex * ex + ey * ey + ez * ez <= limit2
+            k += 1 if within | (j < keep_below) else 0
+    return k
 
 
 @jit
-def no_rows():
-    """Empty placeholders of the rows outputs, for the visitors that call functions."""
-    return np.empty(0, np.int64), np.empty((0, 2), np.int64), np.empty(0, np.float64)
+def near_buffers(size):
+    """Room for ``size`` gathered candidates: coordinates, original indices and radii."""
+    return (np.empty(size, np.float64), np.empty(size, np.float64), np.empty(size, np.float64),
+            np.empty(size, np.int64), np.empty(size, np.float64))
 
 
-@jit_inline
-def runs_extent(run_bounds, run_shifts, n_runs):
-    """``(points, shifted)``: how many points the first ``n_runs`` runs hold, and whether
-    any of them has an image shift."""
-    n_points = 0
-    shifted = False
-    for r in range(n_runs):
-        n_points += run_bounds[r, 1] - run_bounds[r, 0]
-        shifted |= (run_shifts[r, 0] != 0.0) | (run_shifts[r, 1] != 0.0) | (
-            run_shifts[r, 2] != 0.0)
-    return n_points, shifted
+@jit
+def grown_outputs(indices, distances, needed):
+    """Copies of the pair outputs with room for at least ``needed`` rows (doubling)."""
+    capacity = max(needed, 2 * indices.shape[0])
+    # Element loops, not slice assignment: numba compiles a shape-mismatch error message
+    # for every array slice assignment, seconds of cold compile (see `_config.jit`).
+    grown_indices = np.empty((capacity, 2), indices.dtype)
+    for row in range(indices.shape[0]):
+        grown_indices[row, 0] = indices[row, 0]
+        grown_indices[row, 1] = indices[row, 1]
+    grown_distances = distances
+    if distances.shape[0] > 0:
+        grown_distances = np.empty(capacity, np.float64)
+        for row in range(distances.shape[0]):
+            grown_distances[row] = distances[row]
+    return grown_indices, grown_distances
 
 
 def half_stencil_scan(gather, visitor):
@@ -223,19 +190,22 @@ def half_stencil_scan(gather, visitor):
     visits_rows = visitor == ROWS
     visits_fn = not visits_rows
     walks_by_id = visits_rows and not gather
+    calls_both = visitor == BOTH_ORDERS
 
     def scan(state, params, lo, hi, fn, args):
         points, order, cell_start = state.points, state.order, state.cell_start
         cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
-        box3 = (box_axis[0], box_axis[1], box_axis[2])
+        dense_lookup, dense_start = state.dense_lookup, state.dense_start
+        hash_keys, hash_ids = state.hash_keys, state.hash_ids
+        box_x, box_y, box_z = box_axis[0], box_axis[1], box_axis[2]
+        box3 = (box_x, box_y, box_z)
         r2, radii, reach_cells, cell_ranges = params
+        with_radii = radii.shape[0] > 0
         if visits_rows:
             cell_begin, positions, out_indices, out_distances, write, as_found = args
+            want_distances = out_distances.shape[0] > 0
             appending = write and positions.shape[0] == 0
-        else:  # no rows: placeholders for the visits' row arguments, never read
-            cell_begin, positions, out_indices, out_distances = 0, *no_rows()
-            write = appending = as_found = False
-        n_appended = 0
+            n_appended = 0
         run_bounds, run_shifts = run_buffers(32)
         found_cells, cell_shifts = cell_buffers(32)
         hit_index = np.empty(256, np.int64)
@@ -248,81 +218,261 @@ def half_stencil_scan(gather, visitor):
         sparse = False
         if visits_fn:
             sparse = cell_start[n_occupied] < GATHER_MIN_POINTS_PER_CELL * n_occupied
-        first, last, half = np.empty(3, np.int64), np.empty(3, np.int64), np.empty(3, np.float64)
+        first = np.empty(3, np.int64)
+        last = np.empty(3, np.int64)
+        half = np.empty(3, np.float64)
         # One strategy for every cell: mixing them would meet some pairs of cells twice.
         by_id = stencil_by_id(n_cells, box_axis, reach_cells, n_occupied)
         # In a dense grid, a cell whose stencil wraps no periodic axis (every cell when no
         # axis is periodic) finds its runs inline: the general path (ranges, images, probing)
         # cost as much a cell as the distance tests of a cell of a few points.
-        inline_runs = state.dense_start.shape[0] > 0 and not by_id
-        low, high, most_runs = dense_interior(n_cells, box_axis, reach_cells)
-        if inline_runs and most_runs > run_bounds.shape[0]:
-            run_bounds, run_shifts = run_buffers(most_runs)
-        dims = (n_cells[0], n_cells[1], n_cells[2])
-        reach = (reach_cells[0], reach_cells[1], reach_cells[2])
+        inline_runs = dense_start.shape[0] > 0 and not by_id
+        nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
+        reach_x, reach_y, reach_z = reach_cells[0], reach_cells[1], reach_cells[2]
+        # A periodic axis has 2 * reach + 1 cells or more here (else `by_id`): cells this
+        # far from its ends do not wrap.
+        wrap_x, wrap_y, wrap_z = (reach_x if not math.isinf(box_x) else -nx,
+                                  reach_y if not math.isinf(box_y) else -ny,
+                                  reach_z if not math.isinf(box_z) else -nz)
+        if inline_runs:
+            most_runs = 1 + min(2 * reach_y + 1, ny) * (min(reach_z, nz - 1) + 1)
+            if most_runs > run_bounds.shape[0]:
+                run_bounds, run_shifts = run_buffers(most_runs)
         for item in range(lo, hi):
             for a in range(cell_ranges[item, 0], cell_ranges[item, 1]):
                 center = (cell_coords[a, 0], cell_coords[a, 1], cell_coords[a, 2])
                 cx, cy, cz = center
-                if (inline_runs and low[0] <= cx < high[0] and low[1] <= cy < high[1]
-                        and low[2] <= cz < high[2]):
-                    use_min_image, half3 = False, NO_BOX
-                    n_runs = dense_half_stencil(cell_start, state.dense_start, a, center, dims,
-                                                reach, run_bounds, run_shifts)
+                if (inline_runs and wrap_x <= cx < nx - wrap_x and wrap_y <= cy < ny - wrap_y
+                        and wrap_z <= cz < nz - wrap_z):
+                    # The half stencil of `cells.gather_runs`, in its order: the own row
+                    # from cell a on, the other rows of the own plane, then the planes
+                    # after it.
+                    use_min_image = False
+                    half3 = NO_BOX
+                    x_lo, x_hi = max(cx - reach_x, 0), min(cx + reach_x, nx - 1)
+                    row = (cz * ny + cy) * nx
+                    run_bounds[0, 0] = cell_start[a]
+                    run_bounds[0, 1] = dense_start[row + x_hi + 1]
+                    n_runs = 1
+                    for z in range(cz, min(cz + reach_z, nz - 1) + 1):
+                        for y in range(cy + 1 if z == cz else max(cy - reach_y, 0),
+                                       min(cy + reach_y, ny - 1) + 1):
+                            row = (z * ny + y) * nx
+                            start, end = dense_start[row + x_lo], dense_start[row + x_hi + 1]
+                            if end > start:
+                                run_bounds[n_runs, 0], run_bounds[n_runs, 1] = start, end
+                                n_runs += 1
+                    for r in range(n_runs):
+                        run_shifts[r, 0] = run_shifts[r, 1] = run_shifts[r, 2] = 0.0
                 else:
-                    use_min_image, half3 = wrapping_ranges(state, a, reach_cells, first, last,
-                                                           half)
-                    # Only the rows kernel that reads in place walks by id (`_pair_search.
-                    # pair_kernel`; the functions' callers take the full stencil there):
-                    # pruned from the others, with the helpers it calls.
+                    for axis in range(3):
+                        first[axis], last[axis] = axis_range(
+                            n_cells[axis], box_axis[axis],
+                            float(center[axis] - reach_cells[axis]),
+                            float(center[axis] + reach_cells[axis]),
+                        )
+                    use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first,
+                                                    last, half)
+                    half3 = (half[0], half[1], half[2])
+                    # Only the rows kernel that reads in place runs by id (`_pair_search.
+                    # pair_kernel`; the functions' callers take the full stencil there): pruned
+                    # from the others, with the helpers it calls.
                     if walks_by_id and by_id:
+                        # The occupied cells b >= a, each once, by id, with cell a first.
                         needed = cells_needed(first, last, n_occupied)
                         if needed > found_cells.shape[0]:
                             found_cells, cell_shifts = cell_buffers(needed)
-                        if needed + 1 > run_bounds.shape[0]:
-                            run_bounds, run_shifts = run_buffers(needed + 1)
-                        n_runs = runs_by_id(state, a, first, last, found_cells, cell_shifts,
-                                            run_bounds, run_shifts)
+                        n_found = gather_cells(n_cells, box_axis, cell_coords, dense_lookup,
+                                               hash_keys, hash_ids, first, last, found_cells,
+                                               cell_shifts)
+                        if n_found + 1 > run_bounds.shape[0]:
+                            run_bounds, run_shifts = run_buffers(n_found + 1)
+                        run_bounds[0, 0], run_bounds[0, 1] = cell_start[a], cell_start[a + 1]
+                        run_shifts[0, 0] = run_shifts[0, 1] = run_shifts[0, 2] = 0.0
+                        n_runs = 1
+                        for f in range(n_found):
+                            b = found_cells[f]
+                            if b > a:
+                                run_bounds[n_runs, 0] = cell_start[b]
+                                run_bounds[n_runs, 1] = cell_start[b + 1]
+                                for axis in range(3):
+                                    run_shifts[n_runs, axis] = cell_shifts[f, axis]
+                                n_runs += 1
                     else:
                         needed = runs_capacity(first, last, n_occupied)
                         if needed > run_bounds.shape[0]:
                             run_bounds, run_shifts = run_buffers(needed)
                         n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start,
-                                             state.dense_start, state.hash_keys,
-                                             state.hash_ids, first, last, True, center,
-                                             (run_bounds, run_shifts))
-                n_candidates, any_shift = runs_extent(run_bounds, run_shifts, n_runs)
+                                             dense_start, hash_keys, hash_ids, first, last,
+                                             True, center, (run_bounds, run_shifts))
+                n_candidates = 0
                 # A cell with image shifts or minimum images scans its runs one by one.
-                shifted = use_min_image | sparse | any_shift if gather else True
+                shifted = True
+                if gather:
+                    shifted = use_min_image | sparse
+                for r in range(n_runs):
+                    n_candidates += run_bounds[r, 1] - run_bounds[r, 0]
+                    if gather:
+                        shifted |= (run_shifts[r, 0] != 0.0) | (run_shifts[r, 1] != 0.0) | (
+                            run_shifts[r, 2] != 0.0)
                 if n_candidates > hit_index.shape[0]:
                     hit_index = np.empty(n_candidates, np.int64)
                     hit_d2 = np.empty(n_candidates, np.float64)
-                c, position = a - cell_begin, 0
                 if visits_rows:
+                    c = a - cell_begin
                     if appending:
                         position = n_appended
-                        # Room for every candidate of every point of the cell.
-                        most = position + (cell_start[a + 1] - cell_start[a]) * n_candidates
-                        if most > out_indices.shape[0]:
-                            out_indices, out_distances = grown_outputs(out_indices,
-                                                                       out_distances, most)
-                    elif write:
-                        position = positions[c]
+                    else:
+                        position = positions[c] if write else 0
+                own_start, own_end = cell_start[a], cell_start[a + 1]
                 if gather and not shifted:
-                    # The candidates copied next to each other (the module docstring).
+                    # No image shifts: copy the runs' points next to each other once, so
+                    # that each point of cell a scans one long run (the candidates after it)
+                    # instead of a few short ones. The copy is paid once per cell, the scan
+                    # per point. Only the candidates within reach of the box bounding cell
+                    # a's points are copied (the own cell's points always: see
+                    # `gather_near`); the pairs and their order are unchanged.
                     if n_candidates > near[0].shape[0]:
                         near = near_buffers(n_candidates)
-                    own_end = cell_start[a + 1]
-                    n_near = gather_near(points, order, radii, r2, (run_bounds, n_runs),
-                                         cell_start[a], own_end, own_end, near)
-                    position = visit_gathered(
-                        state, params, near, hit_index, hit_d2, out_indices, out_distances,
-                        (a, n_near, position, write, as_found, NO_IMAGES), visitor, fn, args)
+                    near_x, near_y, near_z, near_j, near_radii = near
+                    n_candidates = gather_near(points, order, radii, r2, (run_bounds, n_runs),
+                                               own_start, own_end, own_end, near)
+                    # Run 0 starts at cell a: the candidates of its point i are the points
+                    # after it there, then the other runs, in the order of the run-by-run
+                    # loops below.
+                    for i in range(own_start, own_end):
+                        x, y, z = points[0, i], points[1, i], points[2, i]
+                        radius = radii[i] if with_radii else 0.0
+                        k_lo = np.uint64(i - own_start + 1)
+                        k_hi = np.uint64(n_candidates)
+                        n_hits = 0
+                        if visits_rows and not write:
+                            # Counting: branch-free, so LLVM vectorizes it.
+                            if with_radii:
+                                for k in range(k_lo, k_hi):
+                                    d2 = displacement(x, y, z, near_x[k], near_y[k], near_z[k],
+                                                      NO_SHIFT, NO_BOX, NO_BOX, False)[3]
+                                    limit = radius + near_radii[k]
+                                    if d2 <= limit * limit:
+                                        n_hits += 1
+                            else:
+                                for k in range(k_lo, k_hi):
+                                    d2 = displacement(x, y, z, near_x[k], near_y[k], near_z[k],
+                                                      NO_SHIFT, NO_BOX, NO_BOX, False)[3]
+                                    if d2 <= r2:
+                                        n_hits += 1
+                            position += n_hits
+                            continue
+                        # The distances in a loop LLVM vectorizes, then the hits picked out
+                        # without a branch (no test-and-branch to mispredict around every
+                        # hit).
+                        for k in range(k_lo, k_hi):
+                            hit_d2[k] = displacement(x, y, z, near_x[k], near_y[k], near_z[k],
+                                                     NO_SHIFT, NO_BOX, NO_BOX, False)[3]
+                        if with_radii:
+                            for k in range(k_lo, k_hi):
+                                limit = radius + near_radii[k]
+                                hit_index[n_hits] = k
+                                n_hits += 1 if hit_d2[k] <= limit * limit else 0
+                        else:
+                            for k in range(k_lo, k_hi):
+                                hit_index[n_hits] = k
+                                n_hits += 1 if hit_d2[k] <= r2 else 0
+                        if visits_fn:
+                            oi = np.int64(order[i])
+                            for h in range(n_hits):
+                                k = hit_index[h]
+                                oj, d2 = near_j[k], hit_d2[k]
+                                dx, dy, dz, _ = displacement(x, y, z, near_x[k], near_y[k],
+                                                             near_z[k], NO_SHIFT, NO_BOX,
+                                                             NO_BOX, False)
+                                fn(oi, oj, d2, dx, dy, dz, *args)
+                                if calls_both:
+                                    fn(oj, oi, d2, -dx, -dy, -dz, *args)
+                            continue
+                        if appending and position + n_hits > out_indices.shape[0]:
+                            out_indices, out_distances = grown_outputs(
+                                out_indices, out_distances, position + n_hits)
+                        oi = order[i]
+                        for h in range(n_hits):
+                            k = hit_index[h]
+                            oj = near_j[k]
+                            out_indices[position + h, 0] = oi if as_found else min(oi, oj)
+                            out_indices[position + h, 1] = oj if as_found else max(oi, oj)
+                            if want_distances:
+                                out_distances[position + h] = math.sqrt(hit_d2[k])
+                        position += n_hits
                 else:
-                    position = visit_runs(
-                        state, params, run_bounds, run_shifts, hit_index, hit_d2, out_indices,
-                        out_distances, (a, n_runs, position, write, as_found,
-                                        (box3, half3, use_min_image)), visitor, fn, args)
+                    # Run 0 starts at cell a: point i pairs with the points after it there.
+                    for i in range(own_start, own_end):
+                        x, y, z = points[0, i], points[1, i], points[2, i]
+                        radius = radii[i] if with_radii else 0.0
+                        n_hits = 0
+                        for r in range(n_runs):
+                            # Unsigned bounds: see the `cells` docstring.
+                            start = np.uint64(i + 1 if r == 0 else run_bounds[r, 0])
+                            end = np.uint64(run_bounds[r, 1])
+                            shift = (run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2])
+                            if visits_rows and not write and not use_min_image:
+                                # Counting: branch-free, so LLVM vectorizes it.
+                                if with_radii:
+                                    for j in range(start, end):
+                                        d2 = displacement(x, y, z, points[0, j], points[1, j],
+                                                          points[2, j], shift, NO_BOX, NO_BOX,
+                                                          False)[3]
+                                        limit = radius + radii[j]
+                                        if d2 <= limit * limit:
+                                            n_hits += 1
+                                else:
+                                    for j in range(start, end):
+                                        d2 = displacement(x, y, z, points[0, j], points[1, j],
+                                                          points[2, j], shift, NO_BOX, NO_BOX,
+                                                          False)[3]
+                                        if d2 <= r2:
+                                            n_hits += 1
+                                continue
+                            for j in range(start, end):
+                                d2 = displacement(x, y, z, points[0, j], points[1, j],
+                                                  points[2, j], shift, box3, half3,
+                                                  use_min_image)[3]
+                                if with_radii:
+                                    limit = radius + radii[j]
+                                    hit = d2 <= limit * limit
+                                else:
+                                    hit = d2 <= r2
+                                # Written unconditionally, kept only on a hit: no branch to
+                                # mispredict.
+                                hit_index[n_hits] = j
+                                hit_d2[n_hits] = d2
+                                n_hits += 1 if hit else 0
+                            if visits_fn:
+                                # Called run by run: the differences need the run's shift.
+                                oi = np.int64(order[i])
+                                for h in range(n_hits):
+                                    j = hit_index[h]
+                                    dx, dy, dz, _ = displacement(
+                                        x, y, z, points[0, j], points[1, j], points[2, j],
+                                        shift, box3, half3, use_min_image)
+                                    oj = np.int64(order[j])
+                                    fn(oi, oj, hit_d2[h], dx, dy, dz, *args)
+                                    if calls_both:
+                                        fn(oj, oi, hit_d2[h], -dx, -dy, -dz, *args)
+                                n_hits = 0
+                        if visits_rows:
+                            if appending and position + n_hits > out_indices.shape[0]:
+                                out_indices, out_distances = grown_outputs(
+                                    out_indices, out_distances, position + n_hits)
+                            if write:
+                                oi = order[i]
+                                for h in range(n_hits):
+                                    oj = order[hit_index[h]]
+                                    out_indices[position + h, 0] = oi if as_found else min(oi,
+                                                                                           oj)
+                                    out_indices[position + h, 1] = oj if as_found else max(oi,
+                                                                                           oj)
+                                    if want_distances:
+                                        out_distances[position + h] = math.sqrt(hit_d2[h])
+                            position += n_hits
                 if visits_rows:
                     if appending:
                         n_appended = position
