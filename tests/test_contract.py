@@ -32,7 +32,8 @@ smaller share of the hypothesis examples (`EXAMPLES`).
 
 The Warp engine on Warp's CPU device (``"warp-cpu"``, ``Grid(..., device="warp-cpu")``,
 when warp-lang is installed) runs the kernels the GPU runs; it has pairs, radius, count,
-k-nearest and box queries so far (`LACKS`).
+k-nearest and box queries so far (`LACKS`). With ``SPATIALHASH_TEST_CUDA=1`` the same
+engine on a CUDA GPU (``"warp-cuda"``) runs the suite too (`benchmarks/gpu_check.py`).
 
 The dynamic hash (``"dynamic"``) answers through ``dynamic_adapter.py``: a `DynamicHash`
 holding the points as objects whose ids are their indices, one hash query per row of
@@ -49,6 +50,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 
 import numba
 import numpy as np
@@ -84,6 +86,9 @@ if all(importlib.util.find_spec(name) for name in ("dask", "pandas", "pyarrow"))
 #: installed.
 if importlib.util.find_spec("warp"):
     ENGINES["warp-cpu"] = functools.partial(Grid, algorithm="grid", device="warp-cpu")
+    #: The same engine on a CUDA GPU, where Warp finds one (`benchmarks/gpu_check.py`).
+    if os.environ.get("SPATIALHASH_TEST_CUDA") == "1":
+        ENGINES["warp-cuda"] = functools.partial(Grid, algorithm="grid", device="cuda")
 
 #: What a test can need and an engine can lack: methods of `Grid` (``"query_knn"``
 #: included: every engine but one has it); ``"per-query
@@ -114,6 +119,8 @@ LACKS = {
     # them.
     "warp-cpu": frozenset({"iter_pairs", "query_ray"}),
 }
+if "warp-cuda" in ENGINES:
+    LACKS["warp-cuda"] = LACKS["warp-cpu"]
 assert all(lacks <= FEATURES for lacks in LACKS.values()), "see `FEATURES`"
 #: Known bugs, by (test, engine): that combination runs as a strict xfail, so the fix
 #: shows (as an unexpected pass) and the entry goes.
@@ -130,6 +137,8 @@ EXAMPLES = {name: max(10, settings.default.max_examples // len(CPU_ENGINES))
 EXAMPLES["dynamic"] = EXAMPLES["grid"]
 if "warp-cpu" in ENGINES:
     EXAMPLES["warp-cpu"] = EXAMPLES["grid"]
+if "warp-cuda" in ENGINES:
+    EXAMPLES["warp-cuda"] = EXAMPLES["grid"]
 if "dask" in ENGINES:
     EXAMPLES["dask"] = max(2, EXAMPLES["grid"] // 5)
 

@@ -1,0 +1,269 @@
+"""The Warp engine (`Grid(..., device="cuda")`) against its peers on the same device, and
+against spatialhash's CPU engine on the same machine.
+
+Run from the repository root::
+
+    python benchmarks/bench_gpu.py                       # "cuda" where Warp finds a GPU
+    python benchmarks/bench_gpu.py --sizes 100000 1000000 10000000
+    python benchmarks/bench_gpu.py --device warp-cpu --sizes 20000   # the kernels on the CPU
+
+Without a GPU the default device is ``warp-cpu`` (Warp's kernels compiled for the CPU) on
+small sizes: a check that the script and its peers run, not a GPU figure.
+
+Data and tasks
+--------------
+Uniform points in the unit cube and clustered points (`_common.clustered_points`), 3-D, a
+radius for 30 expected neighbours on the uniform points. Each task starts from the points
+in host memory and ends with the answer in host memory as NumPy arrays, as
+`Grid(points, ..., device=...)` returns them:
+
+- ``pairs``: build the grid and every pair within ``r`` (``query_pairs``);
+- ``radius``: build, then every point's neighbours within ``r`` as CSR rows
+  (``query_radius`` of the points themselves);
+- ``knn16``: build, then every point's 16 nearest (``query_knn``).
+
+Contenders
+----------
+- spatialhash on ``--device``;
+- spatialhash's CPU engine (numba, every thread of this machine);
+- Warp's ``HashGrid`` on the same device, float64 points, its cells of size ``r``, with a
+  count kernel, Warp's exclusive scan and a fill kernel (the two-pass pattern of the Warp
+  engine; ``HashGrid`` itself returns candidates only). ``pairs`` and ``radius`` only.
+
+Other GPU peers (vesin's CUDA path, NVIDIA ALCHEMI toolkit-ops, torch-cluster, FAISS,
+cuML) are listed with a note when they cannot be imported; none has an adapter here yet.
+
+Method
+------
+Before anything is timed, each contender's answer is compared with ours (``_common``'s
+checks: pairs and rows as sorted keys, equal, or differing only at distance ``r`` within
+rounding; k-nearest distances allclose and indices equal except at ties). A mismatch is
+printed, marked in the table, and makes the script exit with status 1. Each contender
+makes one untimed call first (Warp compiles or loads its kernels there). Times are
+medians over ``--repeat`` calls, each ended by ``wp.synchronize_device``; ratio = the
+contender's time / ours (above 1: the Warp engine is faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+try:
+    from . import _common as common
+except ImportError:  # run as a script, or loaded by path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import _common as common
+
+from spatialhash import Grid
+
+TASKS = ("pairs", "radius", "knn16")
+#: Importable names of the GPU peers without an adapter here.
+OTHER_PEERS = {"vesin (CUDA)": "vesin", "ALCHEMI toolkit-ops": "nvalchemiops",
+               "torch-cluster": "torch_cluster", "FAISS": "faiss", "cuML": "cuml"}
+
+
+def default_device() -> str:
+    """``"cuda"`` where Warp finds a GPU, else ``"warp-cpu"``."""
+    import warp as wp
+
+    wp.init()
+    return "cuda" if wp.get_cuda_device_count() > 0 else "warp-cpu"
+
+
+def warp_name(device: str) -> str:
+    """Warp's name of a spatialhash device."""
+    return "cpu" if device == "warp-cpu" else device
+
+
+def synchronize(device: str) -> None:
+    import warp as wp
+
+    wp.synchronize_device(warp_name(device))
+
+
+# ---------------------------------------------------------------------- spatialhash
+def ours(points: np.ndarray, r: float, task: str, device: str):
+    """``task`` by spatialhash on ``device`` (``"cpu"``: the CPU engine)."""
+    grid = Grid(points, cell_size=r, device=device)
+    if task == "pairs":
+        return grid.query_pairs(r)
+    if task == "radius":
+        return grid.query_radius(points, r)
+    return grid.query_knn(points, 16)
+
+
+def answer_keys(result, task: str, n: int):
+    """The normal form of an answer for `_common`'s checks."""
+    if task == "pairs":
+        return common.pair_keys(result.indices[:, 0], result.indices[:, 1], n,
+                                unordered=True)
+    if task == "radius":
+        return common.csr_keys(result.indptr, result.indices, n)
+    return result
+
+
+# ---------------------------------------------------------------------- Warp HashGrid
+_WARP_KERNELS = {}
+
+
+def warp_kernels():
+    """The count and fill kernels of the ``HashGrid`` peer, made on first use (importing
+    Warp only when the peer runs)."""
+    if _WARP_KERNELS:
+        return _WARP_KERNELS
+    import warp as wp
+
+    @wp.kernel
+    def count(grid: wp.uint64, points: wp.array(dtype=wp.vec3d), r: wp.float64,
+              half: wp.bool, counts: wp.array(dtype=wp.int32)):
+        i = wp.hash_grid_point_id(grid, wp.tid())
+        p = points[i]
+        n = wp.int32(0)
+        for j in wp.hash_grid_query(grid, p, r):
+            d = points[j] - p
+            if (not half or j > i) and wp.dot(d, d) <= r * r:
+                n += 1
+        counts[i] = n
+
+    @wp.kernel
+    def fill(grid: wp.uint64, points: wp.array(dtype=wp.vec3d), r: wp.float64,
+             half: wp.bool, starts: wp.array(dtype=wp.int32),
+             out: wp.array2d(dtype=wp.int32)):
+        i = wp.hash_grid_point_id(grid, wp.tid())
+        p = points[i]
+        k = starts[i]
+        for j in wp.hash_grid_query(grid, p, r):
+            d = points[j] - p
+            if (not half or j > i) and wp.dot(d, d) <= r * r:
+                out[k, 0] = i
+                out[k, 1] = j
+                k += 1
+
+    _WARP_KERNELS.update(count=count, fill=fill)
+    return _WARP_KERNELS
+
+
+def warp_hash_grid(points: np.ndarray, r: float, task: str, device: str):
+    """``pairs`` or ``radius`` with Warp's ``HashGrid``: rows ``(i, j)`` on the host,
+    ``i < j`` for pairs, every ``j`` (``i`` itself included) for radius rows."""
+    import warp as wp
+
+    kernels = warp_kernels()
+    name = warp_name(device)
+    n = points.shape[0]
+    on_device = wp.array(points, dtype=wp.vec3d, device=name)
+    dim = int(min(256, max(1, round((n / 4) ** (1 / 3)))))
+    grid = wp.HashGrid(dim, dim, dim, device=name, dtype=wp.float64)
+    grid.build(on_device, r)
+    half = task == "pairs"
+    counts = wp.empty(n, dtype=wp.int32, device=name)
+    wp.launch(kernels["count"], dim=n, inputs=[grid.id, on_device, r, half, counts],
+              device=name)
+    starts = wp.empty(n, dtype=wp.int32, device=name)
+    wp.utils.array_scan(counts, starts, inclusive=False)
+    total = int(starts.numpy()[-1] + counts.numpy()[-1]) if n else 0
+    out = wp.empty((total, 2), dtype=wp.int32, device=name)
+    wp.launch(kernels["fill"], dim=n, inputs=[grid.id, on_device, r, half, starts, out],
+              device=name)
+    return out.numpy()
+
+
+def warp_keys(rows: np.ndarray, task: str, n: int):
+    return common.pair_keys(rows[:, 0], rows[:, 1], n, unordered=task == "pairs")
+
+
+# ---------------------------------------------------------------------- one row
+def check(task, ours_result, theirs, points, r):
+    n = points.shape[0]
+    if task == "knn16":
+        return common.compare_knn(ours_result.indices, ours_result.distances,
+                                  theirs.indices, theirs.distances, points, points)
+    mine = answer_keys(ours_result, task, n)
+    return common.compare_keys(mine, theirs, r, points, points)
+
+
+def timed(call, device: str, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        synchronize(device)
+        times.append(time.perf_counter() - start)
+    return common.median(times)
+
+
+def run_row(name: str, points: np.ndarray, task: str, device: str, repeat: int) -> tuple:
+    """Our time and each contender's ``(label, seconds, check)`` on one data set."""
+    n = points.shape[0]
+    r = common.radius_for_neighbors_3d(n)
+    mine = ours(points, r, task, device)
+    our_s = timed(lambda: ours(points, r, task, device), device, repeat)
+    contenders = [("spatialhash, CPU engine",
+                   lambda: ours(points, r, task, "cpu"),
+                   lambda result: answer_keys(result, task, n))]
+    if task != "knn16":
+        contenders.append(("Warp HashGrid",
+                           lambda: warp_hash_grid(points, r, task, device),
+                           lambda rows: warp_keys(rows, task, n)))
+    results = []
+    for label, call, keys in contenders:
+        outcome = check(task, mine, keys(call()), points, r)
+        seconds = timed(call, device, repeat) if outcome.ok else float("nan")
+        results.append((label, seconds, outcome))
+    return our_s, results
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", help="cuda, cuda:N or warp-cpu (default: cuda where "
+                                         "Warp finds a GPU, else warp-cpu)")
+    parser.add_argument("--sizes", type=int, nargs="+",
+                        help="points (default: 1e5 1e6 1e7 on a GPU, 20,000 on warp-cpu)")
+    parser.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
+    parser.add_argument("--data", nargs="+", choices=("uniform", "clustered"),
+                        default=["uniform", "clustered"])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if importlib.util.find_spec("warp") is None:
+        print("bench_gpu needs warp-lang: pip install -e '.[gpu]'", file=sys.stderr)
+        return 2
+    device = args.device or default_device()
+    on_gpu = device.startswith("cuda")
+    sizes = args.sizes or ([100_000, 1_000_000, 10_000_000] if on_gpu else [20_000])
+    print(f"device: {device}; CPU: {common.cpu_model()}, {common.usable_cores()} cores")
+    for label, module in OTHER_PEERS.items():
+        found = importlib.util.find_spec(module) is not None
+        print(f"{label}: {'installed, no adapter here yet' if found else 'not installed'}")
+    rows, failed = [], False
+    for n in sizes:
+        for data in args.data:
+            points = (common.uniform_points(n, 3, args.seed) if data == "uniform"
+                      else common.clustered_points(n, args.seed))
+            for task in args.tasks:
+                our_s, results = run_row(data, points, task, device, args.repeat)
+                for label, seconds, outcome in results:
+                    failed |= not outcome.ok
+                    ratio = seconds / our_s if outcome.ok else float("nan")
+                    rows.append([f"{n:,}", data, task, common.format_seconds(our_s), label,
+                                 common.format_seconds(seconds), f"{ratio:.2f}x",
+                                 outcome.message])
+                print(f"{n:,} {data} {task}: done", file=sys.stderr, flush=True)
+    print(common.markdown_table(
+        ["points", "data", "task", f"spatialhash, {device} (s)", "contender",
+         "contender (s)", "ratio", "answer"], rows))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
