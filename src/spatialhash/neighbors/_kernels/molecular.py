@@ -1,0 +1,300 @@
+"""Molecular neighbour lists' rows: the pairs ``(i, j, S)`` within reach of the atoms of
+one or many systems, counted, then written straight into the arrays asked for.
+
+The atoms of every system are wrapped into their cell (``_images.py``) and binned once, in
+cubic bins at least as wide as the search radius laid over each system's wrapped atoms
+(`bin_atoms`). Atom ``i`` then scans, for each shift ``s`` of its range, the bins near
+``q = wrapped[i] - s @ cell``: an atom ``j`` there is ``j``'s image by ``s`` near ``i``.
+No image is ever stored: each atom's shifted positions are only queries, as many as the
+images the search needs (``_images.image_count``), and most atoms, those away from the
+faces of their cell, ask with ``s = 0`` only.
+
+A candidate whose wrapped distance to ``q`` is within the search radius (which has a
+margin, ``_images.SEARCH_MARGIN``, far above rounding, so nothing within reach is missed)
+becomes the row ``S = s + T[j] - T[i]``, with ``D = x[j] - x[i] + S @ cell`` computed from
+the caller's positions in the order of floating-point operations of
+``_images.pair_vectors`` and ``d`` from ``D`` as ``_images.vector_lengths`` computes it;
+the row is kept when ``d`` is within the pair's bound. So the rows, ``D`` and ``d`` are
+those of the former NumPy path to the bit.
+
+A count pass sizes each atom's rows and a fill pass writes them at offsets fixed by the
+counts; an atom is scanned by one thread in a fixed order (its shifts in lexicographic
+order, its bins in row-major order, a bin's atoms in increasing index), so the output is
+the same for any thread count. Arrays not asked for are passed with zero rows and never
+written. All systems of a batch go through one call; an atom only meets the atoms of its
+own system's bins.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numba import prange
+
+from ..._config import jit, jit_inline, jit_parallel
+
+#: Atoms handed to a thread at a time.
+ATOMS_PER_CHUNK = 64
+
+
+class MolecularState(NamedTuple):
+    """The arrays the kernels read, over all atoms ``n`` of all systems ``B`` in ``d``
+    dimensions. The per-atom arrays are in the caller's order.
+
+    Attributes
+    ----------
+    positions, wrapped : ndarray of float64, shape (n, d)
+        The caller's positions, and those wrapped into their cell.
+    wraps : ndarray of int64, shape (n, d)
+        ``T``: ``wrapped = positions + T @ cell``; 0 on open axes.
+    lower, upper : ndarray of int64, shape (n, d)
+        Each atom's range of query shifts per axis; 0 on open axes.
+    system : ndarray of int64, shape (n,)
+        The system of each atom.
+    radii : ndarray of float64, shape (n,) or (0,)
+        Per-atom radii (pairs within ``radii[i] + radii[j]``), or none (the reach).
+    vectors : ndarray of float64, shape (B, d, d)
+        The cell vectors of each system, as rows.
+    periodic : ndarray of bool, shape (B, d)
+    search : ndarray of float64, shape (B,)
+        Each system's search radius: its reach and margin.
+    origin : ndarray of float64, shape (B, d)
+        The lower corner of each system's bins.
+    inv_bin : ndarray of float64, shape (B,)
+        The reciprocal of each system's bin width.
+    n_bins : ndarray of int64, shape (B, d)
+        Bins per axis of each system.
+    bin_offset : ndarray of int64, shape (B + 1,)
+        System ``b``'s bins are ``bin_offset[b]:bin_offset[b + 1]``, row-major.
+    bin_start : ndarray of int64, shape (bin_offset[-1] + 1,)
+        The atoms of bin ``k`` are ``order[bin_start[k]:bin_start[k + 1]]``.
+    order : ndarray of int64, shape (n,)
+        The atoms by bin, in increasing index within a bin.
+    binned : ndarray of float64, shape (n, d)
+        ``wrapped[order]``.
+    """
+
+    positions: np.ndarray
+    wrapped: np.ndarray
+    wraps: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    system: np.ndarray
+    radii: np.ndarray
+    vectors: np.ndarray
+    periodic: np.ndarray
+    search: np.ndarray
+    origin: np.ndarray
+    inv_bin: np.ndarray
+    n_bins: np.ndarray
+    bin_offset: np.ndarray
+    bin_start: np.ndarray
+    order: np.ndarray
+    binned: np.ndarray
+
+
+@jit
+def bin_atoms(wrapped, system, origin, inv_bin, n_bins, bin_offset):
+    """``(bin_start, order, binned)`` of `MolecularState`: the atoms sorted by bin with a
+    stable counting sort, from their ``wrapped`` positions (n, d) and their systems'
+    bins (the fields of the same names)."""
+    n, n_dims = wrapped.shape
+    bin_of = np.empty(n, np.int64)
+    bin_start = np.zeros(bin_offset[-1] + 1, np.int64)
+    for i in range(n):
+        b = system[i]
+        linear = 0
+        for a in range(n_dims):
+            top = n_bins[b, a] - 1
+            k = math.floor((wrapped[i, a] - origin[b, a]) * inv_bin[b])
+            k = min(max(k, 0.0), float(top))  # clamped as floats: a far point's k is huge
+            linear = linear * n_bins[b, a] + int(k)
+        bin_of[i] = bin_offset[b] + linear
+        bin_start[bin_of[i] + 1] += 1
+    for k in range(1, bin_start.shape[0]):
+        bin_start[k] += bin_start[k - 1]
+    filled = bin_start[:-1].copy()
+    order = np.empty(n, np.int64)
+    binned = np.empty((n, n_dims), np.float64)
+    for i in range(n):
+        slot = filled[bin_of[i]]
+        filled[bin_of[i]] += 1
+        order[slot] = i
+        for a in range(n_dims):
+            binned[slot, a] = wrapped[i, a]
+    return bin_start, order, binned
+
+
+@jit_inline
+def _positive(shift, n_dims):
+    """Whether a half list keeps ``(i, i, shift)`` rather than ``(i, i, -shift)``
+    (``_images.half_rows``): the components sum to a positive number, or to zero with the
+    last non-zero one positive."""
+    total = 0
+    last = 0
+    for a in range(n_dims):
+        total += shift[a]
+        if shift[a] != 0:
+            last = shift[a]
+    return total > 0 or (total == 0 and last > 0)
+
+
+@jit_inline
+def _row(state, i, j, b, reach, full_list, out, row, scratch):
+    """Whether ``j`` seen from ``i`` at the query shift ``scratch[0]`` is a row of the
+    list, and if so its letters written at ``row`` of ``out`` (those with rows)."""
+    shifts, _, _, _, pair_shift, vector = scratch
+    n_dims = state.positions.shape[1]
+    zero = True
+    for a in range(n_dims):
+        pair_shift[a] = shifts[a] + state.wraps[j, a] - state.wraps[i, a]
+        zero = zero and pair_shift[a] == 0
+    if i == j and (zero or not (full_list or _positive(pair_shift, n_dims))):
+        return False
+    # D and d in the order of `pair_vectors` and `vector_lengths`: the difference, then
+    # the shift summed over the periodic axes in increasing order (its first term as it
+    # is, not added to 0.0, which would turn a -0.0 into 0.0), then added.
+    squared = 0.0
+    for a in range(n_dims):
+        value = state.positions[j, a] - state.positions[i, a]
+        shift = 0.0
+        started = False
+        for c in range(n_dims):
+            if state.periodic[b, c]:
+                term = pair_shift[c] * state.vectors[b, c, a]
+                shift = shift + term if started else term
+                started = True
+        if started:
+            value = value + shift
+        vector[a] = value
+        squared = value * value if a == 0 else squared + value * value
+    distance = math.sqrt(squared)
+    bound = reach if state.radii.shape[0] == 0 else state.radii[i] + state.radii[j]
+    if not distance <= bound:
+        return False
+    out_i, out_j, out_shifts, out_vectors, out_distances, out_systems = out
+    if out_i.shape[0]:
+        out_i[row] = i
+    if out_j.shape[0]:
+        out_j[row] = j
+    if out_shifts.shape[0]:
+        for a in range(n_dims):
+            out_shifts[row, a] = pair_shift[a]
+    if out_vectors.shape[0]:
+        for a in range(n_dims):
+            out_vectors[row, a] = vector[a]
+    if out_distances.shape[0]:
+        out_distances[row] = distance
+    if out_systems.shape[0]:
+        out_systems[row] = b
+    return True
+
+
+@jit_inline
+def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
+    """The rows of atom ``i`` at the query shift ``scratch[0]``, written from ``row``:
+    the atoms of the bins within the search radius of the shifted query, in row-major
+    order of bins (a run of bins along the last axis is one slice of ``order``). Returns
+    their number."""
+    shifts, query, first, last, _, _ = scratch
+    n_dims = state.positions.shape[1]
+    search = state.search[b]
+    inv_bin = state.inv_bin[b]
+    pad = 3 - n_dims  # bins padded to 3 axes in front, one bin wide
+    for a in range(3):
+        first[a] = 0
+        last[a] = 0
+    for a in range(n_dims):
+        value = state.wrapped[i, a]
+        for c in range(n_dims):
+            if shifts[c] != 0:
+                value -= shifts[c] * state.vectors[b, c, a]
+        query[a] = value
+        top = float(state.n_bins[b, a] - 1)
+        low = math.floor((value - search - state.origin[b, a]) * inv_bin)
+        high = math.floor((value + search - state.origin[b, a]) * inv_bin)
+        if high < 0.0 or low > top:
+            return 0
+        first[pad + a] = int(max(low, 0.0))
+        last[pad + a] = int(min(high, top))
+    width1 = state.n_bins[b, n_dims - 2] if n_dims >= 2 else 1
+    width2 = state.n_bins[b, n_dims - 1]
+    search2 = search * search
+    count = 0
+    for k0 in range(first[0], last[0] + 1):
+        for k1 in range(first[1], last[1] + 1):
+            base = state.bin_offset[b] + (k0 * width1 + k1) * width2
+            for t in range(state.bin_start[base + first[2]], state.bin_start[base + last[2] + 1]):
+                j = state.order[t]
+                if j < i and not full_list:
+                    continue
+                d2 = 0.0
+                for a in range(n_dims):
+                    delta = state.binned[t, a] - query[a]
+                    d2 += delta * delta
+                if d2 <= search2 and _row(state, i, j, b, reach, full_list, out, row + count,
+                                          scratch):
+                    count += 1
+    return count
+
+
+@jit
+def atom_rows(state, i, reach, full_list, out, row, scratch):
+    """The rows of atom ``i``, written from ``row`` (none with ``out``'s empty arrays):
+    its query shifts in lexicographic order, the last axis fastest. Returns their
+    number. A kernel of its own, not inlined, so that the count and fill passes share one
+    compiled scan (inlined into both, it doubled the first call's compile time)."""
+    shifts = scratch[0]
+    n_dims = state.positions.shape[1]
+    b = state.system[i]
+    for a in range(n_dims):
+        shifts[a] = state.lower[i, a]
+    count = 0
+    while True:
+        count += _shift_rows(state, i, b, reach, full_list, out, row + count, scratch)
+        a = n_dims - 1
+        while a >= 0 and shifts[a] == state.upper[i, a]:
+            shifts[a] = state.lower[i, a]
+            a -= 1
+        if a < 0:
+            return count
+        shifts[a] += 1
+
+
+@jit_inline
+def _scratch():
+    """A thread's buffers: the query shift, the query, the bins' first and last, the
+    pair's shift and its vector, three each."""
+    return (np.zeros(3, np.int64), np.zeros(3, np.float64), np.zeros(3, np.int64),
+            np.zeros(3, np.int64), np.zeros(3, np.int64), np.zeros(3, np.float64))
+
+
+@jit_parallel
+def pair_counts(state, reach, full_list):
+    """The number of rows of each atom (int64, (n,)): within ``reach`` (or the sum of the
+    radii), both directions or with ``full_list`` false each pair once."""
+    n, n_dims = state.positions.shape
+    counts = np.zeros(n, np.int64)
+    none = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty((0, n_dims), np.int64),
+            np.empty((0, n_dims), np.float64), np.empty(0, np.float64), np.empty(0, np.int64))
+    n_chunks = (n + ATOMS_PER_CHUNK - 1) // ATOMS_PER_CHUNK
+    for chunk in prange(n_chunks):
+        scratch = _scratch()
+        for i in range(chunk * ATOMS_PER_CHUNK, min(n, (chunk + 1) * ATOMS_PER_CHUNK)):
+            counts[i] = atom_rows(state, i, reach, full_list, none, 0, scratch)
+    return counts
+
+
+@jit_parallel
+def pair_fill(state, reach, full_list, starts, out):
+    """Write each atom's rows from ``starts[i]`` (the running sum of `pair_counts`) into
+    ``out``, ``(i, j, S, D, d, b)``: int64 (m,), int64 (m,), int64 (m, d), float64
+    (m, d), float64 (m,), int64 (m,), each with m rows or none (not asked for)."""
+    n = state.positions.shape[0]
+    n_chunks = (n + ATOMS_PER_CHUNK - 1) // ATOMS_PER_CHUNK
+    for chunk in prange(n_chunks):
+        scratch = _scratch()
+        for i in range(chunk * ATOMS_PER_CHUNK, min(n, (chunk + 1) * ATOMS_PER_CHUNK)):
+            atom_rows(state, i, reach, full_list, out, starts[i], scratch)
