@@ -72,8 +72,9 @@ class MolecularState(NamedTuple):
         The atoms of bin ``k`` are ``order[bin_start[k]:bin_start[k + 1]]``.
     order : ndarray of int64, shape (n,)
         The atoms by bin, in increasing index within a bin.
-    binned : ndarray of float64, shape (n, d)
-        ``wrapped[order]``.
+    binned : ndarray of float64, shape (3, n)
+        ``wrapped[order]``, one row per axis padded to three with zeros, so that the
+        candidates' distances are one fixed expression over contiguous rows.
     """
 
     positions: np.ndarray
@@ -117,13 +118,13 @@ def bin_atoms(wrapped, system, origin, inv_bin, n_bins, bin_offset):
         bin_start[k] += bin_start[k - 1]
     filled = bin_start[:-1].copy()
     order = np.empty(n, np.int64)
-    binned = np.empty((n, n_dims), np.float64)
+    binned = np.zeros((3, n), np.float64)
     for i in range(n):
         slot = filled[bin_of[i]]
         filled[bin_of[i]] += 1
         order[slot] = i
         for a in range(n_dims):
-            binned[slot, a] = wrapped[i, a]
+            binned[a, slot] = wrapped[i, a]
     return bin_start, order, binned
 
 
@@ -142,54 +143,28 @@ def _positive(shift, n_dims):
 
 
 @jit_inline
-def _row(state, i, j, b, reach, full_list, out, row, scratch):
-    """Whether ``j`` seen from ``i`` at the query shift ``scratch[0]`` is a row of the
-    list, and if so its letters written at ``row`` of ``out`` (those with rows)."""
-    shifts, _, _, _, pair_shift, vector = scratch
-    n_dims = state.positions.shape[1]
-    zero = True
-    for a in range(n_dims):
-        pair_shift[a] = shifts[a] + state.wraps[j, a] - state.wraps[i, a]
-        zero = zero and pair_shift[a] == 0
-    if i == j and (zero or not (full_list or _positive(pair_shift, n_dims))):
-        return False
-    # D and d in the order of `pair_vectors` and `vector_lengths`: the difference, then
-    # the shift summed over the periodic axes in increasing order (its first term as it
-    # is, not added to 0.0, which would turn a -0.0 into 0.0), then added.
+def _pair_vector(positions, vectors, periodic, i, j, b, pair_shift, vector):
+    """``D`` of the row ``(i, j, pair_shift)`` of system ``b``, into ``vector``, and its
+    squared length: in the order of the oracle (``tests/molecular_oracle.py``) and of the
+    former NumPy rows, the difference, then the shift summed over the periodic axes in
+    increasing order (its first term as it is, not added to 0.0, which would turn a -0.0
+    into 0.0), then added; the squares summed in axis order."""
+    n_dims = positions.shape[1]
     squared = 0.0
     for a in range(n_dims):
-        value = state.positions[j, a] - state.positions[i, a]
+        value = positions[j, a] - positions[i, a]
         shift = 0.0
         started = False
         for c in range(n_dims):
-            if state.periodic[b, c]:
-                term = pair_shift[c] * state.vectors[b, c, a]
+            if periodic[b, c]:
+                term = pair_shift[c] * vectors[b, c, a]
                 shift = shift + term if started else term
                 started = True
         if started:
             value = value + shift
         vector[a] = value
         squared = value * value if a == 0 else squared + value * value
-    distance = math.sqrt(squared)
-    bound = reach if state.radii.shape[0] == 0 else state.radii[i] + state.radii[j]
-    if not distance <= bound:
-        return False
-    out_i, out_j, out_shifts, out_vectors, out_distances, out_systems = out
-    if out_i.shape[0]:
-        out_i[row] = i
-    if out_j.shape[0]:
-        out_j[row] = j
-    if out_shifts.shape[0]:
-        for a in range(n_dims):
-            out_shifts[row, a] = pair_shift[a]
-    if out_vectors.shape[0]:
-        for a in range(n_dims):
-            out_vectors[row, a] = vector[a]
-    if out_distances.shape[0]:
-        out_distances[row] = distance
-    if out_systems.shape[0]:
-        out_systems[row] = b
-    return True
+    return squared
 
 
 @jit_inline
@@ -197,9 +172,14 @@ def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
     """The rows of atom ``i`` at the query shift ``scratch[0]``, written from ``row``:
     the atoms of the bins within the search radius of the shifted query, in row-major
     order of bins (a run of bins along the last axis is one slice of ``order``). Returns
-    their number."""
-    shifts, query, first, last, _, _ = scratch
-    n_dims = state.positions.shape[1]
+    their number. The arrays are taken out of their tuples before the loops: an access
+    inside them costs a reference count per candidate."""
+    shifts, query, first, last, pair_shift, vector = scratch
+    positions, wraps, radii = state.positions, state.wraps, state.radii
+    vectors, periodic, binned, order = state.vectors, state.periodic, state.binned, state.order
+    bin_start = state.bin_start
+    out_i, out_j, out_shifts, out_vectors, out_distances, out_systems = out
+    n_dims = positions.shape[1]
     search = state.search[b]
     inv_bin = state.inv_bin[b]
     pad = 3 - n_dims  # bins padded to 3 axes in front, one bin wide
@@ -210,7 +190,7 @@ def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
         value = state.wrapped[i, a]
         for c in range(n_dims):
             if shifts[c] != 0:
-                value -= shifts[c] * state.vectors[b, c, a]
+                value -= shifts[c] * vectors[b, c, a]
         query[a] = value
         top = float(state.n_bins[b, a] - 1)
         low = math.floor((value - search - state.origin[b, a]) * inv_bin)
@@ -222,21 +202,59 @@ def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
     width1 = state.n_bins[b, n_dims - 2] if n_dims >= 2 else 1
     width2 = state.n_bins[b, n_dims - 1]
     search2 = search * search
+    margin = search - reach
+    query_x, query_y, query_z = query[0], query[1], query[2]  # zeros past n_dims
+    with_radii = radii.shape[0] > 0
+    wants_shift = out_shifts.shape[0] > 0
+    wants_vector = out_vectors.shape[0] > 0 or out_distances.shape[0] > 0
     count = 0
     for k0 in range(first[0], last[0] + 1):
         for k1 in range(first[1], last[1] + 1):
             base = state.bin_offset[b] + (k0 * width1 + k1) * width2
-            for t in range(state.bin_start[base + first[2]], state.bin_start[base + last[2] + 1]):
-                j = state.order[t]
+            for t in range(bin_start[base + first[2]], bin_start[base + last[2] + 1]):
+                dx = binned[0, t] - query_x
+                dy = binned[1, t] - query_y
+                dz = binned[2, t] - query_z
+                d2 = dx * dx + dy * dy + dz * dz
+                if d2 > search2:
+                    continue
+                j = order[t]
                 if j < i and not full_list:
                     continue
-                d2 = 0.0
-                for a in range(n_dims):
-                    delta = state.binned[t, a] - query[a]
-                    d2 += delta * delta
-                if d2 <= search2 and _row(state, i, j, b, reach, full_list, out, row + count,
-                                          scratch):
-                    count += 1
+                bound = radii[i] + radii[j] if with_radii else reach
+                if with_radii and d2 > (bound + margin) * (bound + margin):
+                    continue
+                # Within the bound less the margin on the search's distance, the exact
+                # one is within the bound too (the margin is far above the rounding of
+                # either): its test is skipped, and its vector only made if asked for.
+                certain = bound > margin and d2 <= (bound - margin) * (bound - margin)
+                if i == j or wants_shift or wants_vector or not certain:
+                    zero = True
+                    for a in range(n_dims):
+                        pair_shift[a] = shifts[a] + wraps[j, a] - wraps[i, a]
+                        zero = zero and pair_shift[a] == 0
+                    if i == j and (zero or not (full_list or _positive(pair_shift, n_dims))):
+                        continue
+                    distance = 0.0
+                    if wants_vector or not certain:
+                        distance = math.sqrt(_pair_vector(positions, vectors, periodic, i, j,
+                                                          b, pair_shift, vector))
+                        if not (certain or distance <= bound):
+                            continue
+                at = row + count
+                count += 1
+                if out_i.shape[0]:
+                    out_i[at] = i
+                if out_j.shape[0]:
+                    out_j[at] = j
+                for a in range(n_dims if wants_shift else 0):
+                    out_shifts[at, a] = pair_shift[a]
+                for a in range(n_dims if out_vectors.shape[0] else 0):
+                    out_vectors[at, a] = vector[a]
+                if out_distances.shape[0]:
+                    out_distances[at] = distance
+                if out_systems.shape[0]:
+                    out_systems[at] = b
     return count
 
 
