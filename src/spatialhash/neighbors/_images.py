@@ -46,7 +46,14 @@ import numpy as np
 
 from .._config import threads
 from ._cells import CellGeometry
-from ._kernels.molecular import MolecularState, bin_atoms, pair_counts, pair_fill
+from ._kernels.molecular import (
+    MolecularState,
+    bin_atoms,
+    pair_counts,
+    pair_fill,
+    shift_ranges,
+    wrap_atoms,
+)
 
 #: The search radius exceeds the reach by this fraction of the largest coordinate, query
 #: or cell extent involved (plus the reach): rounding in the wrap, the queries and the
@@ -91,157 +98,107 @@ def batch_rows(positions: np.ndarray, cells: list[CellGeometry], offsets: np.nda
 
     Returns the arrays of the ``letters`` among ``"ijSDdb"`` (indices into ``positions``).
     ``names``: the caller's parameter that set the reach, how to show the reach, the name
-    of the cell, and whether this is a batch, for the refusal of more than `MAX_IMAGES`
-    images (`ValueError`)."""
-    parts = [_system_tables(positions[offsets[b]:offsets[b + 1]], cell, reach,
-                            _system_names(names, b)) for b, cell in enumerate(cells)]
-    state = _state(positions, cells, offsets, parts, radii)
+    of the cell, and whether this is a batch, for the refusals of points too far from
+    their cell and of more than `MAX_IMAGES` images (`ValueError`)."""
     n, n_dims = positions.shape
+    state = _state(positions, cells, offsets, reach, radii, names)
     with threads(None):
-        counts = pair_counts(state, reach, bool(full_list))
+        counts = pair_counts(state, reach, full_list)
         starts = np.cumsum(counts) - counts
         m = int(counts.sum())
         out = tuple(np.empty((m if letter in letters else 0,) + ((n_dims,) if letter in "SD"
                                                                 else ()),
                              dtype=np.float64 if letter in "Dd" else np.int64)
                     for letter in KERNEL_LETTERS)
-        pair_fill(state, reach, bool(full_list), starts, out)
+        pair_fill(state, reach, full_list, starts, out)
     return {letter: array for letter, array in zip(KERNEL_LETTERS, out, strict=True)
             if letter in letters}
 
 
-def _system_names(names: tuple[str, str, str, bool], system: int) -> tuple[str, str, str]:
-    """The names a refusal gives for ``system``: the cell's with its index in a batch."""
-    parameter, seen, cell_name, batch = names
-    return parameter, seen, f"{cell_name}[{system}]" if batch else cell_name
-
-
-def _system_tables(positions: np.ndarray, cell: CellGeometry, reach: float,
-                   names: tuple[str, str, str]) -> tuple:
-    """One system's ``(wrapped, wraps, lower, upper, search, origin, bin_width, n_bins)``
-    (`MolecularState`; ``wraps``, ``lower``, ``upper`` with a column per axis, 0 on open
-    ones), after the checks of the wrap and of the image count."""
-    n, n_dims = positions.shape
-    full = np.zeros((3, n, n_dims), dtype=np.int64)  # wraps, lower, upper
-    if n == 0:
-        return positions, *full, 0.0, np.zeros(n_dims), 1.0, np.ones(n_dims, np.int64)
-    wrapped, wraps = _wrap(positions, cell)
-    scale = max(_largest(positions), _largest(wrapped), reach)
-    fractional = wrapped @ cell.dual.T
-    lower, upper = _image_ranges(fractional, cell, reach + SEARCH_MARGIN * scale)
-    _check_image_count(lower, upper, cell, reach, names)
-    # The queries reach as far from the cell as the images did: the margin grows with it.
-    farthest = np.maximum(-lower, upper).max(axis=0, initial=0.0) if len(cell.axes) else 0.0
-    extent = _largest(wrapped) + float(np.sum(
-        farthest * np.abs(cell.vectors[cell.axes]).max(axis=1, initial=0.0)))
-    search = reach + SEARCH_MARGIN * max(scale, extent)
-    full[0][:, cell.axes] = wraps
-    full[1][:, cell.axes], full[2][:, cell.axes] = _query_ranges(fractional, cell, search)
-    origin = wrapped.min(axis=0)
-    return (wrapped, *full, search, origin, *_bins(wrapped.max(axis=0) - origin, search, n))
-
-
-def _bins(extent: np.ndarray, search: float, n: int) -> tuple[float, np.ndarray]:
-    """``(bin_width, n_bins)``: cubic bins at least ``search`` wide over the ``extent``
-    of ``n`` points, widened until they number at most `BINS_PER_POINT` per point."""
-    width = search if search > 0.0 else 1.0  # every point at one place, reach 0
-    limit = BINS_PER_POINT * n + EXTRA_BINS
-    while True:
-        n_bins = np.floor(extent / width) + 1.0
-        total = float(np.prod(n_bins))
-        if total <= limit:
-            return width, n_bins.astype(np.int64)
-        width *= 1.01 * (total / limit) ** (1.0 / len(extent))
-
-
 def _state(positions: np.ndarray, cells: list[CellGeometry], offsets: np.ndarray,
-           parts: list[tuple], radii) -> MolecularState:
-    """The kernels' arrays of all systems (`MolecularState`), the atoms binned."""
-    columns = list(zip(*parts, strict=True))
-    wrapped, wraps, lower, upper = (np.concatenate(column) for column in columns[:4])
-    search, origin, bin_width, n_bins = (np.array(column) for column in columns[4:])
-    n_bins = n_bins.reshape(len(cells), -1)
-    origin = origin.reshape(n_bins.shape)
+           reach: float, radii, names: tuple[str, str, str, bool]) -> MolecularState:
+    """The kernels' arrays of all systems (`MolecularState`): the atoms wrapped, checked,
+    given their query shifts and binned, each system's search radius and bins."""
+    n, n_dims = positions.shape
+    n_systems = len(cells)
+    vectors = np.stack([cell.vectors for cell in cells])
+    periodic = np.stack([cell.periodic for cell in cells])
+    dual = np.zeros((n_systems, n_dims, n_dims))
+    widths = np.full((n_systems, n_dims), np.inf)  # open axes: a reach of 0 cells
+    for b, cell in enumerate(cells):
+        dual[b, cell.axes] = cell.dual
+        widths[b, cell.axes] = cell.widths
+    system = np.repeat(np.arange(n_systems, dtype=np.int64), np.diff(offsets))
+    (wraps, wrapped, fractional, farthest, low, high, largest, wrapped_min,
+     wrapped_max) = wrap_atoms(positions, system, vectors, periodic, dual, n_systems)
+    empty = np.diff(offsets) == 0
+    low[~periodic | empty[:, np.newaxis]] = 0.0
+    high[~periodic | empty[:, np.newaxis]] = 0.0
+    scale = np.maximum(largest, reach)
+    lower, upper = np.empty_like(wraps), np.empty_like(wraps)
+    # The queries reach as far from the cell as the images do (a shift at most the reach
+    # in cells and 2 beyond, the wrapped atoms spanning a cell): the margin grows with it.
+    check_cells = (reach + SEARCH_MARGIN * scale)[:, np.newaxis] / widths
+    extent = largest + ((check_cells + 2.0) * np.abs(vectors).max(axis=2)).sum(
+        axis=1, where=periodic)
+    search = reach + SEARCH_MARGIN * np.maximum(scale, extent)
+    counts = shift_ranges(fractional, system, low, high, check_cells,
+                          search[:, np.newaxis] / widths, lower, upper)
+    _check(cells, farthest, counts, reach, names)
+    origin = np.where(empty[:, np.newaxis], 0.0, wrapped_min)
+    bin_width, n_bins = _bins(np.where(empty[:, np.newaxis], 0.0, wrapped_max - origin),
+                              search, np.diff(offsets))
     inv_bin = 1.0 / bin_width
-    system = np.repeat(np.arange(len(cells), dtype=np.int64), np.diff(offsets))
     bin_offset = np.concatenate([[0], np.cumsum(np.prod(n_bins, axis=1))]).astype(np.int64)
     bin_start, order, binned = bin_atoms(wrapped, system, origin, inv_bin, n_bins, bin_offset)
     return MolecularState(
         positions, wrapped, wraps, lower, upper, system,
-        np.empty(0) if radii is None else radii,
-        np.stack([cell.vectors for cell in cells]), np.stack([cell.periodic for cell in cells]),
-        search, origin, inv_bin, n_bins, bin_offset, bin_start, order, binned)
+        np.empty(0) if radii is None else radii, vectors, periodic, search, origin, inv_bin,
+        n_bins, bin_offset, bin_start, order, binned)
 
 
-def _wrap(positions: np.ndarray, cell: CellGeometry) -> tuple[np.ndarray, np.ndarray]:
-    """The positions moved into the cell on its periodic axes, and the whole cells each
-    was moved by, ``T`` (int64, (n, p)): ``wrapped = x + T @ cell`` on those axes."""
-    if not len(cell.axes):
-        return positions, np.zeros((len(positions), 0), dtype=np.int64)
-    fractional = positions @ cell.dual.T
-    farthest = _largest(fractional)
-    if not farthest < MAX_CELLS_AWAY:
+def _bins(extent: np.ndarray, search: np.ndarray, n: np.ndarray
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """``(bin_width, n_bins)`` of each system: cubic bins at least ``search`` wide over
+    the ``extent`` (B, d) of its ``n`` points, widened until they number at most
+    `BINS_PER_POINT` per point (plus `EXTRA_BINS`)."""
+    width = np.where(search > 0.0, search, 1.0)  # 1.0: every point at one place, reach 0
+    limit = BINS_PER_POINT * n + EXTRA_BINS
+    while True:
+        n_bins = np.floor(extent / width[:, np.newaxis]) + 1.0
+        total = np.prod(n_bins, axis=1)
+        over = total > limit
+        if not over.any():
+            return width, n_bins.astype(np.int64)
+        width = np.where(over, width * 1.01 * (total / limit) ** (1.0 / extent.shape[1]),
+                         width)
+
+
+def _check(cells: list[CellGeometry], farthest: np.ndarray, counts: np.ndarray,
+           reach: float, names: tuple[str, str, str, bool]) -> None:
+    """Refuse the first system, in order, with points beyond `MAX_CELLS_AWAY` cells of the
+    origin or needing more than `MAX_IMAGES` images (see there why). A cell without
+    periodic axes asks none but each point's own position."""
+    refused = np.flatnonzero(~(farthest < MAX_CELLS_AWAY) | (counts > MAX_IMAGES))
+    for b in refused:
+        cell = cells[b]
+        if not farthest[b] < MAX_CELLS_AWAY:
+            raise ValueError(
+                f"`points` must lie within 2**30 cells of the origin along the periodic "
+                f"axes (farther, float64 keeps too little of a point's place in its cell); "
+                f"got a point {farthest[b]:.6g} cells away. Wrap the positions into the "
+                "cell first."
+            )
+        if not len(cell.axes):
+            continue
+        parameter, seen, cell_name, batch = names
+        cell_name = f"{cell_name}[{b}]" if batch else cell_name
+        widths = ", ".join(f"{width:.6g}" for width in cell.widths)
         raise ValueError(
-            f"`points` must lie within 2**30 cells of the origin along the periodic axes "
-            f"(farther, float64 keeps too little of a point's place in its cell); got a "
-            f"point {farthest:.6g} cells away. Wrap the positions into the cell first."
+            f"`{parameter}` and `{cell_name}` must need at most {MAX_IMAGES:,} periodic "
+            f"images of the points (at least {BYTES_PER_IMAGE} bytes each while the list is "
+            f"built); got {seen} in a cell {widths} wide across its periodic axes "
+            f"{cell.axes.tolist()}, which needs {counts[b]:,.0f} images "
+            f"({reach / cell.widths.min():,.1f} times the narrowest width). Check that the "
+            "cutoff and the cell are in the same units, or make a thin axis open (`pbc`)."
         )
-    wraps = -np.floor(fractional).astype(np.int64)
-    wrapped = positions.copy()
-    for column, axis in enumerate(cell.axes):
-        wrapped += wraps[:, column, np.newaxis] * cell.vectors[axis]
-    return wrapped, wraps
-
-
-def _image_ranges(fractional: np.ndarray, cell: CellGeometry, reach: float
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """``(lower, upper)``, float64 (n, p): the first and last shift of each wrapped point
-    (of ``fractional`` coordinates) on each periodic axis whose image lies within
-    ``reach`` (the search's, with its margin) of the range the wrapped points span on that
-    axis. Whole numbers kept as floats, so that a count too large for int64 is still
-    counted (`_check_image_count`)."""
-    cells = reach / cell.widths  # the reach in cells
-    lower = np.ceil(fractional.min(axis=0) - cells - fractional)
-    upper = np.floor(fractional.max(axis=0) + cells - fractional)
-    return lower, upper
-
-
-def _query_ranges(fractional: np.ndarray, cell: CellGeometry, reach: float
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """``(lower, upper)``, int64 (n, p): the first and last query shift ``s`` of each
-    wrapped point on each periodic axis, those for which some wrapped point's image by
-    ``s`` may lie within ``reach`` of it: `_image_ranges` seen from the other point."""
-    cells = reach / cell.widths
-    lower = np.ceil(fractional - cells - fractional.max(axis=0))
-    upper = np.floor(fractional + cells - fractional.min(axis=0))
-    return lower.astype(np.int64), upper.astype(np.int64)
-
-
-def image_count(lower: np.ndarray, upper: np.ndarray) -> float:
-    """The number of images (shifted queries) of the ranges of `_image_ranges`, as a
-    float (it may be far beyond int64)."""
-    return float(np.prod(upper - lower + 1.0, axis=1).sum())
-
-
-def _check_image_count(lower: np.ndarray, upper: np.ndarray, cell: CellGeometry,
-                       reach: float, names: tuple[str, str, str]) -> None:
-    """Refuse a search that would ask more than `MAX_IMAGES` images (see there why). A
-    cell without periodic axes asks none but each point's own position."""
-    count = image_count(lower, upper)
-    if count <= MAX_IMAGES or not len(cell.axes):
-        return
-    parameter, seen, cell_name = names
-    widths = ", ".join(f"{width:.6g}" for width in cell.widths)
-    raise ValueError(
-        f"`{parameter}` and `{cell_name}` must need at most {MAX_IMAGES:,} periodic images "
-        f"of the points (at least {BYTES_PER_IMAGE} bytes each while the list is built); got "
-        f"{seen} in a cell {widths} wide across its periodic axes {cell.axes.tolist()}, "
-        f"which needs {count:,.0f} images ({reach / cell.widths.min():,.1f} times the "
-        "narrowest width). Check that the cutoff and the cell are in the same units, or "
-        "make a thin axis open (`pbc`)."
-    )
-
-
-def _largest(values: np.ndarray) -> float:
-    """The largest magnitude in ``values``, 0 for none."""
-    return float(np.abs(values).max(initial=0.0))

@@ -97,6 +97,79 @@ class MolecularState(NamedTuple):
 
 
 @jit
+def wrap_atoms(positions, system, vectors, periodic, dual, n_systems):
+    """The atoms wrapped into their cells, with what the checks and the search need:
+    ``(wraps, wrapped, fractional, farthest, low, high, largest, wrapped_min,
+    wrapped_max)``.
+
+    Per atom: ``wraps`` (int64 (n, d), ``T``), ``-floor`` of the fractional coordinates
+    (``dual[b, a] @ x`` on periodic axis ``a``, 0 on open ones); ``wrapped`` (float64
+    (n, d)), ``x + T @ cell`` added axis by axis in increasing order; ``fractional``, those
+    of the wrapped atom. Per system: ``farthest``, the largest magnitude of a fractional
+    coordinate before the wrap; ``low`` and ``high`` (B, d), the wrapped atoms' range of
+    fractional coordinates; ``largest``, the largest magnitude of a coordinate before or
+    after the wrap; ``wrapped_min`` and ``wrapped_max`` (B, d), their bounding box. One
+    pass, in atom order: a system's reductions need no merge."""
+    n, n_dims = positions.shape
+    wraps = np.zeros((n, n_dims), np.int64)
+    wrapped = positions.copy()
+    fractional = np.zeros((n, n_dims), np.float64)
+    farthest = np.zeros(n_systems, np.float64)
+    largest = np.zeros(n_systems, np.float64)
+    low = np.full((n_systems, n_dims), np.inf)
+    high = np.full((n_systems, n_dims), -np.inf)
+    wrapped_min = np.full((n_systems, n_dims), np.inf)
+    wrapped_max = np.full((n_systems, n_dims), -np.inf)
+    for i in range(n):
+        b = system[i]
+        for a in range(n_dims):
+            if periodic[b, a]:
+                value = 0.0
+                for k in range(n_dims):
+                    value += dual[b, a, k] * positions[i, k]
+                farthest[b] = max(farthest[b], abs(value))
+                wraps[i, a] = -int(math.floor(value)) if abs(value) < 2.0**62 else 0
+                for k in range(n_dims):
+                    wrapped[i, k] += wraps[i, a] * vectors[b, a, k]
+        for a in range(n_dims):
+            largest[b] = max(largest[b], abs(positions[i, a]), abs(wrapped[i, a]))
+            wrapped_min[b, a] = min(wrapped_min[b, a], wrapped[i, a])
+            wrapped_max[b, a] = max(wrapped_max[b, a], wrapped[i, a])
+            if periodic[b, a]:
+                value = 0.0
+                for k in range(n_dims):
+                    value += dual[b, a, k] * wrapped[i, k]
+                fractional[i, a] = value
+                low[b, a] = min(low[b, a], value)
+                high[b, a] = max(high[b, a], value)
+    return wraps, wrapped, fractional, farthest, low, high, largest, wrapped_min, wrapped_max
+
+
+@jit
+def shift_ranges(fractional, system, low, high, check_cells, search_cells, lower, upper):
+    """Each atom's query shifts per axis, from ``ceil(f - k - high)`` to
+    ``floor(f + k - low)`` with ``k = search_cells[b]`` (the search radius in cells, 0 on
+    open axes), into ``lower`` and ``upper`` (int64 (n, d)); returns each system's image
+    count (float64 (B,)) at ``k = check_cells[b]``, from the images' side: the product
+    over axes of ``floor(high + k - f) - ceil(low - k - f) + 1``, summed (the same number
+    of shifts, seen from the other atom of each pair)."""
+    n, n_dims = fractional.shape
+    counts = np.zeros(low.shape[0], np.float64)
+    for i in range(n):
+        b = system[i]
+        product = 1.0
+        for a in range(n_dims):
+            f = fractional[i, a]
+            k = check_cells[b, a]
+            product *= math.floor(high[b, a] + k - f) - math.ceil(low[b, a] - k - f) + 1.0
+            k = search_cells[b, a]
+            lower[i, a] = int(math.ceil(f - k - high[b, a]))
+            upper[i, a] = int(math.floor(f + k - low[b, a]))
+        counts[b] += product
+    return counts
+
+
+@jit
 def bin_atoms(wrapped, system, origin, inv_bin, n_bins, bin_offset):
     """``(bin_start, order, binned)`` of `MolecularState`: the atoms sorted by bin with a
     stable counting sort, from their ``wrapped`` positions (n, d) and their systems'
