@@ -49,8 +49,7 @@ from ._cells import CellGeometry
 from ._kernels.molecular import (
     MolecularState,
     bin_atoms,
-    pair_counts,
-    pair_fill,
+    pair_rows,
     shift_ranges,
     wrap_atoms,
 )
@@ -103,16 +102,22 @@ def batch_rows(positions: np.ndarray, cells: list[CellGeometry], offsets: np.nda
     n, n_dims = positions.shape
     state = _state(positions, cells, offsets, reach, radii, names)
     with threads(None):
-        counts = pair_counts(state, reach, full_list)
+        none = _outputs("", 0, n_dims)
+        counts = pair_rows(state, reach, full_list, np.empty(0, np.int64), none)
         starts = np.cumsum(counts) - counts
-        m = int(counts.sum())
-        out = tuple(np.empty((m if letter in letters else 0,) + ((n_dims,) if letter in "SD"
-                                                                else ()),
-                             dtype=np.float64 if letter in "Dd" else np.int64)
-                    for letter in KERNEL_LETTERS)
-        pair_fill(state, reach, full_list, starts, out)
+        out = _outputs(letters, int(counts.sum()), n_dims)
+        pair_rows(state, reach, full_list, starts, out)
     return {letter: array for letter, array in zip(KERNEL_LETTERS, out, strict=True)
             if letter in letters}
+
+
+def _outputs(letters: str, m: int, n_dims: int) -> tuple[np.ndarray, ...]:
+    """The kernels' output arrays, ``"ijSDdb"``: m rows for the ``letters``, none for the
+    others."""
+    return tuple(np.empty((m if letter in letters else 0,) + ((n_dims,) if letter in "SD"
+                                                               else ()),
+                          dtype=np.float64 if letter in "Dd" else np.int64)
+                 for letter in KERNEL_LETTERS)
 
 
 def _state(positions: np.ndarray, cells: list[CellGeometry], offsets: np.ndarray,

@@ -363,29 +363,20 @@ def _scratch():
 
 
 @jit_parallel
-def pair_counts(state, reach, full_list):
-    """The number of rows of each atom (int64, (n,)): within ``reach`` (or the sum of the
-    radii), both directions or with ``full_list`` false each pair once."""
-    n, n_dims = state.positions.shape
-    counts = np.zeros(n, np.int64)
-    none = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty((0, n_dims), np.int64),
-            np.empty((0, n_dims), np.float64), np.empty(0, np.float64), np.empty(0, np.int64))
-    n_chunks = (n + ATOMS_PER_CHUNK - 1) // ATOMS_PER_CHUNK
-    for chunk in prange(n_chunks):
-        scratch = _scratch()
-        for i in range(chunk * ATOMS_PER_CHUNK, min(n, (chunk + 1) * ATOMS_PER_CHUNK)):
-            counts[i] = atom_rows(state, i, reach, full_list, none, 0, scratch)
-    return counts
-
-
-@jit_parallel
-def pair_fill(state, reach, full_list, starts, out):
-    """Write each atom's rows from ``starts[i]`` (the running sum of `pair_counts`) into
-    ``out``, ``(i, j, S, D, d, b)``: int64 (m,), int64 (m,), int64 (m, d), float64
-    (m, d), float64 (m,), int64 (m,), each with m rows or none (not asked for)."""
+def pair_rows(state, reach, full_list, starts, out):
+    """Each atom's rows within ``reach`` (or the sum of the radii), both directions or
+    with ``full_list`` false each pair once: their number per atom (int64, (n,)) is
+    returned, and with ``starts`` (the running sum of those numbers; (0,) to count only)
+    they are written from ``starts[i]`` into ``out``, ``(i, j, S, D, d, b)``: int64 (m,),
+    int64 (m,), int64 (m, d), float64 (m, d), float64 (m,), int64 (m,), each with m rows
+    or none (not asked for). One kernel for both passes: one parallel loop to compile."""
     n = state.positions.shape[0]
+    counts = np.zeros(n, np.int64)
+    fill = starts.shape[0] > 0
     n_chunks = (n + ATOMS_PER_CHUNK - 1) // ATOMS_PER_CHUNK
     for chunk in prange(n_chunks):
         scratch = _scratch()
         for i in range(chunk * ATOMS_PER_CHUNK, min(n, (chunk + 1) * ATOMS_PER_CHUNK)):
-            atom_rows(state, i, reach, full_list, out, starts[i], scratch)
+            counts[i] = atom_rows(state, i, reach, full_list, out, starts[i] if fill else 0,
+                                  scratch)
+    return counts
