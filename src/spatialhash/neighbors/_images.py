@@ -1,39 +1,46 @@
-"""The pairs of one or many systems within a cutoff, with their cell shifts: each system's
-atoms wrapped into its cell and binned, then each atom's rows found and written by the
-kernels of ``_kernels/molecular.py``, all systems in one call.
+"""The pairs of one or many systems within a cutoff, with their cell shifts, for all
+systems of a call at once: each atom's shifted positions searched among the atoms of its
+system wrapped into its cell, by the kernels of ``_kernels/molecular.py``.
 
 How
 ---
-1. Wrap. Each point's fractional coordinates along the periodic axes
+1. Wrap (`wrap_atoms`). Each point's fractional coordinates along the periodic axes
    (``CellGeometry.dual``) are floored to integers; the point is moved back by that many
    cell vectors (``T``, the point's wrap), into the cell. Open axes are left as they are.
-2. Shifts. Wrapped point ``i`` looks for the images of the wrapped points by every
-   integer shift ``s`` (on the periodic axes) that can bring one of them within reach:
-   with ``k = reach / width`` (``width`` the cell's perpendicular width across the axis)
-   and the wrapped points' fractional coordinates spanning ``[low, high]`` on the axis,
-   ``s`` runs from ``ceil(f_i - k - high)`` to ``floor(f_i + k - low)``. Point ``i``
-   then asks at ``q = wrapped[i] - s @ cell`` for each ``s``. On each axis a point asks
-   as many shifts as the former search made images of it (``floor(f - low + k) +
-   floor(high - f + k) + 1`` either way), so their total is `image_count`, and a search
-   that would ask more than `MAX_IMAGES` is refused with a `ValueError` before any work.
-3. Search. Each system's wrapped points are sorted into cubic bins at least as wide as
-   the search radius (the reach enlarged by a margin, `SEARCH_MARGIN` of the largest
-   coordinate involved, many orders of magnitude above the rounding of any of these
-   steps): each query scans the bins within that radius, a superset of the pairs within
-   reach.
-4. Rows. A hit of wrapped point ``i`` at shift ``s`` and wrapped point ``j`` is the pair
-   ``(i, j, S)`` with ``S = s + T[j] - T[i]``. Its vector ``D = x[j] - x[i] + S @ cell`` is
-   computed from the caller's positions, its distance from ``D``, and the row kept when
-   that distance is within the pair's bound: the decision is made on exactly the distance
-   returned, never on the search's.
+2. Shifts (`shift_ranges`). Wrapped point ``i`` asks for the images of the wrapped
+   points by every integer shift ``s`` (on the periodic axes) that can bring one of them
+   within reach: with ``k = reach / width`` (``width`` the cell's perpendicular width
+   across the axis) and the wrapped points' fractional coordinates spanning
+   ``[low, high]`` on the axis, ``s`` runs from ``ceil(f_i - k - high)`` to
+   ``floor(f_i + k - low)``; point ``i`` asks at ``q = wrapped[i] - s @ cell`` for each.
+   On each axis a point asks as many shifts as there are images of it within ``k`` of
+   ``[low, high]`` (``floor(f - low + k) + floor(high - f + k) + 1`` either way), so
+   their total is the number of images a search among materialized images would make;
+   it is counted first, from the images' side, and a system that would need more than
+   `MAX_IMAGES` is refused with a `ValueError` before any search.
+3. Search (`bin_atoms`, `pair_rows`). Each system's wrapped points are sorted into cubic
+   bins as wide as the search radius (the reach enlarged by a margin, `SEARCH_MARGIN` of
+   the largest coordinate involved, many orders of magnitude above the rounding of any
+   of these steps): each query scans the bins within that radius, a superset of the
+   pairs within reach.
+4. Rows (`pair_rows`). A hit of wrapped point ``i`` at shift ``s`` and wrapped point
+   ``j`` is the pair ``(i, j, S)`` with ``S = s + T[j] - T[i]``. Its vector
+   ``D = x[j] - x[i] + S @ cell`` is computed from the caller's positions, its distance
+   from ``D``, and the row kept when that distance is within the pair's bound: the
+   decision is made on the distance returned, never on the search's, except where the
+   search's is within the bound less the margin (the returned one then is too, by far
+   more than rounding, and is not computed unless asked for).
 
-Why this design: the former one materialized every image of every point, searched them
-with `Grid.query_radius` and built the rows with NumPy (fancy indexing, concatenation,
-filtering), which took most of the time and memory. Shifted queries store no image; the
-bins are the plain cell list of one system (wrapped points fill a box of their cell, so a
-dense array of bins, capped at a few per point, is as compact as a hash), built for all
-systems of a batch by one counting sort; the count and fill passes write only the arrays
-asked for, straight into their final places.
+Why this design: the former one copied every point by each of its shifts, searched the
+copies with `Grid.query_radius` and built the rows with NumPy (fancy indexing,
+concatenation, filtering), one system after another; the row building took most of the
+time and memory. Shifted queries store no copy; the bins are a plain cell list per
+system (wrapped points fill a box about their cell, so a dense array of bins, capped at a
+few per point, is as compact as a hash table and needs no lookup), built for all systems
+by one counting sort; a count pass and a fill pass write only the arrays asked for,
+straight into their places. `Grid` is not used: its cells are one set per grid, where a
+batch needs one per system, and its radius search returns indices where the rows need
+the shift each was found at.
 
 The pair ``(j, i, -S)`` has the vector ``-D`` to the bit (a difference and a sum of
 products negated are the negated results), so a full list holds both directions with the
@@ -64,18 +71,19 @@ SEARCH_MARGIN = 1e-11
 #: the search's margin (which grows with the coordinates) reaches whole cells.
 MAX_CELLS_AWAY = 2.0**30
 #: The most periodic images (shifted queries, each point's own position among them) one
-#: system's search may ask. With one atom about every other image is a row, and more
-#: atoms make more rows per image, so this many would fill some gigabytes with rows
-#: (BYTES_PER_IMAGE each, as the former search measured it with its images materialized).
-#: Real systems stay far below it: a cell wider than the cutoff adds images of a fraction
-#: of its points, so only tens of millions of atoms, whose list could not be held anyway,
-#: would reach it. A few atoms reach it in a cell thinner than the cutoff by a factor of
-#: hundreds: nearly always units mixed up, or a vector left near zero on a periodic axis.
-#: Refusing up front gives that mistake a message rather than a MemoryError (or a machine
-#: swapping) minutes later.
+#: system's search may ask. The rows grow with them (with one atom about every other
+#: image is a row, and more atoms make more rows per image), so this many would need
+#: gigabytes. Real systems stay far below it: a cell wider than the cutoff adds images of
+#: a fraction of its points, so only tens of millions of atoms, whose list could not be
+#: held anyway, would reach it. A few atoms reach it in a cell thinner than the cutoff by
+#: a factor of hundreds: nearly always units mixed up, or a vector left near zero on a
+#: periodic axis. Refusing up front gives that mistake a message rather than a
+#: MemoryError (or a machine swapping) minutes later.
 MAX_IMAGES = 5 * 10**7
-#: Bytes of memory an image took at the least while the former search built the list
-#: (its images materialized): the figure the refusal's message gives.
+#: The bytes per image the refusal's message names: the least an image took when the
+#: images were materialized (the peak resident size of one atom's list in a triclinic
+#: cell over its 1.9 million images). Shifted queries take less; the message keeps the
+#: figure until it is measured again.
 BYTES_PER_IMAGE = 180
 #: Bins per system at most this many per point (plus `EXTRA_BINS`): wider bins where the
 #: points are spread thinner than one per bin of the search radius (an open system).

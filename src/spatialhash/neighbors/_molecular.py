@@ -4,9 +4,9 @@ their cell shifts and vectors, as ASE's ``neighbor_list``, vesin and matscipy re
 The inputs are checked here, once: the letters asked for, an ASE ``Atoms`` or an
 MDAnalysis ``AtomGroup`` or ``Universe`` unpacked (found by their attributes: neither
 library is imported here), the cutoff or radii, the offsets of a batch of systems
-(``ptr``), and the cells (``_cells.py``). Each system's pairs are then found by
-``_images.py`` (`Grid`'s search among the periodic images of its points), one system
-after the other, and put together into the arrays asked for. The conventions are set
+(``ptr``), and the cells (``_cells.py``). The pairs of all systems are then found by
+``_images.py`` and its kernels (``_kernels/molecular.py``) in one call, written straight
+into the arrays asked for. The conventions are set
 out in ``docs/molecular.md``.
 """
 
@@ -116,10 +116,11 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     little beyond the cutoff, then ``D`` is computed by the formula above from the
     caller's positions (never from wrapped ones), ``d`` from ``D``, and the row kept when
     ``d <= cutoff``. ``(j, i, -S)`` has the vector ``-D`` to the bit. The search is
-    `Grid`'s, among the points wrapped into the cell and their images within the
-    cutoff's reach (``ceil(cutoff / width)`` cells each side of each periodic axis at
-    most), one system after another (a Python loop over the systems of a batch, none
-    over points). See ``docs/molecular.md`` for the conventions next to ASE, vesin,
+    that of each atom's shifted positions among the atoms wrapped into their cell (each
+    atom asks with each shift that can bring an image within the cutoff's reach,
+    ``ceil(cutoff / width)`` cells each side of each periodic axis at most), in numba
+    kernels over all systems of a batch at once, on several threads (no Python loop
+    over points or systems). See ``docs/molecular.md`` for the conventions next to ASE, vesin,
     matscipy and MDAnalysis.
 
     Examples

@@ -1,28 +1,26 @@
-"""Molecular neighbour lists' rows: the pairs ``(i, j, S)`` within reach of the atoms of
-one or many systems, counted, then written straight into the arrays asked for.
+"""Molecular neighbour lists' kernels: the atoms of one or many systems wrapped into their
+cells, given their query shifts and binned, and their rows ``(i, j, S)`` within reach
+counted, then written straight into the arrays asked for (the design: ``_images.py``).
 
-The atoms of every system are wrapped into their cell (``_images.py``) and binned once, in
-cubic bins at least as wide as the search radius laid over each system's wrapped atoms
-(`bin_atoms`). Atom ``i`` then scans, for each shift ``s`` of its range, the bins near
-``q = wrapped[i] - s @ cell``: an atom ``j`` there is ``j``'s image by ``s`` near ``i``.
-No image is ever stored: each atom's shifted positions are only queries, as many as the
-images the search needs (``_images.image_count``), and most atoms, those away from the
-faces of their cell, ask with ``s = 0`` only.
+Atom ``i`` scans, for each shift ``s`` of its range (`shift_ranges`), the bins of its
+system near ``q = wrapped[i] - s @ cell`` (`bin_atoms`: cubic bins as wide as the search
+radius over the system's wrapped atoms): an atom ``j`` there is ``j``'s image by ``s``
+near ``i``. No image is stored: the shifted positions are only queries, and most atoms,
+those away from the faces of their cell, ask with ``s = 0`` only.
 
 A candidate whose wrapped distance to ``q`` is within the search radius (which has a
-margin, ``_images.SEARCH_MARGIN``, far above rounding, so nothing within reach is missed)
-becomes the row ``S = s + T[j] - T[i]``, with ``D = x[j] - x[i] + S @ cell`` computed from
-the caller's positions in the order of floating-point operations of
-``_images.pair_vectors`` and ``d`` from ``D`` as ``_images.vector_lengths`` computes it;
-the row is kept when ``d`` is within the pair's bound. So the rows, ``D`` and ``d`` are
-those of the former NumPy path to the bit.
+margin far above rounding, so nothing within reach is missed) becomes the row
+``S = s + T[j] - T[i]``, with ``D = x[j] - x[i] + S @ cell`` computed from the caller's
+positions in a fixed order of floating-point operations (`_pair_vector`, that of the
+oracle ``tests/molecular_oracle.py``) and ``d`` from ``D``; the row is kept when ``d``
+is within the pair's bound.
 
-A count pass sizes each atom's rows and a fill pass writes them at offsets fixed by the
-counts; an atom is scanned by one thread in a fixed order (its shifts in lexicographic
-order, its bins in row-major order, a bin's atoms in increasing index), so the output is
-the same for any thread count. Arrays not asked for are passed with zero rows and never
-written. All systems of a batch go through one call; an atom only meets the atoms of its
-own system's bins.
+One kernel, `pair_rows`, counts each atom's rows, then writes them at offsets fixed by
+the counts; an atom is scanned by one thread in a fixed order (its shifts in
+lexicographic order, its bins in row-major order, a bin's atoms in increasing index), so
+the output is the same for any thread count. Arrays not asked for are passed with zero
+rows and never written. All systems of a batch go through one call; an atom only meets
+the atoms of its own system's bins.
 """
 
 from __future__ import annotations
@@ -204,7 +202,7 @@ def bin_atoms(wrapped, system, origin, inv_bin, n_bins, bin_offset):
 @jit_inline
 def _positive(shift, n_dims):
     """Whether a half list keeps ``(i, i, shift)`` rather than ``(i, i, -shift)``
-    (``_images.half_rows``): the components sum to a positive number, or to zero with the
+    (``docs/molecular.md``): the components sum to a positive number, or to zero with the
     last non-zero one positive."""
     total = 0
     last = 0
