@@ -35,6 +35,8 @@ from ..._config import jit, jit_inline, jit_parallel
 
 #: Atoms handed to a thread at a time.
 ATOMS_PER_CHUNK = 64
+#: Candidates whose distances are computed in one vectorized loop.
+RUN_BLOCK = 64
 
 
 class MolecularState(NamedTuple):
@@ -245,7 +247,7 @@ def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
     order of bins (a run of bins along the last axis is one slice of ``order``). Returns
     their number. The arrays are taken out of their tuples before the loops: an access
     inside them costs a reference count per candidate."""
-    shifts, query, first, last, pair_shift, vector = scratch
+    shifts, query, first, last, pair_shift, vector, run_d2, near = scratch
     positions, wraps, radii = state.positions, state.wraps, state.radii
     vectors, periodic, binned, order = state.vectors, state.periodic, state.binned, state.order
     bin_start = state.bin_start
@@ -282,82 +284,96 @@ def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
     for k0 in range(first[0], last[0] + 1):
         for k1 in range(first[1], last[1] + 1):
             base = state.bin_offset[b] + (k0 * width1 + k1) * width2
-            for t in range(bin_start[base + first[2]], bin_start[base + last[2] + 1]):
-                dx = binned[0, t] - query_x
-                dy = binned[1, t] - query_y
-                dz = binned[2, t] - query_z
-                d2 = dx * dx + dy * dy + dz * dz
-                if d2 > search2:
-                    continue
-                j = order[t]
-                if j < i and not full_list:
-                    continue
-                bound = radii[i] + radii[j] if with_radii else reach
-                if with_radii and d2 > (bound + margin) * (bound + margin):
-                    continue
-                # Within the bound less the margin on the search's distance, the exact
-                # one is within the bound too (the margin is far above the rounding of
-                # either): its test is skipped, and its vector only made if asked for.
-                certain = bound > margin and d2 <= (bound - margin) * (bound - margin)
-                if i == j or wants_shift or wants_vector or not certain:
-                    zero = True
-                    for a in range(n_dims):
-                        pair_shift[a] = shifts[a] + wraps[j, a] - wraps[i, a]
-                        zero = zero and pair_shift[a] == 0
-                    if i == j and (zero or not (full_list or _positive(pair_shift, n_dims))):
+            run_end = bin_start[base + last[2] + 1]
+            for block in range(bin_start[base + first[2]], run_end, RUN_BLOCK):
+                # The distances first, in a loop LLVM vectorizes (unsigned bounds: see
+                # `cells.UNSIGNED_LOOPS`), then the candidates within the search radius
+                # picked out without a branch, then only those looked at.
+                n_block = min(RUN_BLOCK, run_end - block)
+                for offset in range(np.uint64(0), np.uint64(n_block)):
+                    u = np.uint64(block) + offset
+                    dx = binned[0, u] - query_x
+                    dy = binned[1, u] - query_y
+                    dz = binned[2, u] - query_z
+                    run_d2[offset] = dx * dx + dy * dy + dz * dz
+                n_near = 0
+                for k in range(n_block):
+                    near[n_near] = k
+                    n_near += 1 if run_d2[k] <= search2 else 0
+                for h in range(n_near):
+                    t = block + near[h]
+                    d2 = run_d2[near[h]]
+                    j = order[t]
+                    if j < i and not full_list:
                         continue
-                    distance = 0.0
-                    if wants_vector or not certain:
-                        distance = math.sqrt(_pair_vector(positions, vectors, periodic, i, j,
-                                                          b, pair_shift, vector))
-                        if not (certain or distance <= bound):
+                    bound = radii[i] + radii[j] if with_radii else reach
+                    if with_radii and d2 > (bound + margin) * (bound + margin):
+                        continue
+                    # Within the bound less the margin on the search's distance, the exact
+                    # one is within the bound too (the margin is far above the rounding of
+                    # either): its test is skipped, and its vector only made if asked for.
+                    certain = bound > margin and d2 <= (bound - margin) * (bound - margin)
+                    if i == j or wants_shift or wants_vector or not certain:
+                        zero = True
+                        for a in range(n_dims):
+                            pair_shift[a] = shifts[a] + wraps[j, a] - wraps[i, a]
+                            zero = zero and pair_shift[a] == 0
+                        if i == j and (zero or not (full_list or _positive(pair_shift, n_dims))):
                             continue
-                at = row + count
-                count += 1
-                if out_i.shape[0]:
-                    out_i[at] = i
-                if out_j.shape[0]:
-                    out_j[at] = j
-                for a in range(n_dims if wants_shift else 0):
-                    out_shifts[at, a] = pair_shift[a]
-                for a in range(n_dims if out_vectors.shape[0] else 0):
-                    out_vectors[at, a] = vector[a]
-                if out_distances.shape[0]:
-                    out_distances[at] = distance
-                if out_systems.shape[0]:
-                    out_systems[at] = b
+                        distance = 0.0
+                        if wants_vector or not certain:
+                            distance = math.sqrt(_pair_vector(positions, vectors, periodic, i, j,
+                                                              b, pair_shift, vector))
+                            if not (certain or distance <= bound):
+                                continue
+                    at = row + count
+                    count += 1
+                    if out_i.shape[0]:
+                        out_i[at] = i
+                    if out_j.shape[0]:
+                        out_j[at] = j
+                    for a in range(n_dims if wants_shift else 0):
+                        out_shifts[at, a] = pair_shift[a]
+                    for a in range(n_dims if out_vectors.shape[0] else 0):
+                        out_vectors[at, a] = vector[a]
+                    if out_distances.shape[0]:
+                        out_distances[at] = distance
+                    if out_systems.shape[0]:
+                        out_systems[at] = b
     return count
 
 
 @jit
-def atom_rows(state, i, reach, full_list, out, row, scratch):
-    """The rows of atom ``i``, written from ``row`` (none with ``out``'s empty arrays):
-    its query shifts in lexicographic order, the last axis fastest. Returns their
-    number. A kernel of its own, not inlined, so that the count and fill passes share one
-    compiled scan (inlined into both, it doubled the first call's compile time)."""
+def chunk_rows(state, lo, hi, reach, full_list, out, starts, counts):
+    """The rows of atoms ``lo`` to ``hi - 1``, their numbers into ``counts`` and, with
+    ``starts`` (none to count only), the rows written from ``starts[i]``: each atom's
+    query shifts in lexicographic order, the last axis fastest. A kernel of its own, not
+    inlined, so that the count and fill passes share one compiled scan (inlined into
+    both, it doubled the first call's compile time), called once per chunk of atoms (a
+    call updates the reference counts of every array it is passed)."""
+    scratch = (np.zeros(3, np.int64), np.zeros(3, np.float64), np.zeros(3, np.int64),
+               np.zeros(3, np.int64), np.zeros(3, np.int64), np.zeros(3, np.float64),
+               np.empty(RUN_BLOCK, np.float64), np.empty(RUN_BLOCK, np.int64))
     shifts = scratch[0]
-    n_dims = state.positions.shape[1]
-    b = state.system[i]
-    for a in range(n_dims):
-        shifts[a] = state.lower[i, a]
-    count = 0
-    while True:
-        count += _shift_rows(state, i, b, reach, full_list, out, row + count, scratch)
-        a = n_dims - 1
-        while a >= 0 and shifts[a] == state.upper[i, a]:
-            shifts[a] = state.lower[i, a]
-            a -= 1
-        if a < 0:
-            return count
-        shifts[a] += 1
-
-
-@jit_inline
-def _scratch():
-    """A thread's buffers: the query shift, the query, the bins' first and last, the
-    pair's shift and its vector, three each."""
-    return (np.zeros(3, np.int64), np.zeros(3, np.float64), np.zeros(3, np.int64),
-            np.zeros(3, np.int64), np.zeros(3, np.int64), np.zeros(3, np.float64))
+    lower, upper = state.lower, state.upper
+    n_dims = lower.shape[1]
+    fill = starts.shape[0] > 0
+    for i in range(lo, hi):
+        b = state.system[i]
+        row = starts[i] if fill else 0
+        for a in range(n_dims):
+            shifts[a] = lower[i, a]
+        count = 0
+        while True:
+            count += _shift_rows(state, i, b, reach, full_list, out, row + count, scratch)
+            a = n_dims - 1
+            while a >= 0 and shifts[a] == upper[i, a]:
+                shifts[a] = lower[i, a]
+                a -= 1
+            if a < 0:
+                break
+            shifts[a] += 1
+        counts[i] = count
 
 
 @jit_parallel
@@ -370,11 +386,8 @@ def pair_rows(state, reach, full_list, starts, out):
     or none (not asked for). One kernel for both passes: one parallel loop to compile."""
     n = state.positions.shape[0]
     counts = np.zeros(n, np.int64)
-    fill = starts.shape[0] > 0
     n_chunks = (n + ATOMS_PER_CHUNK - 1) // ATOMS_PER_CHUNK
     for chunk in prange(n_chunks):
-        scratch = _scratch()
-        for i in range(chunk * ATOMS_PER_CHUNK, min(n, (chunk + 1) * ATOMS_PER_CHUNK)):
-            counts[i] = atom_rows(state, i, reach, full_list, out, starts[i] if fill else 0,
-                                  scratch)
+        chunk_rows(state, chunk * ATOMS_PER_CHUNK, min(n, (chunk + 1) * ATOMS_PER_CHUNK),
+                   reach, full_list, out, starts, counts)
     return counts
