@@ -299,13 +299,13 @@ def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
                 n_near = 0
                 for k in range(n_block):
                     near[n_near] = k
-                    n_near += 1 if run_d2[k] <= search2 else 0
+                    within = run_d2[k] <= search2
+                    # A half list's rows have j >= i: the others are dropped here too.
+                    n_near += 1 if within & (full_list | (order[block + k] >= i)) else 0
                 for h in range(n_near):
                     t = block + near[h]
                     d2 = run_d2[near[h]]
                     j = order[t]
-                    if j < i and not full_list:
-                        continue
                     bound = radii[i] + radii[j] if with_radii else reach
                     if with_radii and d2 > (bound + margin) * (bound + margin):
                         continue
