@@ -570,6 +570,24 @@ def test_each_letter_alone_is_its_array_among_all(n_dims, full_list):
             assert alone.tobytes() == expected.tobytes(), letter
 
 
+def test_points_spread_far_apart_get_wider_bins_and_every_pair():
+    # Clusters 2**20 apart along the open axis of a slab, or of an open system: a bin of
+    # the cutoff's width each would be a million bins for 60 points, so the bins widen.
+    rng = np.random.default_rng(3)
+    cluster = rng.integers(0, 16, size=(20, 3)) * STEP
+    positions = np.concatenate([cluster, cluster + [0, 0, 2.0**20],
+                                cluster - [0, 0, 2.0**20]])
+    cell = np.diag([2.0, 2.0, 0.0])
+    for pbc in ([False] * 3, [True, True, False]):
+        for full_list in (True, False):
+            expected = oracle.pairs(positions, cell, pbc, 1.0)
+            if not full_list:
+                expected = {row: value for row, value in expected.items()
+                            if oracle.is_half_row(*row)}
+            got = neighbor_list("ijSdD", positions, 1.0, cell, pbc, full_list=full_list)
+            assert _rows(got) == expected and len(expected) > 100
+
+
 # ---------------------------------------------------------------------- too many images
 def test_a_search_needing_too_many_images_is_refused_before_any_is_made():
     # One atom in a unit cube, cutoff 1000.5: 2001 shifts on each axis, 2001**3 images.
