@@ -511,12 +511,90 @@ def test_the_lists_of_ase_builders_equal_matscipy():
                           _ase_rows(neighbour_list("ijdDS", atoms, radii)))
 
 
+# ---------------------------------------------------------------------- the kernels
+def _crowded_batch(n_dims: int):
+    """Three systems (one empty) of hundreds of atoms, more than a thread's chunk of
+    them, in cells of several shapes, slabs among them, with points outside the cells."""
+    rng = np.random.default_rng(7)
+    cell = np.array([[6.0, 0.0, 0.0], [1.5, 5.5, 0.0], [-1.0, 0.5, 7.0]])[:n_dims, :n_dims]
+    cells = np.stack([cell, np.eye(n_dims) * 9.0, cell])
+    pbc = np.array([[True] * 3, [True, False, True], [True, True, False]])[:, :n_dims]
+    positions = rng.uniform(-3.0, 10.0, (700, n_dims))
+    radii = rng.uniform(0.3, 1.2, 700)
+    return positions, cells, pbc, radii, [0, 300, 300, 700]
+
+
+@pytest.mark.parametrize("full_list", [True, False])
+def test_the_rows_are_the_same_for_any_thread_count(full_list, monkeypatch):
+    import numba
+
+    from spatialhash import _threads
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one thread is all numba has here")
+    # Two threads even on a busy or one-CPU machine, where a call would take fewer.
+    monkeypatch.setattr(_threads, "process_cpus", lambda: 64)
+    monkeypatch.setenv("SPATIALHASH_ADAPT_THREADS", "0")
+    _threads.adapts_to_load.cache_clear()
+    positions, cells, pbc, radii, ptr = _crowded_batch(3)
+    previous = numba.get_num_threads()
+    results = []
+    try:
+        for n_threads in (1, 2):
+            numba.set_num_threads(n_threads)
+            results.append(neighbor_list("ijSdDb", positions, 2.5, cells, pbc, ptr=ptr,
+                                         full_list=full_list)
+                           + neighbor_list("ijSdD", positions, None, cells, pbc, ptr=ptr,
+                                           radii=radii, full_list=full_list))
+    finally:
+        numba.set_num_threads(previous)
+        _threads.adapts_to_load.cache_clear()
+    assert len(results[0][0]) > 10_000
+    for one, two in zip(*results, strict=True):
+        assert one.dtype == two.dtype and one.shape == two.shape
+        assert one.tobytes() == two.tobytes()  # to the bit, the sign of a zero included
+
+
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+@pytest.mark.parametrize("full_list", [True, False])
+def test_each_letter_alone_is_its_array_among_all(n_dims, full_list):
+    # The kernels make a vector only where one is asked for or its distance is near the
+    # bound: the rows must not depend on it.
+    positions, cells, pbc, radii, ptr = _crowded_batch(n_dims)
+    for reach in ({"cutoff": 2.5}, {"radii": radii}):
+        every = neighbor_list("ijSdDb", positions, cell=cells, pbc=pbc, ptr=ptr,
+                              full_list=full_list, **reach)
+        for letter, expected in zip("ijSdDb", every, strict=True):
+            alone = neighbor_list(letter, positions, cell=cells, pbc=pbc, ptr=ptr,
+                                  full_list=full_list, **reach)
+            assert alone.tobytes() == expected.tobytes(), letter
+
+
+def test_points_spread_far_apart_get_wider_bins_and_every_pair():
+    # Clusters 2**20 apart along the open axis of a slab, or of an open system: a bin of
+    # the cutoff's width each would be a million bins for 60 points, so the bins widen.
+    rng = np.random.default_rng(3)
+    cluster = rng.integers(0, 16, size=(20, 3)) * STEP
+    positions = np.concatenate([cluster, cluster + [0, 0, 2.0**20],
+                                cluster - [0, 0, 2.0**20]])
+    cell = np.diag([2.0, 2.0, 0.0])
+    for pbc in ([False] * 3, [True, True, False]):
+        for full_list in (True, False):
+            expected = oracle.pairs(positions, cell, pbc, 1.0)
+            if not full_list:
+                expected = {row: value for row, value in expected.items()
+                            if oracle.is_half_row(*row)}
+            got = neighbor_list("ijSdD", positions, 1.0, cell, pbc, full_list=full_list)
+            assert _rows(got) == expected and len(expected) > 100
+
+
 # ---------------------------------------------------------------------- too many images
 def test_a_search_needing_too_many_images_is_refused_before_any_is_made():
     # One atom in a unit cube, cutoff 1000.5: 2001 shifts on each axis, 2001**3 images.
     with pytest.raises(ValueError, match=(
             r"`cutoff` and `cell` must need at most 50,000,000 periodic images of the "
-            r"points \(at least 180 bytes each while the list is built\); got cutoff = "
+            r"points \(each a search of the cell's atoms, and rows of the list\); got "
+            r"cutoff = "
             r"1000\.5 "
             r"in a cell 1, 1, 1 wide across its periodic axes \[0, 1, 2\], which needs "
             r"8,012,006,001 images \(1,000\.5 times the narrowest width\)\. Check that the "

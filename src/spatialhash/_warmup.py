@@ -53,6 +53,13 @@ def _neighbor_list_pairs(points: np.ndarray, r: float):
     return neighbors.pairs
 
 
+def _molecular_list(points: np.ndarray, r: float):
+    """A molecular neighbour list of ``points`` in the unit cube, periodic."""
+    from .neighbors import neighbor_list
+
+    return neighbor_list("ijSdDb", points, r, 1.0)
+
+
 def small_calls(seed: int = 0) -> list[Call]:
     """Every query of the batch grid once on `N_POINTS` points, as (name, call) in order;
     the calls after the first read the grid it builds (run them in order)."""
@@ -88,6 +95,8 @@ def small_calls(seed: int = 0) -> list[Call]:
          .query_pairs(r)),
         ("hash-table build + query_pairs", lambda: Grid(spread, cell_size=r).query_pairs(r)),
         ("NeighborList build + update + pairs", lambda: _neighbor_list_pairs(points, r)),
+        # Its kernels take one set of types whatever the letters, list or cell.
+        ("molecular neighbor_list", lambda: _molecular_list(points, r)),
         # Under `pair_scan.GATHER_MIN_POINTS_PER_CELL` points a cell: the other pair kernel.
         ("few points a cell: build + query_pairs",
          lambda: Grid(points, cell_size=r / 2).query_pairs(r)),

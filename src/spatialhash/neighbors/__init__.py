@@ -7,8 +7,9 @@ Where the code is
 ``radii[i] + radii[j]``, kept with a skin). ``_molecular.py``: `neighbor_list`, the
 molecular list (ASE's letters ``i j S d D``), its inputs checked there; ``_cells.py``: the
 cells it takes, checked and measured (dual vectors, perpendicular widths);
-``_images.py``: one system's pairs, found by `Grid.query_radius` among the periodic
-images of its points (its docstring is the design of the molecular list).
+``_images.py``: the pairs of all systems of a call, each atom's shifted positions searched
+among its system's wrapped atoms (its docstring is the design of the molecular list),
+by the kernels of ``_kernels/molecular.py``.
 ``_list_functions.py``: a user's function over a Verlet list's pairs. ``_kernels/``: the
 Verlet list's numba kernels, ``neighbor_list.py`` (the candidates
 as rows, the check of the moves, the pairs within reach) and ``neighbor_list_functions.py``

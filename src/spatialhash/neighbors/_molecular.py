@@ -4,9 +4,9 @@ their cell shifts and vectors, as ASE's ``neighbor_list``, vesin and matscipy re
 The inputs are checked here, once: the letters asked for, an ASE ``Atoms`` or an
 MDAnalysis ``AtomGroup`` or ``Universe`` unpacked (found by their attributes: neither
 library is imported here), the cutoff or radii, the offsets of a batch of systems
-(``ptr``), and the cells (``_cells.py``). Each system's pairs are then found by
-``_images.py`` (`Grid`'s search among the periodic images of its points), one system
-after the other, and put together into the arrays asked for. The conventions are set
+(``ptr``), and the cells (``_cells.py``). The pairs of all systems are then found by
+``_images.py`` and its kernels (``_kernels/molecular.py``) in one call, written straight
+into the arrays asked for. The conventions are set
 out in ``docs/molecular.md``.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 
 from .._validation import as_array, as_points, as_positive_scalar, as_radii
 from ._cells import CellGeometry, system_cells
-from ._images import SystemPairs, system_pairs
+from ._images import batch_rows
 
 #: The letters `neighbor_list` returns: ASE's five and the system of each pair.
 QUANTITIES = "ijSdDb"
@@ -116,10 +116,11 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     little beyond the cutoff, then ``D`` is computed by the formula above from the
     caller's positions (never from wrapped ones), ``d`` from ``D``, and the row kept when
     ``d <= cutoff``. ``(j, i, -S)`` has the vector ``-D`` to the bit. The search is
-    `Grid`'s, among the points wrapped into the cell and their images within the
-    cutoff's reach (``ceil(cutoff / width)`` cells each side of each periodic axis at
-    most), one system after another (a Python loop over the systems of a batch, none
-    over points). See ``docs/molecular.md`` for the conventions next to ASE, vesin,
+    that of each atom's shifted positions among the atoms wrapped into their cell (each
+    atom asks with each shift that can bring an image within the cutoff's reach,
+    ``ceil(cutoff / width)`` cells each side of each periodic axis at most), in numba
+    kernels over all systems of a batch at once, on several threads (no Python loop
+    over points or systems). See ``docs/molecular.md`` for the conventions next to ASE, vesin,
     matscipy and MDAnalysis.
 
     Examples
@@ -147,15 +148,9 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     if mic:
         _check_minimum_image(cells, reach, name, seen, batch)
     shown = f"cutoff = {seen}" if name == "cutoff" else seen
-    parts = []
-    for system, system_cell in enumerate(cells):
-        start, stop = offsets[system], offsets[system + 1]
-        names = (name, shown, f"{cell_name}[{system}]" if batch else cell_name)
-        pairs = system_pairs(positions[start:stop], system_cell, reach,
-                             None if radii is None else radii[start:stop], bool(full_list),
-                             names)
-        parts.append(pairs._replace(i=pairs.i + start, j=pairs.j + start))
-    arrays = _joined(parts, n_dims)
+    computed = "".join(set(letters + ("ijS" if sorted else "")))
+    arrays = batch_rows(positions, cells, offsets, reach, radii, bool(full_list), computed,
+                        (name, shown, cell_name, batch))
     if sorted:
         arrays = _sorted(arrays)
     return _outputs(letters, arrays)
@@ -269,19 +264,6 @@ def _check_minimum_image(cells: list[CellGeometry], reach: float, name: str, see
                 f"with `mic=True` ({half:.17g}, across axis {cell.axes[column]}{where}); "
                 f"got {seen}. Pass mic=False for a pair at every image within reach."
             )
-
-
-def _joined(parts: list[SystemPairs], n_dims: int) -> dict[str, np.ndarray]:
-    """The systems' pairs as one set of arrays by letter, ``b`` the system of each."""
-    counts = [len(part.i) for part in parts]
-    return {
-        "i": np.concatenate([part.i for part in parts]),
-        "j": np.concatenate([part.j for part in parts]),
-        "S": np.concatenate([part.shifts for part in parts]).reshape(-1, n_dims),
-        "D": np.concatenate([part.vectors for part in parts]).reshape(-1, n_dims),
-        "d": np.concatenate([part.distances for part in parts]),
-        "b": np.repeat(np.arange(len(parts), dtype=np.int64), counts),
-    }
 
 
 def _sorted(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

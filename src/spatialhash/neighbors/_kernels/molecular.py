@@ -1,0 +1,393 @@
+"""Molecular neighbour lists' kernels: the atoms of one or many systems wrapped into their
+cells, given their query shifts and binned, and their rows ``(i, j, S)`` within reach
+counted, then written straight into the arrays asked for (the design: ``_images.py``).
+
+Atom ``i`` scans, for each shift ``s`` of its range (`shift_ranges`), the bins of its
+system near ``q = wrapped[i] - s @ cell`` (`bin_atoms`: cubic bins as wide as the search
+radius over the system's wrapped atoms): an atom ``j`` there is ``j``'s image by ``s``
+near ``i``. No image is stored: the shifted positions are only queries, and most atoms,
+those away from the faces of their cell, ask with ``s = 0`` only.
+
+A candidate whose wrapped distance to ``q`` is within the search radius (which has a
+margin far above rounding, so nothing within reach is missed) becomes the row
+``S = s + T[j] - T[i]``, with ``D = x[j] - x[i] + S @ cell`` computed from the caller's
+positions in a fixed order of floating-point operations (`_pair_vector`, that of the
+oracle ``tests/molecular_oracle.py``) and ``d`` from ``D``; the row is kept when ``d``
+is within the pair's bound.
+
+One kernel, `pair_rows`, counts each atom's rows, then writes them at offsets fixed by
+the counts; an atom is scanned by one thread in a fixed order (its shifts in
+lexicographic order, its bins in row-major order, a bin's atoms in increasing index), so
+the output is the same for any thread count. Arrays not asked for are passed with zero
+rows and never written. All systems of a batch go through one call; an atom only meets
+the atoms of its own system's bins.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numba import prange
+
+from ..._config import jit, jit_inline, jit_parallel
+
+#: Atoms handed to a thread at a time.
+ATOMS_PER_CHUNK = 64
+#: Candidates whose distances are computed in one vectorized loop.
+RUN_BLOCK = 64
+
+
+class MolecularState(NamedTuple):
+    """The arrays the kernels read, over all atoms ``n`` of all systems ``B`` in ``d``
+    dimensions. The per-atom arrays are in the caller's order.
+
+    Attributes
+    ----------
+    positions, wrapped : ndarray of float64, shape (n, d)
+        The caller's positions, and those wrapped into their cell.
+    wraps : ndarray of int64, shape (n, d)
+        ``T``: ``wrapped = positions + T @ cell``; 0 on open axes.
+    lower, upper : ndarray of int64, shape (n, d)
+        Each atom's range of query shifts per axis; 0 on open axes.
+    system : ndarray of int64, shape (n,)
+        The system of each atom.
+    radii : ndarray of float64, shape (n,) or (0,)
+        Per-atom radii (pairs within ``radii[i] + radii[j]``), or none (the reach).
+    vectors : ndarray of float64, shape (B, d, d)
+        The cell vectors of each system, as rows.
+    periodic : ndarray of bool, shape (B, d)
+    search : ndarray of float64, shape (B,)
+        Each system's search radius: its reach and margin.
+    origin : ndarray of float64, shape (B, d)
+        The lower corner of each system's bins.
+    inv_bin : ndarray of float64, shape (B,)
+        The reciprocal of each system's bin width.
+    n_bins : ndarray of int64, shape (B, d)
+        Bins per axis of each system.
+    bin_offset : ndarray of int64, shape (B + 1,)
+        System ``b``'s bins are ``bin_offset[b]:bin_offset[b + 1]``, row-major.
+    bin_start : ndarray of int64, shape (bin_offset[-1] + 1,)
+        The atoms of bin ``k`` are ``order[bin_start[k]:bin_start[k + 1]]``.
+    order : ndarray of int64, shape (n,)
+        The atoms by bin, in increasing index within a bin.
+    binned : ndarray of float64, shape (3, n)
+        ``wrapped[order]``, one row per axis padded to three with zeros, so that the
+        candidates' distances are one fixed expression over contiguous rows.
+    """
+
+    positions: np.ndarray
+    wrapped: np.ndarray
+    wraps: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    system: np.ndarray
+    radii: np.ndarray
+    vectors: np.ndarray
+    periodic: np.ndarray
+    search: np.ndarray
+    origin: np.ndarray
+    inv_bin: np.ndarray
+    n_bins: np.ndarray
+    bin_offset: np.ndarray
+    bin_start: np.ndarray
+    order: np.ndarray
+    binned: np.ndarray
+
+
+@jit
+def wrap_atoms(positions, system, vectors, periodic, dual, n_systems):
+    """The atoms wrapped into their cells, with what the checks and the search need:
+    ``(wraps, wrapped, fractional, farthest, low, high, largest, wrapped_min,
+    wrapped_max)``.
+
+    Per atom: ``wraps`` (int64 (n, d), ``T``), ``-floor`` of the fractional coordinates
+    (``dual[b, a] @ x`` on periodic axis ``a``, 0 on open ones); ``wrapped`` (float64
+    (n, d)), ``x + T @ cell`` added axis by axis in increasing order; ``fractional``, those
+    of the wrapped atom. Per system: ``farthest``, the largest magnitude of a fractional
+    coordinate before the wrap; ``low`` and ``high`` (B, d), the wrapped atoms' range of
+    fractional coordinates; ``largest``, the largest magnitude of a coordinate before or
+    after the wrap; ``wrapped_min`` and ``wrapped_max`` (B, d), their bounding box. One
+    pass, in atom order: a system's reductions need no merge."""
+    n, n_dims = positions.shape
+    wraps = np.zeros((n, n_dims), np.int64)
+    wrapped = positions.copy()
+    fractional = np.zeros((n, n_dims), np.float64)
+    farthest = np.zeros(n_systems, np.float64)
+    largest = np.zeros(n_systems, np.float64)
+    low = np.full((n_systems, n_dims), np.inf)
+    high = np.full((n_systems, n_dims), -np.inf)
+    wrapped_min = np.full((n_systems, n_dims), np.inf)
+    wrapped_max = np.full((n_systems, n_dims), -np.inf)
+    for i in range(n):
+        b = system[i]
+        for a in range(n_dims):
+            if periodic[b, a]:
+                value = 0.0
+                for k in range(n_dims):
+                    value += dual[b, a, k] * positions[i, k]
+                farthest[b] = max(farthest[b], abs(value))
+                wraps[i, a] = -int(math.floor(value)) if abs(value) < 2.0**62 else 0
+                for k in range(n_dims):
+                    wrapped[i, k] += wraps[i, a] * vectors[b, a, k]
+        for a in range(n_dims):
+            largest[b] = max(largest[b], abs(positions[i, a]), abs(wrapped[i, a]))
+            wrapped_min[b, a] = min(wrapped_min[b, a], wrapped[i, a])
+            wrapped_max[b, a] = max(wrapped_max[b, a], wrapped[i, a])
+            if periodic[b, a]:
+                value = 0.0
+                for k in range(n_dims):
+                    value += dual[b, a, k] * wrapped[i, k]
+                fractional[i, a] = value
+                low[b, a] = min(low[b, a], value)
+                high[b, a] = max(high[b, a], value)
+    return wraps, wrapped, fractional, farthest, low, high, largest, wrapped_min, wrapped_max
+
+
+@jit
+def shift_ranges(fractional, system, low, high, check_cells, search_cells, lower, upper):
+    """Each atom's query shifts per axis, from ``ceil(f - k - high)`` to
+    ``floor(f + k - low)`` with ``k = search_cells[b]`` (the search radius in cells, 0 on
+    open axes), into ``lower`` and ``upper`` (int64 (n, d)); returns each system's image
+    count (float64 (B,)) at ``k = check_cells[b]``, from the images' side: the product
+    over axes of ``floor(high + k - f) - ceil(low - k - f) + 1``, summed (the same number
+    of shifts, seen from the other atom of each pair)."""
+    n, n_dims = fractional.shape
+    counts = np.zeros(low.shape[0], np.float64)
+    for i in range(n):
+        b = system[i]
+        product = 1.0
+        for a in range(n_dims):
+            f = fractional[i, a]
+            k = check_cells[b, a]
+            product *= math.floor(high[b, a] + k - f) - math.ceil(low[b, a] - k - f) + 1.0
+            k = search_cells[b, a]
+            lower[i, a] = int(math.ceil(f - k - high[b, a]))
+            upper[i, a] = int(math.floor(f + k - low[b, a]))
+        counts[b] += product
+    return counts
+
+
+@jit
+def bin_atoms(wrapped, system, origin, inv_bin, n_bins, bin_offset):
+    """``(bin_start, order, binned)`` of `MolecularState`: the atoms sorted by bin with a
+    stable counting sort, from their ``wrapped`` positions (n, d) and their systems'
+    bins (the fields of the same names)."""
+    n, n_dims = wrapped.shape
+    bin_of = np.empty(n, np.int64)
+    bin_start = np.zeros(bin_offset[-1] + 1, np.int64)
+    for i in range(n):
+        b = system[i]
+        linear = 0
+        for a in range(n_dims):
+            top = n_bins[b, a] - 1
+            k = math.floor((wrapped[i, a] - origin[b, a]) * inv_bin[b])
+            k = min(max(k, 0.0), float(top))  # clamped as floats: a far point's k is huge
+            linear = linear * n_bins[b, a] + int(k)
+        bin_of[i] = bin_offset[b] + linear
+        bin_start[bin_of[i] + 1] += 1
+    for k in range(1, bin_start.shape[0]):
+        bin_start[k] += bin_start[k - 1]
+    filled = bin_start[:-1].copy()
+    order = np.empty(n, np.int64)
+    binned = np.zeros((3, n), np.float64)
+    for i in range(n):
+        slot = filled[bin_of[i]]
+        filled[bin_of[i]] += 1
+        order[slot] = i
+        for a in range(n_dims):
+            binned[a, slot] = wrapped[i, a]
+    return bin_start, order, binned
+
+
+@jit_inline
+def _positive(shift, n_dims):
+    """Whether a half list keeps ``(i, i, shift)`` rather than ``(i, i, -shift)``
+    (``docs/molecular.md``): the components sum to a positive number, or to zero with the
+    last non-zero one positive."""
+    total = 0
+    last = 0
+    for a in range(n_dims):
+        total += shift[a]
+        if shift[a] != 0:
+            last = shift[a]
+    return total > 0 or (total == 0 and last > 0)
+
+
+@jit_inline
+def _pair_vector(positions, vectors, periodic, i, j, b, pair_shift, vector):
+    """``D`` of the row ``(i, j, pair_shift)`` of system ``b``, into ``vector``, and its
+    squared length: in the order of the oracle (``tests/molecular_oracle.py``) and of the
+    former NumPy rows, the difference, then the shift summed over the periodic axes in
+    increasing order (its first term as it is, not added to 0.0, which would turn a -0.0
+    into 0.0), then added; the squares summed in axis order."""
+    n_dims = positions.shape[1]
+    squared = 0.0
+    for a in range(n_dims):
+        value = positions[j, a] - positions[i, a]
+        shift = 0.0
+        started = False
+        for c in range(n_dims):
+            if periodic[b, c]:
+                term = pair_shift[c] * vectors[b, c, a]
+                shift = shift + term if started else term
+                started = True
+        if started:
+            value = value + shift
+        vector[a] = value
+        squared = value * value if a == 0 else squared + value * value
+    return squared
+
+
+@jit_inline
+def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
+    """The rows of atom ``i`` at the query shift ``scratch[0]``, written from ``row``:
+    the atoms of the bins within the search radius of the shifted query, in row-major
+    order of bins (a run of bins along the last axis is one slice of ``order``). Returns
+    their number. The arrays are taken out of their tuples before the loops: an access
+    inside them costs a reference count per candidate."""
+    shifts, query, first, last, pair_shift, vector, run_d2, near = scratch
+    positions, wraps, radii = state.positions, state.wraps, state.radii
+    vectors, periodic, binned, order = state.vectors, state.periodic, state.binned, state.order
+    bin_start = state.bin_start
+    out_i, out_j, out_shifts, out_vectors, out_distances, out_systems = out
+    n_dims = positions.shape[1]
+    search = state.search[b]
+    inv_bin = state.inv_bin[b]
+    pad = 3 - n_dims  # bins padded to 3 axes in front, one bin wide
+    for a in range(3):
+        first[a] = 0
+        last[a] = 0
+    for a in range(n_dims):
+        value = state.wrapped[i, a]
+        for c in range(n_dims):
+            if shifts[c] != 0:
+                value -= shifts[c] * vectors[b, c, a]
+        query[a] = value
+        top = float(state.n_bins[b, a] - 1)
+        low = math.floor((value - search - state.origin[b, a]) * inv_bin)
+        high = math.floor((value + search - state.origin[b, a]) * inv_bin)
+        if high < 0.0 or low > top:
+            return 0
+        first[pad + a] = int(max(low, 0.0))
+        last[pad + a] = int(min(high, top))
+    width1 = state.n_bins[b, n_dims - 2] if n_dims >= 2 else 1
+    width2 = state.n_bins[b, n_dims - 1]
+    search2 = search * search
+    margin = search - reach
+    query_x, query_y, query_z = query[0], query[1], query[2]  # zeros past n_dims
+    with_radii = radii.shape[0] > 0
+    wants_shift = out_shifts.shape[0] > 0
+    wants_vector = out_vectors.shape[0] > 0 or out_distances.shape[0] > 0
+    count = 0
+    for k0 in range(first[0], last[0] + 1):
+        for k1 in range(first[1], last[1] + 1):
+            base = state.bin_offset[b] + (k0 * width1 + k1) * width2
+            run_end = bin_start[base + last[2] + 1]
+            for block in range(bin_start[base + first[2]], run_end, RUN_BLOCK):
+                # The distances first, in a loop LLVM vectorizes (unsigned bounds: see
+                # `cells.UNSIGNED_LOOPS`), then the candidates within the search radius
+                # picked out without a branch, then only those looked at.
+                n_block = min(RUN_BLOCK, run_end - block)
+                for offset in range(np.uint64(0), np.uint64(n_block)):
+                    u = np.uint64(block) + offset
+                    dx = binned[0, u] - query_x
+                    dy = binned[1, u] - query_y
+                    dz = binned[2, u] - query_z
+                    run_d2[offset] = dx * dx + dy * dy + dz * dz
+                n_near = 0
+                for k in range(n_block):
+                    near[n_near] = k
+                    within = run_d2[k] <= search2
+                    # A half list's rows have j >= i: the others are dropped here too.
+                    n_near += 1 if within & (full_list | (order[block + k] >= i)) else 0
+                for h in range(n_near):
+                    t = block + near[h]
+                    d2 = run_d2[near[h]]
+                    j = order[t]
+                    bound = radii[i] + radii[j] if with_radii else reach
+                    if with_radii and d2 > (bound + margin) * (bound + margin):
+                        continue
+                    # Within the bound less the margin on the search's distance, the exact
+                    # one is within the bound too (the margin is far above the rounding of
+                    # either): its test is skipped, and its vector only made if asked for.
+                    certain = bound > margin and d2 <= (bound - margin) * (bound - margin)
+                    if i == j or wants_shift or wants_vector or not certain:
+                        zero = True
+                        for a in range(n_dims):
+                            pair_shift[a] = shifts[a] + wraps[j, a] - wraps[i, a]
+                            zero = zero and pair_shift[a] == 0
+                        if i == j and (zero or not (full_list or _positive(pair_shift, n_dims))):
+                            continue
+                        distance = 0.0
+                        if wants_vector or not certain:
+                            distance = math.sqrt(_pair_vector(positions, vectors, periodic, i, j,
+                                                              b, pair_shift, vector))
+                            if not (certain or distance <= bound):
+                                continue
+                    at = row + count
+                    count += 1
+                    if out_i.shape[0]:
+                        out_i[at] = i
+                    if out_j.shape[0]:
+                        out_j[at] = j
+                    for a in range(n_dims if wants_shift else 0):
+                        out_shifts[at, a] = pair_shift[a]
+                    for a in range(n_dims if out_vectors.shape[0] else 0):
+                        out_vectors[at, a] = vector[a]
+                    if out_distances.shape[0]:
+                        out_distances[at] = distance
+                    if out_systems.shape[0]:
+                        out_systems[at] = b
+    return count
+
+
+@jit
+def chunk_rows(state, lo, hi, reach, full_list, out, starts, counts):
+    """The rows of atoms ``lo`` to ``hi - 1``, their numbers into ``counts`` and, with
+    ``starts`` (none to count only), the rows written from ``starts[i]``: each atom's
+    query shifts in lexicographic order, the last axis fastest. A kernel of its own, not
+    inlined, so that the count and fill passes share one compiled scan (inlined into
+    both, it doubled the first call's compile time), called once per chunk of atoms (a
+    call updates the reference counts of every array it is passed)."""
+    scratch = (np.zeros(3, np.int64), np.zeros(3, np.float64), np.zeros(3, np.int64),
+               np.zeros(3, np.int64), np.zeros(3, np.int64), np.zeros(3, np.float64),
+               np.empty(RUN_BLOCK, np.float64), np.empty(RUN_BLOCK, np.int64))
+    shifts = scratch[0]
+    lower, upper = state.lower, state.upper
+    n_dims = lower.shape[1]
+    fill = starts.shape[0] > 0
+    for i in range(lo, hi):
+        b = state.system[i]
+        row = starts[i] if fill else 0
+        for a in range(n_dims):
+            shifts[a] = lower[i, a]
+        count = 0
+        while True:
+            count += _shift_rows(state, i, b, reach, full_list, out, row + count, scratch)
+            a = n_dims - 1
+            while a >= 0 and shifts[a] == upper[i, a]:
+                shifts[a] = lower[i, a]
+                a -= 1
+            if a < 0:
+                break
+            shifts[a] += 1
+        counts[i] = count
+
+
+@jit_parallel
+def pair_rows(state, reach, full_list, starts, out):
+    """Each atom's rows within ``reach`` (or the sum of the radii), both directions or
+    with ``full_list`` false each pair once: their number per atom (int64, (n,)) is
+    returned, and with ``starts`` (the running sum of those numbers; (0,) to count only)
+    they are written from ``starts[i]`` into ``out``, ``(i, j, S, D, d, b)``: int64 (m,),
+    int64 (m,), int64 (m, d), float64 (m, d), float64 (m,), int64 (m,), each with m rows
+    or none (not asked for). One kernel for both passes: one parallel loop to compile."""
+    n = state.positions.shape[0]
+    counts = np.zeros(n, np.int64)
+    n_chunks = (n + ATOMS_PER_CHUNK - 1) // ATOMS_PER_CHUNK
+    for chunk in prange(n_chunks):
+        chunk_rows(state, chunk * ATOMS_PER_CHUNK, min(n, (chunk + 1) * ATOMS_PER_CHUNK),
+                   reach, full_list, out, starts, counts)
+    return counts
