@@ -167,7 +167,7 @@ class CpuEngine:
     def query_knn(self, query_points, k, limit) -> KNearest:
         m = query_points.shape[0]
         indices, distances = _knn_outputs(m, k, self.index_dtype)
-        counts = np.zeros(m, dtype=np.int64)
+        counts = np.empty(m, dtype=np.int64)
         with _config.threads(self.n_threads):
             visit_order = self._query_order(query_points)
             limits = np.full(m, limit)
@@ -267,10 +267,12 @@ def _indptr(counts: np.ndarray) -> np.ndarray:
 
 
 def _knn_outputs(m: int, k: int, index_dtype) -> tuple[np.ndarray, np.ndarray]:
-    """The (m, k) index and distance arrays of `query_knn`, filled with -1 and ``inf``
-    (their size was checked by `Grid.query_knn`)."""
+    """The (m, k) index and distance arrays of `query_knn`, uninitialized: the kernel
+    writes every slot, the empty ones as -1 and ``inf``, so each page of the answer is
+    written once, by the thread that fills it, rather than first zeroed and filled by one
+    thread (their size was checked by `Grid.query_knn`)."""
     try:
-        return (np.full((m, k), -1, dtype=index_dtype), np.full((m, k), np.inf))
+        return (np.empty((m, k), dtype=index_dtype), np.empty((m, k)))
     except (MemoryError, ValueError) as error:
         raise MemoryError(
             f"query_knn: no memory for results of shape ({m}, {k}) (`k` = {k}); ask for "
