@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .. import _config
+from .. import _config, _outputs
 from .._kernels import indirect
 from .._results import KNearest, Neighbors, RayHits
 from . import _build, _pair_functions, _pair_search
@@ -94,8 +94,8 @@ class CpuEngine:
                 self._count_radius(visited_points, visited_radii, in_visit_order), visit_order)
             indptr = _indptr(counts)
             nnz = int(indptr[-1])
-            indices = np.empty(nnz, dtype=self.index_dtype)
-            distances = np.empty(nnz if return_distances else 0, dtype=np.float64)
+            indices = _outputs.empty(nnz, self.index_dtype)
+            distances = _outputs.empty(nnz if return_distances else 0, np.float64)
             self._scan_radius(visited_points, visited_radii, in_visit_order,
                               self._gather(indptr, visit_order), indices, distances, True,
                               sort)
@@ -206,7 +206,7 @@ class CpuEngine:
             counts = np.zeros(m, dtype=np.int64)
             scan(counts, np.empty(0, self.index_dtype), False, False)
             indptr = _indptr(counts)
-            indices = np.empty(int(indptr[-1]), dtype=self.index_dtype)
+            indices = _outputs.empty(int(indptr[-1]), self.index_dtype)
             scan(indptr, indices, True, sort)
         return Neighbors(indptr, indices, None, self.n_points)
 
@@ -267,12 +267,12 @@ def _indptr(counts: np.ndarray) -> np.ndarray:
 
 
 def _knn_outputs(m: int, k: int, index_dtype) -> tuple[np.ndarray, np.ndarray]:
-    """The (m, k) index and distance arrays of `query_knn`, uninitialized: the kernel
-    writes every slot, the empty ones as -1 and ``inf``, so each page of the answer is
-    written once, by the thread that fills it, rather than first zeroed and filled by one
+    """The (m, k) index and distance arrays of `query_knn`, uninitialized (`_outputs`):
+    the kernel writes every slot, the empty ones as -1 and ``inf``, so each page of the
+    answer is written once, by the thread that fills it, rather than first filled on one
     thread (their size was checked by `Grid.query_knn`)."""
     try:
-        return (np.empty((m, k), dtype=index_dtype), np.empty((m, k)))
+        return (_outputs.empty((m, k), index_dtype), _outputs.empty((m, k), np.float64))
     except (MemoryError, ValueError) as error:
         raise MemoryError(
             f"query_knn: no memory for results of shape ({m}, {k}) (`k` = {k}); ask for "

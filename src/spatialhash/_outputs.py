@@ -1,0 +1,112 @@
+"""Memory for large query results, recycled from earlier results that nobody holds.
+
+Why: a result of a few hundred megabytes (the pairs of a million points, the rows of a
+million radius queries) is too large for the C allocator to keep: NumPy's memory of that
+size comes from the operating system on every call and goes back to it when the result
+is dropped, so each call pays for fresh pages, zeroed by the kernel and, where NumPy asks
+for huge pages, assembled anew. Back to back, the pages just given back come again at
+once; after the program has been idle or has used memory elsewhere, finding them costs
+far more (the idle-gap mode of ``benchmarks/bench_ab.py`` and ``bench_batch.py``
+measures both). A program that searches in a loop drops each answer before it asks for
+the next: its memory can serve the next answer as it is, already paged in.
+
+How: `empty` hands out arrays over blocks of memory. While any array over a block (the
+result, a slice of it, a view) is alive, the block is leased: the arrays' base is a
+`_Lease`, and nothing else writes to the block. When the last of them goes, the lease
+dies and its block returns to the pool, where the next request of about its size takes
+it. So a result never shares memory with a later one. A request that no pooled block
+fits releases the pooled blocks before it allocates, so a call never holds more memory
+than it did without the pool; between calls the pool keeps at most `MAX_BLOCKS` blocks
+(`release` gives them back). Requests under `MIN_BYTES` go to NumPy: the C allocator
+recycles memory of that size itself. ``SPATIALHASH_RECYCLE_OUTPUTS=0`` in the
+environment turns the pool off.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import weakref
+
+import numpy as np
+
+#: Requests of fewer bytes are NumPy's own: glibc serves them from memory it keeps (its
+#: threshold for fresh pages from the kernel adapts up to 32 MiB).
+MIN_BYTES = 32 << 20
+#: A pooled block serves a request of at least this share of its size: a result holds
+#: its whole block, and should not hold much more than it uses.
+MIN_FILL = 0.8
+#: Blocks the pool keeps between calls (the most a query asks for at once is two: the
+#: indices and the distances).
+MAX_BLOCKS = 2
+#: Whether the pool is used (``SPATIALHASH_RECYCLE_OUTPUTS=0`` turns it off).
+ENABLED = os.environ.get("SPATIALHASH_RECYCLE_OUTPUTS", "1") != "0"
+
+_lock = threading.Lock()
+#: Blocks (1-D uint8 arrays) that no result uses, oldest first.
+_free: list[np.ndarray] = []
+
+
+class _Lease:
+    """The base of the arrays over a block: alive while any of them is. Its finalizer
+    gives the block back to the pool."""
+
+    __slots__ = ("__array_interface__", "__weakref__")
+
+
+def empty(shape, dtype) -> np.ndarray:
+    """An uninitialized array like ``np.empty(shape, dtype)``, over a recycled block of
+    memory when it is large (see the module's docstring)."""
+    dtype = np.dtype(dtype)
+    shape = (int(shape),) if isinstance(shape, int | np.integer) else tuple(shape)
+    n_bytes = math.prod(shape) * dtype.itemsize
+    if not ENABLED or n_bytes < MIN_BYTES:
+        return np.empty(shape, dtype)
+    block = _take(n_bytes)
+    if block is None:
+        block = np.empty(n_bytes, np.uint8)
+    lease = _Lease()
+    lease.__array_interface__ = {"shape": (n_bytes,), "typestr": "|u1", "version": 3,
+                                 "data": (block.ctypes.data, False)}
+    finalizer = weakref.finalize(lease, _give_back, block)
+    finalizer.atexit = False
+    return np.asarray(lease).view(dtype).reshape(shape)
+
+
+def release() -> int:
+    """Give every pooled block back (to NumPy, and so to the operating system); returns
+    the bytes released."""
+    with _lock:
+        blocks = _free[:]
+        _free.clear()
+    return sum(block.nbytes for block in blocks)
+
+
+def pooled_bytes() -> int:
+    """Bytes the pool holds for later results."""
+    with _lock:
+        return sum(block.nbytes for block in _free)
+
+
+def _take(n_bytes: int) -> np.ndarray | None:
+    """The smallest pooled block that serves ``n_bytes``, out of the pool; or None, after
+    emptying the pool (the caller allocates afresh)."""
+    with _lock:
+        fits = [k for k, block in enumerate(_free)
+                if n_bytes <= block.nbytes and n_bytes >= MIN_FILL * block.nbytes]
+        if fits:
+            return _free.pop(min(fits, key=lambda k: _free[k].nbytes))
+        dropped = _free[:]
+        _free.clear()
+    del dropped  # freed outside the lock
+    return None
+
+
+def _give_back(block: np.ndarray) -> None:
+    """Pool ``block``, whose last result has gone; the oldest beyond `MAX_BLOCKS` go."""
+    with _lock:
+        _free.append(block)
+        dropped = _free[:-MAX_BLOCKS] if len(_free) > MAX_BLOCKS else []
+        del _free[:len(dropped)]
+    del dropped
