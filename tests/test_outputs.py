@@ -27,8 +27,8 @@ def _points(n=3_000, seed=0):
 
 def test_block_comes_back_only_when_the_result_is_gone(small_blocks):
     grid = Grid(_points(), cell_size=0.08)
+    _outputs.release()  # the build's scratch
     first = grid.query_radius(_points(500, 1), 0.08, return_distances=True)
-    assert _outputs.pooled_bytes() == 0
     kept = first.indices  # a reference to one array keeps the whole block leased
     expected = (first.indptr.copy(), kept.copy(), first.distances.copy())
     del first
@@ -79,7 +79,8 @@ def test_knn_empty_slots_on_recycled_memory(small_blocks):
     assert np.isinf(sparse.distances[missing]).all()
 
 
-def test_pool_keeps_few_blocks_and_releases(small_blocks):
+def test_pool_keeps_few_blocks_and_releases(small_blocks, monkeypatch):
+    monkeypatch.setattr(_outputs, "MAX_BLOCKS", 2)
     arrays = [_outputs.empty(1000 * (k + 1), np.float64) for k in range(4)]
     while arrays:
         del arrays[0]  # given back in order of size
@@ -94,4 +95,15 @@ def test_block_serves_only_requests_near_its_size(small_blocks):
     del big
     small = _outputs.empty(100, np.int32)  # under `MIN_FILL` of the block: not served
     assert small.ctypes.data != address
-    assert _outputs.pooled_bytes() == 0  # the miss released the pool
+    assert _outputs.pooled_bytes() == 8000  # kept for a request of its size
+    larger = _outputs.empty(3000, np.int32)  # a miss releases the blocks smaller than it
+    assert _outputs.pooled_bytes() == 0
+    del small, larger
+
+
+def test_pool_limits_its_bytes(small_blocks, monkeypatch):
+    monkeypatch.setattr(_outputs, "MAX_POOLED_BYTES", 10_000)
+    arrays = [_outputs.empty(n, np.uint8) for n in (6_000, 3_000, 5_000)]
+    while arrays:
+        del arrays[0]
+    assert _outputs.pooled_bytes() == 8_000  # the oldest went

@@ -1,25 +1,26 @@
-"""Memory for large query results, recycled from earlier results that nobody holds.
+"""Memory for large query results and grids, recycled from earlier ones nobody holds.
 
 Why: a result of a few hundred megabytes (the pairs of a million points, the rows of a
-million radius queries) is too large for the C allocator to keep: NumPy's memory of that
-size comes from the operating system on every call and goes back to it when the result
-is dropped, so each call pays for fresh pages, zeroed by the kernel and, where NumPy asks
-for huge pages, assembled anew. Back to back, the pages just given back come again at
-once; after the program has been idle or has used memory elsewhere, finding them costs
-far more (the idle-gap mode of ``benchmarks/bench_ab.py`` and ``bench_batch.py``
-measures both). A program that searches in a loop drops each answer before it asks for
-the next: its memory can serve the next answer as it is, already paged in.
+million radius queries) is too large for the C allocator to keep, and so, often, are the
+tens of megabytes of a grid's sorted points: memory of that size comes from the
+operating system and goes back to it when freed, so each call pays for fresh pages,
+zeroed by the kernel and, where NumPy asks for huge pages, assembled anew. Back to back,
+the pages just given back come again at once; after the program has been idle or has
+used memory elsewhere, finding them can cost far more (the idle-gap mode of
+``benchmarks/bench_ab.py`` and ``bench_batch.py`` measures both). A program that
+searches in a loop drops each answer, and each grid, before it asks for the next: their
+memory can serve the next ones as it is, already paged in.
 
-How: `empty` hands out arrays over blocks of memory. While any array over a block (the
-result, a slice of it, a view) is alive, the block is leased: the arrays' base is a
-`_Lease`, and nothing else writes to the block. When the last of them goes, the lease
-dies and its block returns to the pool, where the next request of about its size takes
-it. So a result never shares memory with a later one. A request that no pooled block
-fits releases the pooled blocks before it allocates, so a call never holds more memory
-than it did without the pool; between calls the pool keeps at most `MAX_BLOCKS` blocks
-(`release` gives them back). Requests under `MIN_BYTES` go to NumPy: the C allocator
-recycles memory of that size itself. ``SPATIALHASH_RECYCLE_OUTPUTS=0`` in the
-environment turns the pool off.
+How: `empty` hands out arrays over blocks of memory. While any array over a block (a
+result, a slice of it, a view, a grid's state) is alive, the block is leased: the arrays'
+base is a `_Lease`, and nothing else writes to the block. When the last of them goes,
+the lease dies and its block returns to the pool, where the next request of about its
+size takes it. So an answer never shares memory with a later one. A request that no
+pooled block fits allocates afresh, and releases the pooled blocks smaller than itself;
+between calls the pool keeps at most `MAX_BLOCKS` blocks and `MAX_POOLED_BYTES` bytes
+(`release` gives them back). A loop whose calls ask for the same sizes holds no more
+memory at its peak than without the pool. Requests under `MIN_BYTES` go to NumPy.
+``SPATIALHASH_RECYCLE_OUTPUTS=0`` in the environment turns the pool off.
 """
 
 from __future__ import annotations
@@ -31,15 +32,17 @@ import weakref
 
 import numpy as np
 
-#: Requests of fewer bytes are NumPy's own: glibc serves them from memory it keeps (its
-#: threshold for fresh pages from the kernel adapts up to 32 MiB).
-MIN_BYTES = 32 << 20
+#: Requests of fewer bytes are NumPy's own: the C allocator serves them from memory it
+#: keeps. Larger ones it may take from the kernel afresh, and give back when freed.
+MIN_BYTES = 1 << 20
 #: A pooled block serves a request of at least this share of its size: a result holds
 #: its whole block, and should not hold much more than it uses.
 MIN_FILL = 0.8
-#: Blocks the pool keeps between calls (the most a query asks for at once is two: the
-#: indices and the distances).
-MAX_BLOCKS = 2
+#: Blocks the pool keeps between calls: a grid's build takes four (its sorted points,
+#: their order, and two of scratch), a query's answer two (indices and distances)...
+MAX_BLOCKS = 8
+#: ...and at most this many bytes in all, the oldest blocks going first.
+MAX_POOLED_BYTES = 1 << 30
 #: Whether the pool is used (``SPATIALHASH_RECYCLE_OUTPUTS=0`` turns it off).
 ENABLED = os.environ.get("SPATIALHASH_RECYCLE_OUTPUTS", "1") != "0"
 
@@ -91,22 +94,29 @@ def pooled_bytes() -> int:
 
 def _take(n_bytes: int) -> np.ndarray | None:
     """The smallest pooled block that serves ``n_bytes``, out of the pool; or None, after
-    emptying the pool (the caller allocates afresh)."""
+    releasing the pooled blocks too small for it (the caller allocates afresh; a result
+    that grew from call to call leaves no stale block behind)."""
     with _lock:
         fits = [k for k, block in enumerate(_free)
-                if n_bytes <= block.nbytes and n_bytes >= MIN_FILL * block.nbytes]
+                if MIN_FILL * block.nbytes <= n_bytes <= block.nbytes]
         if fits:
             return _free.pop(min(fits, key=lambda k: _free[k].nbytes))
-        dropped = _free[:]
-        _free.clear()
+        dropped = [block for block in _free if block.nbytes < n_bytes]
+        _free[:] = [block for block in _free if block.nbytes >= n_bytes]
     del dropped  # freed outside the lock
     return None
 
 
 def _give_back(block: np.ndarray) -> None:
-    """Pool ``block``, whose last result has gone; the oldest beyond `MAX_BLOCKS` go."""
+    """Pool ``block``, whose last array has gone; the oldest blocks beyond `MAX_BLOCKS` or
+    `MAX_POOLED_BYTES` go."""
     with _lock:
         _free.append(block)
-        dropped = _free[:-MAX_BLOCKS] if len(_free) > MAX_BLOCKS else []
-        del _free[:len(dropped)]
+        n_dropped = 0
+        total = sum(pooled.nbytes for pooled in _free)
+        while len(_free) - n_dropped > MAX_BLOCKS or total > MAX_POOLED_BYTES:
+            total -= _free[n_dropped].nbytes
+            n_dropped += 1
+        dropped = _free[:n_dropped]
+        del _free[:n_dropped]
     del dropped
