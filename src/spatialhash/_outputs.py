@@ -61,10 +61,10 @@ class _Lease:
 def empty(shape, dtype) -> np.ndarray:
     """An uninitialized array like ``np.empty(shape, dtype)``, over a recycled block of
     memory when it is large (see the module's docstring)."""
-    dtype = np.dtype(dtype)
-    shape = (int(shape),) if isinstance(shape, int | np.integer) else tuple(shape)
-    n_bytes = math.prod(shape) * dtype.itemsize
-    if not ENABLED or n_bytes < MIN_BYTES:
+    # Cheap for small requests: many queries are small, and called often.
+    n_bytes = (math.prod(shape) if isinstance(shape, tuple) else int(shape)) * np.dtype(
+        dtype).itemsize
+    if n_bytes < MIN_BYTES or not ENABLED:
         return np.empty(shape, dtype)
     block = _take(n_bytes)
     if block is None:

@@ -115,18 +115,18 @@ gather_columns_parallel = jit_variant(build.gather_columns_source(prange),
 
 
 @jit_parallel
-def query_order_parallel(state, queries, n_chunks):
+def query_order_parallel(state, queries, n_chunks, keys, permutation):
     """`build.query_order` on every thread: the same permutation (a stable counting sort
-    is unique), from per-chunk histograms of the keys (``n_chunks`` times their count)."""
+    is unique), from per-chunk histograms of the keys (``n_chunks`` times their count),
+    written into ``permutation`` (m,) int64 and returned; ``keys`` (m,) int64 is scratch."""
     m = queries.shape[0]
     n_keys = query_key_count(state)
-    keys = np.empty(m, np.int64)
     chunk = (m + n_chunks - 1) // n_chunks
     for k in prange(n_chunks):
         query_keys(state, queries, k * chunk, min(m, (k + 1) * chunk), keys)
     counts = chunk_histograms(keys, n_keys, n_chunks)
     chunk_starts(counts)
-    return chunk_scatter(keys, counts, np.empty(m, np.int64))
+    return chunk_scatter(keys, counts, permutation)
 
 
 @jit_parallel
@@ -163,18 +163,17 @@ take_rows_parallel = jit_variant(build.take_rows_source(prange), "take_rows_para
 
 
 @jit_parallel
-def scatter_parallel(values, order):
-    """``out[order[t]] = values[t]`` on every thread (``order`` a permutation)."""
-    out = np.empty_like(values)
+def scatter_parallel(values, order, out):
+    """``out[order[t]] = values[t]`` on every thread (``order`` a permutation); returns
+    ``out``."""
     for t in prange(order.shape[0]):
         out[order[t]] = values[t]
     return out
 
 
 @jit_parallel
-def gather_parallel(values, order):
-    """``values[order]`` on every thread."""
-    out = np.empty(order.shape[0], values.dtype)
+def gather_parallel(values, order, out):
+    """``values[order]`` on every thread, written into ``out`` and returned."""
     for t in prange(order.shape[0]):
         out[t] = values[order[t]]
     return out
