@@ -105,12 +105,30 @@ def time_call(func: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - start, result
 
 
-def time_repeated(func: Callable[[], object], repeat: int) -> list[float]:
+#: Bytes the idle gap (`idle_gap`) allocates, touches and frees after its sleep.
+IDLE_GAP_FOREIGN_BYTES = 256 << 20
+
+
+def idle_gap(seconds: float) -> None:
+    """What a program does between two searches, as the ``--idle-gap`` modes of the
+    benchmarks simulate it: sleep ``seconds``, then allocate, touch and free
+    `IDLE_GAP_FOREIGN_BYTES` of memory of its own. After such a gap the next call finds
+    its threads asleep, its data out of the caches, and the memory it frees and allocates
+    again handed out afresh by the operating system (zeroed, and as huge pages
+    assembled anew where NumPy asks for them); back to back, it finds them warm."""
+    time.sleep(seconds)
+    foreign = np.ones(IDLE_GAP_FOREIGN_BYTES // 8)
+    del foreign
+
+
+def time_repeated(func: Callable[[], object], repeat: int,
+                  before: Callable[[], None] | None = None) -> list[float]:
     """Seconds of ``repeat`` calls of ``func``; each result is dropped after its call.
 
     ``func`` must materialize its output (return arrays, not lazy objects), so the work is
     inside the timed region. As in `timeit`, garbage is collected once before the calls and
     the cyclic collector is off during them (reference counting still frees each result).
+    ``before``, when given, runs untimed before each call (an `idle_gap`).
     """
     times = []
     gc.collect()
@@ -118,6 +136,8 @@ def time_repeated(func: Callable[[], object], repeat: int) -> list[float]:
     gc.disable()
     try:
         for _ in range(repeat):
+            if before is not None:
+                before()
             start = time.perf_counter()
             result = func()
             times.append(time.perf_counter() - start)

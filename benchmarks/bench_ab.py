@@ -25,10 +25,18 @@ the pairs of 5,000 points, where separate processes took 1,440-1,577 us).
 
 ``--gap-ms`` sleeps that long before each call, as a simulation's step does between two
 searches: a call after a pause finds its data gone from the caches and costs more.
+``--idle-gap SECONDS`` makes each timed call follow an idle gap (`_common.idle_gap`: a
+sleep of that many seconds, then a foreign buffer allocated, touched and freed), as a
+program that searches now and then meets it: besides cold caches and sleeping threads,
+the memory a call allocates is handed out afresh by the operating system. Fewer calls per
+batch suit it (``--calls 3``). The table also gives each version's median of minor page
+faults per call.
 
 Workloads: ``pairs5k`` and ``pairs5k_2d`` (build and all pairs of 5,000 uniform points, 30
 expected neighbours in 3-D, 20 in 2-D), ``build5k`` (the build alone), ``build1m_2d`` (the
-build of a million points in 2-D, cells for 20 expected neighbours), ``particles`` (the
+build of a million points in 2-D, cells for 20 expected neighbours), ``pairs1m`` and
+``build1m`` (the build and all pairs, and the build alone, of a million uniform points in
+3-D, 30 expected neighbours: the ``pairs3d`` workload of ``bench_batch.py``), ``particles`` (the
 particle demo's search on its pile of 5,000 discs after 600 steps, made once by this
 checkout's demo), ``cloth`` (a frame of the cloth demo's 100 x 100 cloth, default options:
 each process drops its own cloth and the two step in lockstep, so a round's two batches
@@ -40,7 +48,8 @@ overlapping pairs; both processes make the same steps, outside the timed calls),
 data of ``benchmarks/bench_rays.py``), ``rays_all`` (every hit of those rays) and
 ``rays_fn`` (the first hit of each that a numba function accepts: odd indices);
 ``radius200k`` and ``knn200k`` (50,000 queries with distances, and their 16 nearest, among
-200,000 uniform points, 30 expected neighbours, on a grid built once),
+200,000 uniform points, 30 expected neighbours, on a grid built once), ``radius1m`` and
+``knn1m`` (the same with a million queries among a million points),
 ``radius200k_periodic`` (those radius queries in a periodic unit cube), ``pairs_fn`` and
 ``pairs_fn_periodic`` (`Grid.for_each_pair` over those points, open and in a periodic unit
 cube, build included, with a numba function adding a weight per pair) and ``list_fn``
@@ -53,6 +62,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -66,10 +76,12 @@ REPOSITORY = BENCHMARKS.parent
 sys.path.insert(0, str(BENCHMARKS))
 import _common as common  # noqa: E402 (the benchmarks folder, put on the path above)
 
-WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d", "particles", "cloth", "dynamic1",
-             "dynamic10", "dynamic100", "dynamic3d10", "rays", "rays_all", "rays_fn",
-             "radius200k", "radius200k_periodic", "knn200k", "pairs_fn", "pairs_fn_periodic",
-             "list_fn")
+WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d", "pairs1m", "build1m", "particles",
+             "cloth", "dynamic1", "dynamic10", "dynamic100", "dynamic3d10", "rays", "rays_all",
+             "rays_fn", "radius200k", "radius200k_periodic", "knn200k", "radius1m", "knn1m",
+             "pairs_fn", "pairs_fn_periodic", "list_fn")
+#: Workloads of a million points (fewer warm-up calls).
+MILLION_WORKLOADS = ("build1m_2d", "pairs1m", "build1m", "radius1m", "knn1m")
 #: Points of the radius, k-nearest and pair-function workloads, and queries of the first two.
 SCAN_POINTS = 200_000
 SCAN_QUERIES = 50_000
@@ -78,8 +90,9 @@ RAY_SPHERES = 100_000
 RAY_COUNT = 20_000
 #: Side of the cube of `dynamic3d10`'s boxes: 0.1 box a unit of volume.
 WORLD_3D = 100.0
-#: Untimed calls a process makes before its first batch.
+#: Untimed calls a process makes before its first batch (a million points: fewer).
 WARM_CALLS = 20
+WARM_CALLS_MILLION = 2
 
 
 # ---------------------------------------------------------------------- child process
@@ -116,13 +129,14 @@ def _scan_workload(name: str):
 
     from spatialhash import Grid, NeighborList
 
-    points = common.uniform_points(SCAN_POINTS, 3, seed=0)
-    r = common.radius_for_neighbors_3d(SCAN_POINTS)
-    if name in ("radius200k", "radius200k_periodic", "knn200k"):
-        queries = common.uniform_points(SCAN_QUERIES, 3, seed=1)
+    n, m = (1_000_000, 1_000_000) if name.endswith("1m") else (SCAN_POINTS, SCAN_QUERIES)
+    points = common.uniform_points(n, 3, seed=0)
+    r = common.radius_for_neighbors_3d(n)
+    if name in ("radius200k", "radius200k_periodic", "knn200k", "radius1m", "knn1m"):
+        queries = common.uniform_points(m, 3, seed=1)
         box = 1.0 if name == "radius200k_periodic" else None
         grid = Grid(points, cell_size=r, box=box)
-        if name != "knn200k":
+        if not name.startswith("knn"):
             return (lambda: grid.query_radius(queries, r, return_distances=True),
                     lambda near: _array_digest(near.indptr, near.indices, near.distances))
         return (lambda: grid.query_knn(queries, 16),
@@ -163,9 +177,9 @@ def _workload(name: str, inputs: str):
     from spatialhash import DynamicHash, Grid
 
     none = lambda: ()  # noqa: E731 (the same arguments every call: none)
-    if name in ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d"):
+    if name in ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d", "pairs1m", "build1m"):
         n_dims = 2 if name.endswith("2d") else 3
-        n = 1_000_000 if name == "build1m_2d" else 5_000
+        n = 1_000_000 if "1m" in name else 5_000
         points = common.uniform_points(n, n_dims, seed=0)
         r = (common.radius_for_neighbors_2d(n) if n_dims == 2
              else common.radius_for_neighbors_3d(n))
@@ -180,8 +194,8 @@ def _workload(name: str, inputs: str):
             _pair_digest
     if name.startswith("rays"):
         return none, *_ray_workload(name)
-    if name in ("radius200k", "radius200k_periodic", "knn200k", "pairs_fn", "pairs_fn_periodic",
-                "list_fn"):
+    if name in ("radius200k", "radius200k_periodic", "knn200k", "radius1m", "knn1m", "pairs_fn",
+                "pairs_fn_periodic", "list_fn"):
         return none, *_scan_workload(name)
     if name == "cloth":
         from spatialhash.demos.cloth import Cloth
@@ -225,26 +239,33 @@ def _workload(name: str, inputs: str):
 
 def child(args: argparse.Namespace) -> int:
     """Serve batches: each line on stdin asks for that many timed calls; each answer is a
-    line of JSON, the batch's median in microseconds and the digest of its last answer."""
+    line of JSON, the batch's median in microseconds, its median of minor page faults per
+    call and the digest of its last answer."""
     sys.path.insert(0, args.src)
     import spatialhash
 
     if not Path(spatialhash.__file__).resolve().is_relative_to(Path(args.src).resolve()):
         raise RuntimeError(f"imported {spatialhash.__file__}, not the version in {args.src}")
     next_arguments, call, digest = _workload(args.workload, args.inputs)
-    for _ in range(WARM_CALLS):
+    for _ in range(WARM_CALLS_MILLION if args.workload in MILLION_WORKLOADS else WARM_CALLS):
         call(*next_arguments())
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
-        times, result = [], None
+        times, faults, result = [], [], None
         for _ in range(int(line)):
             arguments = next_arguments()
+            result = None  # the last answer's memory freed before the gap, as in a loop
             if args.gap_ms:
                 time.sleep(args.gap_ms / 1e3)
+            if args.idle_gap:
+                common.idle_gap(args.idle_gap)
+            faults_before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             start = time.perf_counter()
             result = call(*arguments)
             times.append(time.perf_counter() - start)
-        print(json.dumps({"median_us": common.median(times) * 1e6, "digest": digest(result)}),
+            faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before)
+        print(json.dumps({"median_us": common.median(times) * 1e6,
+                          "faults": common.median(faults), "digest": digest(result)}),
               flush=True)
     return 0
 
@@ -253,9 +274,10 @@ def child(args: argparse.Namespace) -> int:
 class Version:
     """A child process serving one version's batches of one workload."""
 
-    def __init__(self, src: str, workload: str, gap_ms: float, inputs: str) -> None:
+    def __init__(self, src: str, workload: str, args: argparse.Namespace, inputs: str) -> None:
         command = [sys.executable, __file__, "--child", "--src", src, "--workload", workload,
-                   "--gap-ms", str(gap_ms), "--inputs", inputs]
+                   "--gap-ms", str(args.gap_ms), "--idle-gap", str(args.idle_gap),
+                   "--inputs", inputs]
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         text=True, bufsize=1)
         self._read()
@@ -310,11 +332,12 @@ def compare(args: argparse.Namespace, base: str, base_src: str, scratch: str) ->
     rows, differ = [], False
     for workload in args.workloads:
         start = time.perf_counter()
-        versions = {label: Version(src, workload, args.gap_ms, inputs)
+        versions = {label: Version(src, workload, args, inputs)
                     for label, src in sources.items()}
         print(f"{workload}: processes ready in {time.perf_counter() - start:.1f} s "
               "(numba caches filled or loaded, warm-up calls)")
         medians = {label: [] for label in versions}
+        faults = {label: [] for label in versions}
         ratios = []
         steal = common.StealMeter()
         try:
@@ -323,10 +346,11 @@ def compare(args: argparse.Namespace, base: str, base_src: str, scratch: str) ->
                 seen = {label: versions[label].batch(args.calls) for label in order}
                 if len({answer["digest"] for answer in seen.values()}) > 1:
                     differ = True
-                    rows.append([workload, "", "", f"answers differ in round {k}", ""])
+                    rows.append([workload, "", "", f"answers differ in round {k}", "", ""])
                     break
                 for label, answer in seen.items():
                     medians[label].append(answer["median_us"])
+                    faults[label].append(answer["faults"])
                 before, after = (seen[label]["median_us"] for label in versions)
                 ratios.append(after / before)
             else:
@@ -334,14 +358,20 @@ def compare(args: argparse.Namespace, base: str, base_src: str, scratch: str) ->
                 rows.append([workload, *(f"{common.median(values):,.0f}"
                                          for values in medians.values()),
                              f"{quartiles[1]:.3f} ({quartiles[0]:.3f}-{quartiles[2]:.3f})",
+                             " / ".join(f"{common.median(values):,.0f}"
+                                        for values in faults.values()),
                              common.format_share(steal.share())])
         finally:
             for version in versions.values():
                 version.close()
+    gap = (f"an idle gap of {args.idle_gap:g} s (sleep, then "
+           f"{common.IDLE_GAP_FOREIGN_BYTES >> 20} MiB allocated, touched and freed)"
+           if args.idle_gap else f"{args.gap_ms:g} ms of sleep")
     print(f"\nmicroseconds: median over {args.rounds} rounds of each batch's median of "
-          f"{args.calls} calls; {args.gap_ms:g} ms of sleep before each call\n")
+          f"{args.calls} calls; {gap} before each call\n")
     print(common.markdown_table(["workload", *sources, "after / before, per round (quartiles)",
-                                 "CPU stolen"], rows))
+                                 "minor faults per call (before / after)", "CPU stolen"],
+                                rows))
     print(common.speed_probe())
     return 1 if differ else 0
 
@@ -355,13 +385,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--calls", type=int, default=25, help="timed calls per batch")
     parser.add_argument("--gap-ms", type=float, default=0.0,
                         help="sleep before each timed call, in milliseconds")
+    parser.add_argument("--idle-gap", type=float, default=0.0, metavar="SECONDS",
+                        help="before each timed call, sleep this long, then allocate, touch "
+                        "and free a foreign buffer (default 0: no idle gap)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--src", help=argparse.SUPPRESS)
     parser.add_argument("--workload", choices=WORKLOADS, help=argparse.SUPPRESS)
     parser.add_argument("--inputs", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.rounds < 1 or args.calls < 1 or args.gap_ms < 0:
-        parser.error("--rounds and --calls must be at least 1, --gap-ms at least 0")
+    if args.rounds < 1 or args.calls < 1 or args.gap_ms < 0 or args.idle_gap < 0:
+        parser.error("--rounds and --calls must be at least 1, --gap-ms and --idle-gap at "
+                     "least 0")
     return args
 
 

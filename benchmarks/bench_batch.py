@@ -6,6 +6,7 @@ Run from the repository root::
     python benchmarks/bench_batch.py --quick         # n = 20,000: a check that it all works
     python benchmarks/bench_batch.py --workloads pairs3d knn --threads 2 --output-json out.json
     python benchmarks/bench_batch.py --peers vesin,freud   # cKDTree and these peers only
+    python benchmarks/bench_batch.py --idle-gap 2    # each timed call after a 2 s idle gap
 
 Workloads: all pairs among uniform points in 3-D and 2-D, in a periodic box and on a
 clustered cloud; radius queries and k nearest of as many query points; all pairs among 5,000
@@ -26,7 +27,11 @@ Method
   overhead (compiling the kernels, or loading them from numba's on-disk cache, plus first
   touches of memory) is that time minus the median of the warm calls. The cold compile
   from an empty cache is measured by ``bench_compile.py``.
-- Times are medians over ``--repeat`` calls. A peer whose checking call took longer than
+- Times are medians over ``--repeat`` calls, back to back, or each after an idle gap
+  (``--idle-gap SECONDS``: a sleep, then a foreign buffer allocated, touched and freed,
+  `_common.idle_gap`), as a program that searches now and then meets them: cold caches,
+  sleeping threads, and memory handed out afresh by the operating system. The report
+  says which. A peer whose checking call took longer than
   ``--slow-peer-seconds`` is timed over ``--slow-peer-repeat`` calls only; the table says
   so next to its name. A peer whose answer would need more than 60% of the free memory
   (estimated from our answer's size) is skipped, with the estimate printed.
@@ -375,6 +380,12 @@ class Settings:
     threads: int | None
     slow_peer_seconds: float
     slow_peer_repeat: int
+    idle_gap: float = 0.0
+
+    def before_call(self) -> None:
+        """Untimed, before each timed call: the idle gap, if any (`_common.idle_gap`)."""
+        if self.idle_gap:
+            common.idle_gap(self.idle_gap)
 
 
 def time_ours(workload: Workload, settings: Settings, log) -> tuple[dict, object]:
@@ -385,7 +396,7 @@ def time_ours(workload: Workload, settings: Settings, log) -> tuple[dict, object
     del answer
     repeat = workload.repeat or settings.repeat
     steal = common.StealMeter()
-    warm = common.time_repeated(contender.compute, repeat)
+    warm = common.time_repeated(contender.compute, repeat, settings.before_call)
     stolen = steal.share()
     warm_s = common.median(warm)
     log(f"  spatialhash: first call {first_s:.3g} s, median {warm_s:.3g} s over {repeat} "
@@ -417,7 +428,7 @@ def time_peer(workload: Workload, peer: str, ours_normal, settings: Settings,
     if check_s > settings.slow_peer_seconds:
         repeat = min(full_repeat, settings.slow_peer_repeat)
     steal = common.StealMeter()
-    times = common.time_repeated(contender.compute, repeat)
+    times = common.time_repeated(contender.compute, repeat, settings.before_call)
     stolen = steal.share()
     peer_s = common.median(times)
     log(f"  {contender.name}: median {peer_s:.3g} s over {repeat} runs (CPU stolen by the "
@@ -451,7 +462,7 @@ def configure_threads(threads: int | None) -> None:
 def run(n: int = FULL_N, repeat: int = 5, workloads=WORKLOAD_NAMES, threads: int | None = None,
         small_repeat: int = 200, seed: int = 0, slow_peer_seconds: float = 5.0,
         slow_peer_repeat: int = 2, peers: list[str] | None = None,
-        log: Callable[[str], None] = print) -> list[dict]:
+        log: Callable[[str], None] = print, idle_gap: float = 0.0) -> list[dict]:
     """Check, then time, spatialhash and its peers on each workload.
 
     Parameters
@@ -475,6 +486,9 @@ def run(n: int = FULL_N, repeat: int = 5, workloads=WORKLOAD_NAMES, threads: int
         Peers to run (default: every importable one of `PEER_FACTORIES`).
     log : callable, default print
         Receives progress lines.
+    idle_gap : float, default 0
+        Seconds of the idle gap (`_common.idle_gap`: a sleep, then a foreign allocation)
+        before each timed call of every contender; 0 times the calls back to back.
 
     Returns
     -------
@@ -486,7 +500,7 @@ def run(n: int = FULL_N, repeat: int = 5, workloads=WORKLOAD_NAMES, threads: int
         ``ratio`` (peer time / our time), ``check_ok``, ``check`` and ``peer_stolen``.
     """
     configure_threads(threads)
-    settings = Settings(repeat, threads, slow_peer_seconds, slow_peer_repeat)
+    settings = Settings(repeat, threads, slow_peer_seconds, slow_peer_repeat, idle_gap)
     peers = importable_peers(log) if peers is None else peers
     rows = []
     for name in workloads:
@@ -641,9 +655,9 @@ def report(rows: list[dict], env: dict, memory: list[dict], repeat: int) -> str:
         f"cores: {env['cores']} ({env['cpu']})",
         "versions: " + ", ".join(f"{k} {v}" for k, v in env["versions"].items() if v),
         env.get("speed_probe", ""),
-        f"medians over {repeat} runs (small_pairs: its own count); build + query timed "
-        "together; ratio = peer time / our time; CPU stolen = the share of the machine's "
-        "CPU time the hypervisor gave to other guests during the timed runs",
+        f"medians over {repeat} runs (small_pairs: its own count), {env['timing_mode']}; "
+        "build + query timed together; ratio = peer time / our time; CPU stolen = the share "
+        "of the machine's CPU time the hypervisor gave to other guests during the timed runs",
         "",
         results_table(rows, repeat),
         "",
@@ -680,6 +694,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--slow-peer-seconds", type=float, default=5.0)
     parser.add_argument("--slow-peer-repeat", type=int, default=2)
+    parser.add_argument("--idle-gap", type=float, default=0.0, metavar="SECONDS",
+                        help="before each timed call, sleep this long, then allocate and "
+                        "free a foreign buffer (default 0: calls back to back)")
     parser.add_argument("--no-memory", action="store_true",
                         help="skip the peak-memory subprocesses")
     parser.add_argument("--output-json", type=Path, default=None)
@@ -711,9 +728,12 @@ def main(argv=None) -> int:
     probe_before = common.speed_probe()
     rows = run(args.n, args.repeat, args.workloads, args.threads, args.small_repeat,
                args.seed, args.slow_peer_seconds, args.slow_peer_repeat, args.peers,
-               log=lambda line: print(line, flush=True))
+               log=lambda line: print(line, flush=True), idle_gap=args.idle_gap)
     env = environment()
     env["speed_probe"] = f"before the run: {probe_before}; after: {common.speed_probe()}"
+    env["timing_mode"] = (f"each call after an idle gap of {args.idle_gap:g} s (a sleep, then "
+                          f"{common.IDLE_GAP_FOREIGN_BYTES >> 20} MiB allocated, touched and "
+                          "freed)" if args.idle_gap else "calls back to back")
     memory = [] if args.no_memory or "pairs3d" not in args.workloads else (
         measure_peak_memory(args.n, args.seed, args.threads))
     print(report(rows, env, memory, args.repeat))

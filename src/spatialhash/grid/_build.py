@@ -12,6 +12,7 @@ import math
 import numba
 import numpy as np
 
+from .. import _outputs
 from .._kernels.cells import N_AXES, floor_to_int
 from ._kernels import build, build_parallel
 from ._kernels.state import GridState
@@ -108,10 +109,11 @@ def build_state(points3, lowest, highest, cell_size, box, one_cell, index_dtype,
     n_threads = numba.get_num_threads() if parallel else 1
     if n_linear <= build.max_dense_cells(n):
         if n_threads > 1 and histograms_fit(n_threads, n_linear, n):
-            built = build_parallel.build_dense_parallel(points3, origin, inv_size,
-                                                        n_periodic, n_cells, n_threads)
+            built = build_parallel.build_dense_parallel(
+                points3, origin, inv_size, n_periodic, n_cells, n_threads, *_sort_outputs(n))
         else:
-            built = build.dense_build(points3, origin, inv_size, n_periodic, n_cells)
+            built = build.dense_build(points3, origin, inv_size, n_periodic, n_cells,
+                                      *_sort_outputs(n))
         cell_start, permutation, columns, dense_lookup, dense_start, cell_coords = built
         return grid_state((columns, permutation), index_dtype,
                           (origin, size, inv_size, n_cells, box),
@@ -130,13 +132,22 @@ def build_state(points3, lowest, highest, cell_size, box, one_cell, index_dtype,
     hash_keys, hash_ids = build.row_table(cell_coords)
     if n_threads > 1 and histograms_fit(n_threads, n_occupied, n):
         cell_start, permutation, columns = build_parallel.sort_points_parallel(
-            points3, cell_id, n_occupied, n_threads)
+            points3, cell_id, n_occupied, n_threads, *_sort_outputs(n)[1:])
     else:
         cell_start, permutation, columns = build.sort_points(points3, cell_id, n_occupied)
     return grid_state((columns, permutation), index_dtype,
                       (origin, size, inv_size, n_cells, box),
                       (cell_start, cell_coords, _NO_DENSE_LOOKUP, _NO_DENSE_LOOKUP, hash_keys,
                        hash_ids))
+
+
+def _sort_outputs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The arrays a sort of ``n`` points writes, uninitialized: each point's key
+    (scratch), the permutation, and the (3, n) sorted columns; for many points in memory
+    recycled from earlier grids and results (`_outputs`): a build of a million points
+    writes 40 MB, which fresh would be paged in anew on every call."""
+    empty = _outputs.empty if 8 * n >= _outputs.MIN_BYTES else np.empty
+    return empty(n, np.int64), empty(n, np.int64), empty((3, n), np.float64)
 
 
 def grid_geometry(lowest, highest, cell_size, box, one_cell) -> tuple:
@@ -206,9 +217,15 @@ def grid_state(sorted_points: tuple, index_dtype, geometry: tuple,
     columns, permutation = sorted_points
     origin, size, inv_size, n_cells, box = geometry
     cell_start, cell_coords, dense_lookup, dense_start, hash_keys, hash_ids = cells
+    n = permutation.shape[0]
+    if 8 * n >= _outputs.MIN_BYTES:
+        order = _outputs.empty(n, index_dtype)
+        order[:] = permutation
+    else:
+        order = permutation.astype(index_dtype)
     return GridState(
         points=columns,
-        order=permutation.astype(index_dtype),
+        order=order,
         origin=origin,
         cell_size=size,
         inv_cell_size=inv_size,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .. import _config
+from .. import _config, _outputs
 from .._kernels import indirect
 from .._results import KNearest, Neighbors, RayHits
 from . import _build, _pair_functions, _pair_search
@@ -94,8 +94,8 @@ class CpuEngine:
                 self._count_radius(visited_points, visited_radii, in_visit_order), visit_order)
             indptr = _indptr(counts)
             nnz = int(indptr[-1])
-            indices = np.empty(nnz, dtype=self.index_dtype)
-            distances = np.empty(nnz if return_distances else 0, dtype=np.float64)
+            indices = _outputs.empty(nnz, self.index_dtype)
+            distances = _outputs.empty(nnz if return_distances else 0, np.float64)
             self._scan_radius(visited_points, visited_radii, in_visit_order,
                               self._gather(indptr, visit_order), indices, distances, True,
                               sort)
@@ -114,21 +114,24 @@ class CpuEngine:
         saves a cache miss per query in each pass over a large query set."""
         visit_order = self._query_order(query_points)
         if self.parallel_over_points(query_points.shape[0]):
-            visited = build_parallel.take_rows_parallel(query_points, visit_order)
+            visited = build_parallel.take_rows_parallel(
+                query_points, visit_order, _outputs.empty(query_points.shape, np.float64))
         else:
-            visited = build.take_rows(query_points, visit_order)
+            visited = build.take_rows(query_points, visit_order, np.empty_like(query_points))
         return visit_order, visited, self._gather(radii, visit_order)
 
     def _gather(self, values: np.ndarray, order: np.ndarray) -> np.ndarray:
-        """``values[order]``, on every thread for many."""
+        """``values[order]``, on every thread for many (into memory of `_outputs`)."""
         if self.parallel_over_points(order.shape[0]):
-            return build_parallel.gather_parallel(values, order)
+            return build_parallel.gather_parallel(
+                values, order, _outputs.empty(order.shape[0], values.dtype))
         return values[order]
 
     def _scatter(self, values: np.ndarray, order: np.ndarray) -> np.ndarray:
         """The array ``out`` with ``out[order] = values`` (``order`` a permutation)."""
         if self.parallel_over_points(order.shape[0]):
-            return build_parallel.scatter_parallel(values, order)
+            return build_parallel.scatter_parallel(
+                values, order, _outputs.empty(values.shape[0], values.dtype))
         out = np.empty_like(values)
         out[order] = values
         return out
@@ -141,11 +144,18 @@ class CpuEngine:
         if self.parallel_over_points(m) and n_threads > 1:
             n_keys = (self.state.dense_lookup.shape[0] or self.n_occupied_cells + 1)
             if _build.histograms_fit(n_threads, n_keys, m):
-                return build_parallel.query_order_parallel(self.state, query_points, n_threads)
+                return build_parallel.query_order_parallel(
+                    self.state, query_points, n_threads, _outputs.empty(m, np.int64),
+                    _outputs.empty(m, np.int64))
         return build.query_order(self.state, query_points)
 
     def _count_radius(self, query_points, radii, visit_order):
-        counts = np.zeros(query_points.shape[0], dtype=np.int64)
+        m = query_points.shape[0]
+        if self.parallel_over_points(m):
+            counts = _outputs.empty(m, np.int64)
+            counts[:] = 0
+        else:
+            counts = np.zeros(m, dtype=np.int64)
         self._scan_radius(query_points, radii, visit_order, counts,
                           np.empty(0, self.index_dtype), _NO_DISTANCES, False, False)
         return counts
@@ -167,7 +177,7 @@ class CpuEngine:
     def query_knn(self, query_points, k, limit) -> KNearest:
         m = query_points.shape[0]
         indices, distances = _knn_outputs(m, k, self.index_dtype)
-        counts = np.zeros(m, dtype=np.int64)
+        counts = np.empty(m, dtype=np.int64)
         with _config.threads(self.n_threads):
             visit_order = self._query_order(query_points)
             limits = np.full(m, limit)
@@ -206,7 +216,7 @@ class CpuEngine:
             counts = np.zeros(m, dtype=np.int64)
             scan(counts, np.empty(0, self.index_dtype), False, False)
             indptr = _indptr(counts)
-            indices = np.empty(int(indptr[-1]), dtype=self.index_dtype)
+            indices = _outputs.empty(int(indptr[-1]), self.index_dtype)
             scan(indptr, indices, True, sort)
         return Neighbors(indptr, indices, None, self.n_points)
 
@@ -260,17 +270,23 @@ class BruteEngine(CpuEngine):
 
 
 def _indptr(counts: np.ndarray) -> np.ndarray:
-    """CSR row offsets from row lengths."""
-    indptr = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    """CSR row offsets from row lengths (for many rows, into memory of `_outputs`)."""
+    if counts.shape[0] < PARALLEL_MIN_POINTS:
+        indptr = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    else:
+        indptr = _outputs.empty(counts.shape[0] + 1, np.int64)
+        indptr[0] = 0
     np.cumsum(counts, out=indptr[1:])
     return indptr
 
 
 def _knn_outputs(m: int, k: int, index_dtype) -> tuple[np.ndarray, np.ndarray]:
-    """The (m, k) index and distance arrays of `query_knn`, filled with -1 and ``inf``
-    (their size was checked by `Grid.query_knn`)."""
+    """The (m, k) index and distance arrays of `query_knn`, uninitialized (`_outputs`):
+    the kernel writes every slot, the empty ones as -1 and ``inf``, so each page of the
+    answer is written once, by the thread that fills it, rather than first filled on one
+    thread (their size was checked by `Grid.query_knn`)."""
     try:
-        return (np.full((m, k), -1, dtype=index_dtype), np.full((m, k), np.inf))
+        return (_outputs.empty((m, k), index_dtype), _outputs.empty((m, k), np.float64))
     except (MemoryError, ValueError) as error:
         raise MemoryError(
             f"query_knn: no memory for results of shape ({m}, {k}) (`k` = {k}); ask for "

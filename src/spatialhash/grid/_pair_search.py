@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numba
 import numpy as np
 
-from .. import _config
+from .. import _config, _outputs
 from .._kernels import indirect
 from .._results import Pairs
 from ._kernels import pair_scan, pairs, regions, stencil
@@ -149,8 +149,9 @@ def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances,
 
     Memory: rows reserved but never written cost nothing (untouched pages), so the
     result, a view of the first rows of the buffer, holds about as much memory as its
-    rows. A region whose rows overflow is redone alone, and the rows are then copied out
-    instead.
+    rows; a buffer recycled from an earlier result (`_outputs`) is already paged in, and
+    serves only a request of most of its size. A region whose rows overflow is redone
+    alone, and the rows are then copied out instead.
     """
     n = engine.n_points
     state = indexed_state(engine, order)
@@ -172,8 +173,8 @@ def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances,
                                     PAIRS_PER_POINT_RESERVED, PAIR_ROWS_MARGIN,
                                     PAIR_ROWS_SLACK)
     capacity = int(region_rows[-1])
-    indices = np.empty((capacity, 2), dtype=engine.index_dtype)
-    distances = np.empty(capacity if return_distances else 0, dtype=np.float64)
+    indices = _outputs.empty((capacity, 2), engine.index_dtype)
+    distances = _outputs.empty(capacity if return_distances else 0, np.float64)
     n_written = np.empty(region_cells.shape[0] - 1, dtype=np.int64)
     parts = np.column_stack((region_cells[:-1], region_cells[1:]))
     scan_parts(engine, (r2, radii, reach_cells), parts,
@@ -272,8 +273,8 @@ def fill_pairs(engine: CpuEngine, r2, radii, reach_cells, counts, begin, end,
     offsets = np.zeros(end - begin + 1, dtype=np.int64)
     np.cumsum(counts[begin:end], out=offsets[1:])
     n_pairs = int(offsets[-1])
-    indices = np.empty((n_pairs, 2), dtype=engine.index_dtype)
-    distances = np.empty(n_pairs if return_distances else 0, dtype=np.float64)
+    indices = _outputs.empty((n_pairs, 2), engine.index_dtype)
+    distances = _outputs.empty(n_pairs if return_distances else 0, np.float64)
     scan_pairs(engine, (r2, radii, reach_cells), begin, end,
                (offsets, indices, distances, True, as_found), order)
     n = engine.n_points

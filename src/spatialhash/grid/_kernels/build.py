@@ -25,14 +25,16 @@ def linear_cell(points, i, origin, inv_cell_size, n_periodic, n_cells):
 
 
 @jit
-def dense_build(points3, origin, inv_cell_size, n_periodic, n_cells):
+def dense_build(points3, origin, inv_cell_size, n_periodic, n_cells, linear, permutation,
+                columns):
     """Dense mode: the whole build of ``points3`` (n, d), d <= 3 (missing coordinates are
     0), into the box of ``n_cells`` cells.
 
     ``n_cells`` must cover every point's cell coordinate (the caller derives it from the
     largest coordinate with the same arithmetic, monotone); periodic axes (``n_periodic >
-    0``) clamp as in `cell_coords_of`. Returns ``(cell_start, permutation, columns,
-    dense_lookup, dense_start, cell_coords)`` (see `GridState` and `sort_points`):
+    0``) clamp as in `cell_coords_of`. ``linear``, ``permutation`` and ``columns`` as
+    `build_parallel.build_dense_parallel` takes them. Returns ``(cell_start, permutation,
+    columns, dense_lookup, dense_start, cell_coords)`` (see `GridState` and `sort_points`):
     occupied cells take ids in row-major cell order (x fastest), ``dense_lookup`` maps the
     linear index of every cell in the box of cells to its id or -1, and ``dense_start``
     counts the points before each linear index. The counting sort runs on the linear
@@ -45,7 +47,6 @@ def dense_build(points3, origin, inv_cell_size, n_periodic, n_cells):
     n = points3.shape[0]
     nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
     n_linear = nx * ny * nz
-    linear = np.empty(n, np.int64)
     dense_start = np.zeros(n_linear + 1, np.int64)
     for i in range(n):
         key = linear_cell(points3, i, origin, inv_cell_size, n_periodic, n_cells)
@@ -76,9 +77,9 @@ def dense_build(points3, origin, inv_cell_size, n_periodic, n_cells):
                 key += 1
     cell_start[n_occupied] = n
     # Stable: each cell's points in increasing original index.
-    permutation = stable_placement(linear, dense_start)
-    return cell_start, permutation, gather_columns(points3, permutation), dense_lookup, \
-        dense_start, cell_coords
+    stable_placement(linear, dense_start, permutation)
+    gather_columns(points3, permutation, columns)
+    return cell_start, permutation, columns, dense_lookup, dense_start, cell_coords
 
 
 @jit
@@ -190,12 +191,11 @@ def cell_offsets(cell_id, n_cells):
 
 
 @jit
-def stable_placement(keys, starts):
+def stable_placement(keys, starts, permutation):
     """The placement pass of a stable counting sort: the permutation whose position
     ``starts[k] + m`` holds the ``m``-th index ``i`` (in increasing order) with ``keys[i] ==
-    k``."""
+    k``, written into ``permutation`` and returned."""
     cursor = starts[:-1].copy()
-    permutation = np.empty(keys.shape[0], np.int64)
     for i in range(keys.shape[0]):
         key = keys[i]
         permutation[cursor[key]] = i
@@ -212,7 +212,8 @@ def counting_sort(cell_id, n_occupied):
     in increasing original index.
     """
     cell_start = cell_offsets(cell_id, n_occupied)
-    return cell_start, stable_placement(cell_id, cell_start)
+    permutation = np.empty(cell_id.shape[0], np.int64)
+    return cell_start, stable_placement(cell_id, cell_start, permutation)
 
 
 def max_dense_cells(n_points: int) -> float:
@@ -221,12 +222,12 @@ def max_dense_cells(n_points: int) -> float:
 
 
 def take_rows_source(loop):
-    """The kernel of ``rows[order]`` for an (m, 3) array, iterating with ``loop``:
-    `take_rows` (``range``) and ``build_parallel.take_rows_parallel`` (``prange``). A plain
-    loop, five times faster than NumPy's fancy indexing of rows."""
+    """The kernel of ``rows[order]`` for an (m, 3) array, written into and returning
+    ``taken`` (m, 3), iterating with ``loop``: `take_rows` (``range``) and
+    ``build_parallel.take_rows_parallel`` (``prange``). A plain loop, five times faster
+    than NumPy's fancy indexing of rows."""
 
-    def take(rows, order):
-        taken = np.empty((order.shape[0], 3), np.float64)
+    def take(rows, order, taken):
         for t in loop(order.shape[0]):
             q = order[t]
             taken[t, 0] = rows[q, 0]
@@ -313,21 +314,23 @@ def sort_points(points3, cell_id, n_occupied):
     index.
     """
     cell_start, permutation = counting_sort(cell_id, n_occupied)
-    return cell_start, permutation, gather_columns(points3, permutation)
+    columns = np.empty((3, permutation.shape[0]), np.float64)
+    return cell_start, permutation, gather_columns(points3, permutation, columns)
 
 
 def gather_columns_source(loop):
-    """The kernel that returns the (n, d) points, d <= 3, in sorted order as C-contiguous
-    (3, n) columns, zeros for missing coordinates, iterating with ``loop``: `gather_columns`
+    """The kernel that writes the (n, d) points, d <= 3, in sorted order into the
+    C-contiguous (3, n) ``columns`` it returns, zeros for missing coordinates (the caller
+    allocates them: the parallel build's come recycled, see `_outputs`), iterating with
+    ``loop``: `gather_columns`
     (``range``) and ``build_parallel.gather_columns_parallel`` (``prange``) are compiled
     from it. Gathering the coordinates after the sort measured faster than scattering
     them during it (less than half the time for a million points). One loop in the
     kernel itself: as a helper that both called over ranges of positions, the build of a
     million 2-D points took 1.08-1.10 times as long (`benchmarks/bench_ab.py`)."""
 
-    def gather(points3, permutation):
+    def gather(points3, permutation, columns):
         n, d = permutation.shape[0], points3.shape[1]
-        columns = np.empty((3, n), np.float64)
         for s in loop(n):
             i = permutation[s]
             columns[0, s] = points3[i, 0]

@@ -30,18 +30,20 @@ from .build import linear_cell, query_key_count, query_keys
 
 
 @jit_parallel
-def build_dense_parallel(points3, origin, inv_cell_size, n_periodic, n_cells, n_chunks):
+def build_dense_parallel(points3, origin, inv_cell_size, n_periodic, n_cells, n_chunks,
+                         linear, permutation, columns):
     """Sort ``points3`` (n, d), d <= 3, into the dense box of ``n_cells`` cells.
 
     ``n_cells`` must cover every point's cell coordinate (the caller derives it from the
     largest coordinate with the same arithmetic); periodic axes (``n_periodic > 0``) clamp
-    as in `build.cell_coords_of`. Returns ``(cell_start, permutation, columns,
+    as in `build.cell_coords_of`. ``linear`` and ``permutation`` (n,) int64 and
+    ``columns`` (3, n) float64 come from the caller, uninitialized (recycled, see
+    `_outputs`); the first is scratch. Returns ``(cell_start, permutation, columns,
     dense_lookup, dense_start, cell_coords)``, equal to `build.dense_build`'s.
     """
     n = points3.shape[0]
     nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
     n_linear = nx * ny * nz
-    linear = np.empty(n, np.int64)
     for i in prange(n):
         # As int64: a `prange` index is unsigned, and the helper would compile twice.
         linear[i] = linear_cell(points3, np.int64(i), origin, inv_cell_size, n_periodic,
@@ -71,22 +73,23 @@ def build_dense_parallel(points3, origin, inv_cell_size, n_periodic, n_cells, n_
             cell_coords[cell, 2] = key // (nx * ny)
     cell_start[n_occupied] = n
 
-    permutation = chunk_scatter(linear, counts)
-    return (cell_start, permutation, gather_columns_parallel(points3, permutation),
+    chunk_scatter(linear, counts, permutation)
+    return (cell_start, permutation, gather_columns_parallel(points3, permutation, columns),
             dense_lookup, dense_start, cell_coords)
 
 
 @jit  # its parallel loops are in the kernels it calls
-def sort_points_parallel(points3, cell_id, n_occupied, n_chunks):
+def sort_points_parallel(points3, cell_id, n_occupied, n_chunks, permutation, columns):
     """`build.sort_points` on every thread (the sparse build): the same ``(cell_start,
     permutation, columns)``, a stable counting sort being unique, from per-chunk
-    histograms of the cell ids (``n_chunks`` times ``n_occupied`` counts). A million
+    histograms of the cell ids (``n_chunks`` times ``n_occupied`` counts), into
+    ``permutation`` and ``columns`` as `build_dense_parallel` takes them. A million
     points and one far outlier, the whole build: 17% less time than with `build.sort_points`
     (two threads, one process, alternated, medians of 10)."""
     counts = chunk_histograms(cell_id, n_occupied, n_chunks)
     cell_start = chunk_starts(counts)
-    permutation = chunk_scatter(cell_id, counts)
-    return cell_start, permutation, gather_columns_parallel(points3, permutation)
+    chunk_scatter(cell_id, counts, permutation)
+    return cell_start, permutation, gather_columns_parallel(points3, permutation, columns)
 
 
 @jit
@@ -112,18 +115,18 @@ gather_columns_parallel = jit_variant(build.gather_columns_source(prange),
 
 
 @jit_parallel
-def query_order_parallel(state, queries, n_chunks):
+def query_order_parallel(state, queries, n_chunks, keys, permutation):
     """`build.query_order` on every thread: the same permutation (a stable counting sort
-    is unique), from per-chunk histograms of the keys (``n_chunks`` times their count)."""
+    is unique), from per-chunk histograms of the keys (``n_chunks`` times their count),
+    written into ``permutation`` (m,) int64 and returned; ``keys`` (m,) int64 is scratch."""
     m = queries.shape[0]
     n_keys = query_key_count(state)
-    keys = np.empty(m, np.int64)
     chunk = (m + n_chunks - 1) // n_chunks
     for k in prange(n_chunks):
         query_keys(state, queries, k * chunk, min(m, (k + 1) * chunk), keys)
     counts = chunk_histograms(keys, n_keys, n_chunks)
     chunk_starts(counts)
-    return chunk_scatter(keys, counts)
+    return chunk_scatter(keys, counts, permutation)
 
 
 @jit_parallel
@@ -140,14 +143,13 @@ def chunk_histograms(keys, n_keys, n_chunks):
 
 
 @jit_parallel
-def chunk_scatter(keys, starts):
-    """The permutation of a stable counting sort of ``keys``: chunk ``k`` (as in
-    `chunk_histograms`) places its first item of each ``key`` at ``starts[k, key]``
-    (``starts`` is used up)."""
+def chunk_scatter(keys, starts, permutation):
+    """The permutation of a stable counting sort of ``keys``, written into and returned:
+    chunk ``k`` (as in `chunk_histograms`) places its first item of each ``key`` at
+    ``starts[k, key]`` (``starts`` is used up)."""
     n = keys.shape[0]
     n_chunks = starts.shape[0]
     chunk = (n + n_chunks - 1) // n_chunks
-    permutation = np.empty(n, np.int64)
     for k in prange(n_chunks):
         for i in range(k * chunk, min(n, (k + 1) * chunk)):
             key = keys[i]
@@ -161,18 +163,17 @@ take_rows_parallel = jit_variant(build.take_rows_source(prange), "take_rows_para
 
 
 @jit_parallel
-def scatter_parallel(values, order):
-    """``out[order[t]] = values[t]`` on every thread (``order`` a permutation)."""
-    out = np.empty_like(values)
+def scatter_parallel(values, order, out):
+    """``out[order[t]] = values[t]`` on every thread (``order`` a permutation); returns
+    ``out``."""
     for t in prange(order.shape[0]):
         out[order[t]] = values[t]
     return out
 
 
 @jit_parallel
-def gather_parallel(values, order):
-    """``values[order]`` on every thread."""
-    out = np.empty(order.shape[0], values.dtype)
+def gather_parallel(values, order, out):
+    """``values[order]`` on every thread, written into ``out`` and returned."""
     for t in prange(order.shape[0]):
         out[t] = values[order[t]]
     return out

@@ -126,7 +126,8 @@ def unvisited_runs(state, center, lowest, s, run_bounds):
 @jit_parallel
 def knn_query(state, queries, k, max_distance, visit_order, out_indices, out_distances,
               out_counts, kernel):
-    """k nearest points of each query, nearest first; unfilled slots keep their values.
+    """k nearest points of each query, nearest first; slots beyond a query's count get -1
+    and ``inf``, so the outputs may come uninitialized (each is written once).
 
     Queries are taken in ``visit_order`` (see `build.query_order`) and answered by
     `knn_queries`, called at ``kernel`` (see `indirect`).
@@ -265,9 +266,9 @@ def knn_queries(state, queries, k, max_distance, visit_order, t_lo, t_hi, out_in
             if size == k and heap_d2[0] < bound * bound:
                 break
         heap_sort_ascending(heap_d2, heap_index, size)
-        for rank in range(size):
-            out_indices[q, rank] = heap_index[rank]
-            out_distances[q, rank] = math.sqrt(heap_d2[rank])
+        for rank in range(k):
+            out_indices[q, rank] = heap_index[rank] if rank < size else -1
+            out_distances[q, rank] = math.sqrt(heap_d2[rank]) if rank < size else np.inf
         out_counts[q] = size
 
 
