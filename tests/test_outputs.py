@@ -4,6 +4,7 @@ only once nothing holds the first, and the answers do not change."""
 from __future__ import annotations
 
 import gc
+import time
 
 import numpy as np
 import pytest
@@ -107,3 +108,65 @@ def test_pool_limits_its_bytes(small_blocks, monkeypatch):
     while arrays:
         del arrays[0]
     assert _outputs.pooled_bytes() == 8_000  # the oldest went
+
+
+def _finishes(target, seconds=30.0) -> bool:
+    """Whether ``target()`` returns within ``seconds`` on a thread of its own."""
+    import threading
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return not thread.is_alive()
+
+
+def test_an_array_dropped_while_the_pool_is_locked_does_not_deadlock(small_blocks):
+    # The last array over a block can go anywhere, a garbage collection inside the pool's
+    # own locked code included: its block is queued, and pooled by the next call.
+    array = _outputs.empty(1000, np.float64)
+
+    def drop_under_the_lock():
+        nonlocal array
+        with _outputs._lock:
+            array = None
+            gc.collect()
+
+    assert _finishes(drop_under_the_lock)
+    assert _outputs.pooled_bytes() == 8000
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_child_forked_while_another_thread_holds_the_lock_can_use_the_pool(small_blocks):
+    import os
+    import threading
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with _outputs._lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    assert held.wait(30)
+    pid = os.fork()
+    if pid == 0:  # the child: the holder thread does not exist here
+        try:
+            array = _outputs.empty(1000, np.float64)
+            del array
+            os._exit(0 if _outputs.pooled_bytes() == 8000 else 1)
+        finally:
+            os._exit(2)
+    release.set()
+    holder.join(30)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child hung on the pool's lock")

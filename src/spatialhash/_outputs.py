@@ -25,6 +25,7 @@ memory at its peak than without the pool. Requests under `MIN_BYTES` go to NumPy
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 import threading
@@ -49,6 +50,21 @@ ENABLED = os.environ.get("SPATIALHASH_RECYCLE_OUTPUTS", "1") != "0"
 _lock = threading.Lock()
 #: Blocks (1-D uint8 arrays) that no result uses, oldest first.
 _free: list[np.ndarray] = []
+#: Blocks whose last array has gone, not yet in `_free`. The finalizer that returns a
+#: block runs wherever the last array goes, which may be a garbage collection inside this
+#: module's own locked code: it only appends here (atomic, no lock), and the next user of
+#: the pool moves them under the lock.
+_returned: collections.deque = collections.deque()
+
+
+def _after_fork_in_child() -> None:
+    """A new lock in a forked child: the parent's may have been held by another thread
+    at the fork, and would never be released in the child."""
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _Lease:
@@ -81,6 +97,7 @@ def release() -> int:
     """Give every pooled block back (to NumPy, and so to the operating system); returns
     the bytes released."""
     with _lock:
+        _collect_returned()
         blocks = _free[:]
         _free.clear()
     return sum(block.nbytes for block in blocks)
@@ -89,6 +106,7 @@ def release() -> int:
 def pooled_bytes() -> int:
     """Bytes the pool holds for later results."""
     with _lock:
+        _collect_returned()
         return sum(block.nbytes for block in _free)
 
 
@@ -97,6 +115,7 @@ def _take(n_bytes: int) -> np.ndarray | None:
     releasing the pooled blocks too small for it (the caller allocates afresh; a result
     that grew from call to call leaves no stale block behind)."""
     with _lock:
+        _collect_returned()
         fits = [k for k, block in enumerate(_free)
                 if MIN_FILL * block.nbytes <= n_bytes <= block.nbytes]
         if fits:
@@ -108,15 +127,26 @@ def _take(n_bytes: int) -> np.ndarray | None:
 
 
 def _give_back(block: np.ndarray) -> None:
-    """Pool ``block``, whose last array has gone; the oldest blocks beyond `MAX_BLOCKS` or
-    `MAX_POOLED_BYTES` go."""
-    with _lock:
-        _free.append(block)
-        n_dropped = 0
-        total = sum(pooled.nbytes for pooled in _free)
-        while len(_free) - n_dropped > MAX_BLOCKS or total > MAX_POOLED_BYTES:
-            total -= _free[n_dropped].nbytes
-            n_dropped += 1
-        dropped = _free[:n_dropped]
-        del _free[:n_dropped]
-    del dropped
+    """``block``'s last array has gone: queue it for the pool (see `_returned`), and move
+    it there at once, within the pool's limits, unless the lock is taken (then the next
+    user of the pool does)."""
+    _returned.append(block)
+    if _lock.acquire(blocking=False):
+        try:
+            _collect_returned()
+        finally:
+            _lock.release()
+
+
+def _collect_returned() -> None:
+    """Move the returned blocks into the pool, under the lock; the oldest blocks beyond
+    `MAX_BLOCKS` or `MAX_POOLED_BYTES` go (freeing a block runs no finalizer: blocks are
+    plain arrays)."""
+    while _returned:
+        _free.append(_returned.popleft())
+    total = sum(pooled.nbytes for pooled in _free)
+    n_dropped = 0
+    while len(_free) - n_dropped > MAX_BLOCKS or total > MAX_POOLED_BYTES:
+        total -= _free[n_dropped].nbytes
+        n_dropped += 1
+    del _free[:n_dropped]
