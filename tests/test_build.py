@@ -104,11 +104,14 @@ def test_parallel_query_order_and_gather_equal_the_sequential_ones(layout):
     queries = np.vstack([rng.random((4000, 3)) * 1.4 - 0.2, points[:500], [[-1e9, 5.0, 5.0]]])
     queries3 = np.ascontiguousarray(queries)
     expected = build.query_order(grid.state, queries3)
+    m = queries3.shape[0]
     for n_chunks in (1, 2, 7):
-        got = build_parallel.query_order_parallel(grid.state, queries3, n_chunks)
+        got = build_parallel.query_order_parallel(grid.state, queries3, n_chunks,
+                                                  np.empty(m, np.int64), np.empty(m, np.int64))
         assert np.array_equal(got, expected)
-    assert np.array_equal(build_parallel.take_rows_parallel(queries3, expected),
-                          build.take_rows(queries3, expected))
+    assert np.array_equal(build_parallel.take_rows_parallel(queries3, expected,
+                                                            np.empty_like(queries3)),
+                          build.take_rows(queries3, expected, np.empty_like(queries3)))
 
 
 def test_parallel_scatter_and_gather_equal_numpy_indexing():
@@ -116,8 +119,8 @@ def test_parallel_scatter_and_gather_equal_numpy_indexing():
     values = rng.integers(0, 1000, 50_000)
     expected = np.empty_like(values)
     expected[order] = values
-    assert np.array_equal(build_parallel.scatter_parallel(values, order),
-                          expected)
+    assert np.array_equal(build_parallel.scatter_parallel(values, order,
+                                                          np.empty_like(values)), expected)
     radii = rng.random(50_000)
-    assert np.array_equal(build_parallel.gather_parallel(radii, order),
+    assert np.array_equal(build_parallel.gather_parallel(radii, order, np.empty_like(radii)),
                           radii[order])
