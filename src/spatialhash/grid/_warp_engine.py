@@ -128,12 +128,9 @@ class WarpEngine:
     # ------------------------------------------------------------------ k nearest
     def query_knn(self, query_points, k, limit) -> KNearest:
         m = query_points.shape[0]
-        # Made on the host, where running out of memory names `k` (`_knn_outputs`), and
-        # filled there with the empty slots' -1 and inf: the kernel keeps each row's heap
-        # in the row itself, and leaves a row's slots past its count as they are.
+        # Made on the host, where running out of memory names `k` (`_knn_outputs`); the
+        # kernel keeps each row's heap in the row itself and writes every slot.
         host_indices, host_distances = _knn_outputs(m, k, self.index_dtype)
-        host_indices.fill(-1)
-        host_distances.fill(np.inf)
         indices = wp.array(host_indices, dtype=self._index_type(), device=self.device)
         distances = wp.array(host_distances, dtype=wp.float64, device=self.device)
         counts = wp.zeros(m, dtype=wp.int64, device=self.device)

@@ -296,7 +296,8 @@ def knn_rows(grid: DeviceGrid, order: wp.array(dtype=Any), queries: wp.array(dty
              k: wp.int64, limit: wp.float64, out_indices: wp.array2d(dtype=Any),
              out_distances: wp.array2d(dtype=wp.float64), counts: wp.array(dtype=wp.int64)):
     """Row ``q``: the ``k`` nearest points of query ``q`` within ``limit``, nearest first,
-    and their count (see the module docstring); the rows come filled with -1 and ``inf``."""
+    and their count (see the module docstring); the slots past the count get -1 and
+    ``inf``, as on the CPU, so the rows may come uninitialized."""
     q = wp.tid()
     search = new_search(grid, wp.int64(q), k, queries[q], limit)
     size = wp.int64(0)
@@ -318,6 +319,10 @@ def knn_rows(grid: DeviceGrid, order: wp.array(dtype=Any), queries: wp.array(dty
     rank = wp.int64(0)
     while rank < size:
         out_distances[q, rank] = wp.sqrt(out_distances[q, rank])
+        rank += wp.int64(1)
+    while rank < k:
+        out_indices[q, rank] = out_indices.dtype(-1)
+        out_distances[q, rank] = wp.float64(wp.inf)
         rank += wp.int64(1)
     counts[q] = size
 
