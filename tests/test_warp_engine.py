@@ -130,6 +130,64 @@ def test_own_points_without_self_equal_the_cpu_engine():
                       cpu.count_radius(None, 0.05, exclude_self=True))
 
 
+def chunks(grid, chunk_size, **kwargs):
+    return list(grid.iter_pairs(chunk_size=chunk_size, return_distances=True, **kwargs))
+
+
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+@pytest.mark.parametrize("chunk_size", [1, 40, 1 << 22])
+def test_chunks_of_pairs_hold_the_cpu_engines_pairs_chunk_for_chunk(n_dims, chunk_size):
+    # Open: a cell's pairs are its points' pairs with the points after them, on both
+    # engines (the CPU engine's half stencil reaches the cells after it in id order), so
+    # each chunk holds the same pairs, in an order of each engine's own.
+    points, _, radii = scene(8, n=1200, n_dims=n_dims)
+    r = (0.006, 0.03, 0.1)[n_dims - 1]
+    cpu, gpu = grids(points, r)
+    for kwargs in ({"r": r}, {"radii": radii}):
+        expected, got = chunks(cpu, chunk_size, **kwargs), chunks(gpu, chunk_size, **kwargs)
+        assert len(got) == len(expected) and len(expected) > (chunk_size == 1)
+        for a, b in zip(expected, got, strict=True):
+            assert_same_bytes(b.sorted().indices, a.sorted().indices, f"{kwargs.keys()}")
+            assert_same_bytes(b.sorted().distances, a.sorted().distances, f"{kwargs.keys()}")
+
+
+@pytest.mark.parametrize("box", [1.0, "partly"])
+def test_chunks_of_periodic_pairs_are_cells_of_query_pairs(box):
+    # Periodic: the CPU engine's half stencil wraps round, so a cell's pairs may differ;
+    # the chunks hold each cell's rows of `query_pairs`, in its order.
+    points, _, radii = scene(9, n=1500, n_dims=3)
+    periodic = [True, False, True] if box == "partly" else None
+    cpu, gpu = grids(points, 0.1, box=1.0, periodic=periodic)
+    cell_start = gpu.state.cell_start
+    for kwargs in ({"r": 0.1}, {"radii": radii}):
+        whole = gpu.query_pairs(return_distances=True, **kwargs)
+        got = chunks(gpu, 25, **kwargs)
+        assert_same_bytes(np.concatenate([chunk.indices for chunk in got]), whole.indices)
+        assert_same_bytes(np.concatenate([chunk.distances for chunk in got]),
+                          whole.distances)
+        assert_same_bytes(whole.sorted().distances,
+                          cpu.query_pairs(return_distances=True, **kwargs).sorted().distances)
+        # Each chunk ends where a cell's points end, and holds at most 25 pairs or one
+        # cell's pairs: the first point of its pairs in the sorted order (`order`).
+        position = np.empty(len(points), dtype=np.int64)
+        position[gpu.state.order] = np.arange(len(points))
+        cells = [np.searchsorted(cell_start, position[chunk.indices].min(axis=1),
+                                 side="right") - 1 for chunk in got]
+        for chunk, chunk_cells in zip(got, cells, strict=True):
+            assert len(chunk) <= 25 or chunk_cells.min() == chunk_cells.max()
+        ends = [chunk_cells.max() for chunk_cells in cells if chunk_cells.size]
+        starts = [chunk_cells.min() for chunk_cells in cells if chunk_cells.size]
+        assert all(end < start for end, start in zip(ends, starts[1:], strict=False))
+
+
+def test_chunks_of_an_empty_grid_and_of_no_pairs():
+    for points in (np.empty((0, 3)), np.array([[0.0, 0.0], [5.0, 5.0]])):
+        cpu, gpu = grids(points, 1.0)
+        got, expected = chunks(gpu, 3, r=1.0), chunks(cpu, 3, r=1.0)
+        assert [len(chunk) for chunk in got] == [len(chunk) for chunk in expected] == [0]
+        assert got[0].indices.shape == (0, 2) and got[0].shape == expected[0].shape
+
+
 # ---------------------------------------------------------------------- the build
 @pytest.mark.parametrize("box", [None, 1.0])
 def test_build_sorts_the_points_as_the_cpu_engine(box):
@@ -315,15 +373,14 @@ def not_yet_calls(grid, points):
 
     return {
         "query_ray": lambda: grid.query_ray(points, points + 1.0, 0.1),
-        "iter_pairs": lambda: grid.iter_pairs(0.5),
         "for_each_pair": lambda: grid.for_each_pair(0.5, nothing),
         "for_each_neighbor": lambda: grid.for_each_neighbor(points, 0.5, nothing),
         "found_pairs": lambda: grid._found_pairs(0.5),
     }
 
 
-@pytest.mark.parametrize("method", ["query_ray", "iter_pairs",
-                                    "for_each_pair", "for_each_neighbor", "found_pairs"])
+@pytest.mark.parametrize("method", ["query_ray", "for_each_pair", "for_each_neighbor",
+                                    "found_pairs"])
 def test_calls_not_on_the_warp_engine_yet_raise_naming_themselves(method):
     points = np.array([[0.0, 0.0], [0.25, 0.0], [1.0, 1.0]])
     grid = Grid(points, 0.5, device=WARP)

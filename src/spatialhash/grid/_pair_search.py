@@ -222,16 +222,30 @@ def estimate_region_pairs(engine: CpuEngine, r2, radii, reach_cells, region_cell
 def iter_pairs(engine: CpuEngine, r2, radii, reach, chunk_size,
                return_distances) -> Iterator[Pairs]:
     """The chunks of `Grid.iter_pairs` (`GridEngine.iter_pairs`): a count pass over all
-    cells, then consecutive chunks filled together, up to ``max(chunk_size,
-    ITER_PAIRS_BATCH_ROWS)`` rows (or one chunk, when larger), and copied out one by one,
-    so that a small ``chunk_size`` costs a copy per chunk rather than a fill pass. The
-    threads are set around each pass, never across a ``yield``."""
+    cells, then the chunks of `chunks_of_cells`. The threads are set around each pass,
+    never across a ``yield``."""
     with _config.threads(engine.n_threads):
         reach_cells, counts = count_pairs(engine, r2, radii, reach)
+
+    def fill(begin, end):
+        with _config.threads(engine.n_threads):
+            return fill_pairs(engine, r2, radii, reach_cells, counts, begin, end,
+                              return_distances)
+
+    yield from chunks_of_cells(counts, chunk_size, fill, return_distances)
+
+
+def chunks_of_cells(counts: np.ndarray, chunk_size: int, fill,
+                    return_distances) -> Iterator[Pairs]:
+    """Consecutive chunks of at most ``chunk_size`` pairs (or the pairs found from one
+    cell), ``counts`` being the pairs found from each cell and ``fill(begin, end)`` the
+    `Pairs` found from cells ``begin .. end - 1``, in order: chunks are filled together,
+    up to ``max(chunk_size, ITER_PAIRS_BATCH_ROWS)`` rows (or one chunk, when larger),
+    and copied out one by one, so that a small ``chunk_size`` costs a copy per chunk
+    rather than a fill pass. Every engine's `iter_pairs` cuts its chunks here."""
     ends = chunk_ends(counts, chunk_size)
     offsets = [0, *np.cumsum(counts).tolist()]
     batch_rows = max(chunk_size, ITER_PAIRS_BATCH_ROWS)
-    shape = (engine.n_points, engine.n_points)
     begin = 0
     k = 0
     while k < len(ends):
@@ -239,9 +253,7 @@ def iter_pairs(engine: CpuEngine, r2, radii, reach, chunk_size,
         stop = k + 1
         while stop < len(ends) and offsets[ends[stop]] - offsets[begin] <= batch_rows:
             stop += 1
-        with _config.threads(engine.n_threads):
-            batch = fill_pairs(engine, r2, radii, reach_cells, counts, begin,
-                               ends[stop - 1], return_distances)
+        batch = fill(begin, ends[stop - 1])
         if stop == k + 1:
             begin = ends[k]
             k = stop
@@ -252,7 +264,8 @@ def iter_pairs(engine: CpuEngine, r2, radii, reach, chunk_size,
             rows = slice(offsets[begin] - base, offsets[end] - base)
             begin = end
             yield Pairs(batch.indices[rows].copy(),
-                        batch.distances[rows].copy() if return_distances else None, shape)
+                        batch.distances[rows].copy() if return_distances else None,
+                        batch.shape)
         k = stop
 
 

@@ -6,22 +6,27 @@ Its answers are the CPU engine's: the same cells and the same order of points in
 (`_warp_build`), the same pairs and rows, distances equal bit for bit (the CPU engine's
 arithmetic, with the fused multiply-add off, see ``_warp_kernels/__init__.py``), and the
 unsorted rows of `query_radius` and `query_box` in the CPU engine's order. The rows of
-`query_pairs` come in an order of its own, grouped by the first point of each pair in
-the grid's order (which the API leaves open). Every query but `query_knn` counts its
+`query_pairs` come in an order of its own, grouped by the first point of each pair in the
+grid's order (which the API leaves open); `iter_pairs` cuts them into chunks by the CPU
+engine's rule (`_pair_search.chunks_of_cells`). Every query but `query_knn` counts its
 rows, sizes the output exactly from an exclusive scan of the counts, then fills it: no
 cap on a row, and each thread writes its own rows, so the output does not depend on the
-scheduling. `query_knn` writes its (m, k) rows, padded with -1 and ``inf`` on the host,
-in one pass: each query's thread keeps its heap of candidates in its own row, so ``k``
-has no cap and needs no scratch (``_warp_kernels/knn.py``). Results come back to the host
-as the CPU engine's result types.
+scheduling. `query_knn` writes its (m, k) rows in one pass: each query's thread keeps its
+heap of candidates in its own row, so ``k`` has no cap and needs no scratch
+(``_warp_kernels/knn.py``). Results come back to the host as the CPU engine's result
+types.
 
-So far it answers `query_pairs` (one distance or one radius per point, open or periodic
-boxes), `query_radius`, `count_radius`, `query_box` and `query_knn`; the other calls
-of `GridEngine` raise `NotImplementedError` naming the call and the engine (`_not_yet`).
+So far it answers `query_pairs` and `iter_pairs` (one distance or one radius per point,
+open or periodic boxes), `query_radius`, `count_radius`, `query_box` and `query_knn`;
+the other calls of `GridEngine` raise `NotImplementedError` naming the call and the
+engine (`_not_yet`).
 `n_threads` is accepted and unused.
 """
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
 
 import numpy as np
 import warp as wp
@@ -29,6 +34,7 @@ import warp as wp
 from .._results import KNearest, Neighbors, Pairs
 from . import _build
 from ._cpu_engine import _knn_outputs
+from ._pair_search import chunks_of_cells
 from ._warp_build import build_device_grid
 from ._warp_kernels import knn, scan
 
@@ -87,17 +93,53 @@ class WarpEngine:
     # ------------------------------------------------------------------ pairs
     def query_pairs(self, r2, radii, reach, return_distances) -> Pairs:
         n = self.n_points
+        rows = functools.partial(self._pair_rows(r2, radii, reach), 0, n)
+        indptr, indices, distances = self._count_and_fill(n, rows, 2, return_distances)
+        return Pairs(indices, distances, (n, n))
+
+    def iter_pairs(self, r2, radii, reach, chunk_size, return_distances) -> Iterator[Pairs]:
+        """The pairs of `query_pairs`, in its order, in the chunks of
+        `_pair_search.chunks_of_cells`: a count pass over every point, whose counts summed
+        over each cell's points are the pairs found from that cell (a point's row holds
+        its pairs with the points after it, so a cell's rows are consecutive), then fill
+        passes over the points of a few cells at a time, from offsets the counts give."""
+        n = self.n_points
+        rows = self._pair_rows(r2, radii, reach)
+        counts = wp.zeros(n, dtype=wp.int64, device=self.device)
+        rows(0, n, False, counts, *self._no_output(2))
+        point_counts = _host(counts)
+        cell_start = _host(self._device_build.grid.cell_start)[:self.n_occupied_cells + 1]
+        running = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(point_counts, out=running[1:])
+
+        def fill(begin, end):
+            first, last = int(cell_start[begin]), int(cell_start[end])
+            offsets = running[first:last + 1] - running[first]
+            indices = wp.empty((int(offsets[-1]), 2), dtype=self._index_type(),
+                               device=self.device)
+            distances = wp.empty(int(offsets[-1]) if return_distances else 0,
+                                 dtype=wp.float64, device=self.device)
+            rows(first, last - first, True,
+                 wp.array(offsets, dtype=wp.int64, device=self.device), indices, distances)
+            return Pairs(_host(indices), _host(distances) if return_distances else None,
+                         (n, n))
+
+        yield from chunks_of_cells(running[cell_start[1:]] - running[cell_start[:-1]],
+                                   chunk_size, fill, return_distances)
+
+    def _pair_rows(self, r2, radii, reach):
+        """``rows(first, n_rows, write, positions, indices, distances)``: the count or fill
+        pass of a pair search over the sorted points ``first .. first + n_rows - 1``."""
         radii_device = wp.array(radii, dtype=wp.float64, device=self.device)
         # Typed: a generic kernel would take a Python float for a float32.
         r2, reach = wp.float64(r2), wp.float64(reach)
 
-        def rows(write, positions, indices, distances):
-            self._launch(scan.pair_rows, n, (
+        def rows(first, n_rows, write, positions, indices, distances):
+            self._launch(scan.pair_rows, n_rows, (
                 self._device_build.grid, self._device_build.order, radii_device, r2, reach,
-                write, positions, indices, distances))
+                wp.int64(first), write, positions, indices, distances))
 
-        indptr, indices, distances = self._count_and_fill(n, rows, 2, return_distances)
-        return Pairs(indices, distances, (n, n))
+        return rows
 
     # ------------------------------------------------------------------ radius
     def query_radius(self, query_points, radii, return_distances, sort) -> Neighbors:
@@ -215,8 +257,7 @@ def _not_yet(name: str):
     return method
 
 
-for _name in ("found_pairs", "iter_pairs", "for_each_pair", "for_each_neighbor",
-              "query_ray"):
+for _name in ("found_pairs", "for_each_pair", "for_each_neighbor", "query_ray"):
     setattr(WarpEngine, _name, _not_yet(_name))
 
 #: The Warp engines by ``algorithm`` (`_devices.choose_engine`).

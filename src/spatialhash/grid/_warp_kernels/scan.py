@@ -352,18 +352,21 @@ def box_rows(grid: DeviceGrid, order: wp.array(dtype=Any), lowers: wp.array(dtyp
 
 @wp.kernel
 def pair_rows(grid: DeviceGrid, order: wp.array(dtype=Any), radii: wp.array(dtype=wp.float64),
-              r2: wp.float64, reach: wp.float64, write: wp.bool,
+              r2: wp.float64, reach: wp.float64, first: wp.int64, write: wp.bool,
               positions: wp.array(dtype=wp.int64), out_indices: wp.array2d(dtype=Any),
               out_distances: wp.array(dtype=wp.float64)):
-    """Count (``positions[s]`` receives it) or write from ``positions[s]`` the pairs of
-    sorted point ``s`` with the points after it within ``r2`` (or, with ``radii`` in the
-    sorted order, within the sum of the two radii), in a block of cells of ``reach``."""
-    s = wp.tid()
+    """Count (``positions[row]`` receives it) or write from ``positions[row]`` the pairs of
+    sorted point ``s = first + row`` with the points after it within ``r2`` (or, with
+    ``radii`` in the sorted order, within the sum of the two radii), in a block of cells
+    of ``reach``: a launch over the points ``first`` on (`WarpEngine.iter_pairs` fills
+    the points of a few cells at a time)."""
+    row = wp.tid()
+    s = first + wp.int64(row)
     radius = wp.float64(0.0)
     if radii.shape[0] > 0:
         radius = radii[s]
-    probe = new_probe(grid.points[s], wp.int64(s), r2, radius, reach, write)
-    count_or_fill_row(grid, order, probe, radii, positions, s, False, out_indices,
+    probe = new_probe(grid.points[s], s, r2, radius, reach, write)
+    count_or_fill_row(grid, order, probe, radii, positions, row, False, out_indices,
                       out_distances)
 
 
