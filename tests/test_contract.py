@@ -31,10 +31,9 @@ The Dask engine (``"dask"``, when the ``dask`` extra is installed) answers throu
 smaller share of the hypothesis examples (`EXAMPLES`).
 
 The Warp engine on Warp's CPU device (``"warp-cpu"``, ``Grid(..., device="warp-cpu")``,
-when warp-lang is installed) runs the kernels the GPU runs; it has pairs, chunks of pairs,
-radius, count, k-nearest and box queries so far (`LACKS`). With ``SPATIALHASH_TEST_CUDA=1``
-the same engine on a CUDA GPU (``"warp-cuda"``) runs the suite too
-(`benchmarks/gpu_check.py`).
+when warp-lang is installed) runs the kernels the GPU runs, with every feature of
+`FEATURES`. With ``SPATIALHASH_TEST_CUDA=1`` the same engine on a CUDA GPU
+(``"warp-cuda"``) runs the suite too (`benchmarks/gpu_check.py`).
 
 The dynamic hash (``"dynamic"``) answers through ``dynamic_adapter.py``: a `DynamicHash`
 holding the points as objects whose ids are their indices, one hash query per row of
@@ -115,10 +114,10 @@ LACKS = {
     # directions normalized as `Grid` does before the hash's own step). Points are checked
     # when inserted, with the dynamic hash's messages.
     "dynamic": frozenset({"iter_pairs", "query_ray", "checks at construction", "periodic"}),
-    # Pairs (and chunks of them), radius, count, k-nearest and box queries so far: the
-    # other calls raise NotImplementedError (tests/test_warp_engine.py pins that), until
-    # the Warp engine has them.
-    "warp-cpu": frozenset({"query_ray"}),
+    # Every feature: what the Warp engine lacks (functions over pairs, neighbours or ray
+    # hits, neighbour lists) is no feature here; those calls raise NotImplementedError
+    # (tests/test_warp_engine.py and tests/test_warp_rays.py pin that).
+    "warp-cpu": frozenset(),
 }
 if "warp-cuda" in ENGINES:
     LACKS["warp-cuda"] = LACKS["warp-cpu"]

@@ -357,9 +357,9 @@ def test_device_is_kept_and_shown():
 
 
 def test_kernels_compile_without_fused_multiply_add():
-    from spatialhash.grid._warp_kernels import build, knn, scan
+    from spatialhash.grid._warp_kernels import build, knn, ray, scan
 
-    for module in (build, scan, knn):
+    for module in (build, scan, knn, ray):
         assert warp.get_module_options(module)["fuse_fp"] is False, module.__name__
 
 
@@ -372,15 +372,13 @@ def not_yet_calls(grid, points):
         return None
 
     return {
-        "query_ray": lambda: grid.query_ray(points, points + 1.0, 0.1),
         "for_each_pair": lambda: grid.for_each_pair(0.5, nothing),
         "for_each_neighbor": lambda: grid.for_each_neighbor(points, 0.5, nothing),
         "found_pairs": lambda: grid._found_pairs(0.5),
     }
 
 
-@pytest.mark.parametrize("method", ["query_ray", "for_each_pair", "for_each_neighbor",
-                                    "found_pairs"])
+@pytest.mark.parametrize("method", ["for_each_pair", "for_each_neighbor", "found_pairs"])
 def test_calls_not_on_the_warp_engine_yet_raise_naming_themselves(method):
     points = np.array([[0.0, 0.0], [0.25, 0.0], [1.0, 1.0]])
     grid = Grid(points, 0.5, device=WARP)
@@ -432,9 +430,9 @@ def test_cuda_code_has_no_fused_multiply_add():
     # Compiled offline for sm_90 by NVRTC, no GPU needed: every float64 add, subtract and
     # multiply rounds on its own (``.rn``, which ptxas may not contract either), and no
     # fma is left, so squared distances round as on the CPU.
-    from spatialhash.grid._warp_kernels import knn, scan
+    from spatialhash.grid._warp_kernels import knn, ray, scan
 
-    for module in (scan, knn):
+    for module in (scan, knn, ray):
         (path,) = warp.compile_aot_module(module, arch=90, use_ptx=True)
         ptx = Path(path).read_text()
         assert re.search(r"\.entry", ptx) and re.search(r"\bsqrt\.rn\.f64", ptx)

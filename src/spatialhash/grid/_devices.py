@@ -97,10 +97,10 @@ def load_warp(device: str, warp_device: str):
                 warp.init()
             if warp_device != "cpu":
                 check_cuda_device(device, *cuda_facts(warp))
-            from ._warp_kernels import build, knn, scan
+            from ._warp_kernels import build, knn, ray, scan
 
             with warp.ScopedLogLevel(warp.LOG_WARNING):
-                for module in (build, scan, knn):
+                for module in (build, scan, knn, ray):
                     warp.load_module(module, device=warp_device)
             _LOADED.add(warp_device)
     return warp

@@ -6,20 +6,21 @@ Its answers are the CPU engine's: the same cells and the same order of points in
 (`_warp_build`), the same pairs and rows, distances equal bit for bit (the CPU engine's
 arithmetic, with the fused multiply-add off, see ``_warp_kernels/__init__.py``), and the
 unsorted rows of `query_radius` and `query_box` in the CPU engine's order. The rows of
-`query_pairs` come in an order of its own, grouped by the first point of each pair in the
-grid's order (which the API leaves open); `iter_pairs` cuts them into chunks by the CPU
-engine's rule (`_pair_search.chunks_of_cells`). Every query but `query_knn` counts its
-rows, sizes the output exactly from an exclusive scan of the counts, then fills it: no
-cap on a row, and each thread writes its own rows, so the output does not depend on the
-scheduling. `query_knn` writes its (m, k) rows in one pass: each query's thread keeps its
-heap of candidates in its own row, so ``k`` has no cap and needs no scratch
-(``_warp_kernels/knn.py``). Results come back to the host as the CPU engine's result
-types.
+`query_pairs` come in an order of its own, grouped by the first point of each pair in
+the grid's order (which the API leaves open); `iter_pairs` cuts them into chunks by the
+CPU engine's rule (`_pair_search.chunks_of_cells`). Every query but `query_knn` and the
+first hits of `query_ray` counts its rows, sizes the output exactly from an exclusive scan
+of the counts, then fills it: no cap on a row, and each thread writes its own rows, so
+the output does not depend on the scheduling. `query_knn` writes its (m, k) rows in one
+pass: each query's thread keeps its heap of candidates in its own row, so ``k`` has no
+cap and needs no scratch (``_warp_kernels/knn.py``). `query_ray` walks the cells of each
+ray as the CPU engine does (``_warp_kernels/ray.py``). Results come back to the host as
+the CPU engine's result types.
 
 So far it answers `query_pairs` and `iter_pairs` (one distance or one radius per point,
-open or periodic boxes), `query_radius`, `count_radius`, `query_box` and `query_knn`;
-the other calls of `GridEngine` raise `NotImplementedError` naming the call and the
-engine (`_not_yet`).
+open or periodic boxes), `query_radius`, `count_radius`, `query_box`, `query_knn` and
+`query_ray` without a user's function; the other calls of `GridEngine`, and `query_ray`
+with ``fn``, raise `NotImplementedError` naming the call and the engine (`_not_yet`).
 `n_threads` is accepted and unused.
 """
 
@@ -31,12 +32,13 @@ from collections.abc import Iterator
 import numpy as np
 import warp as wp
 
-from .._results import KNearest, Neighbors, Pairs
+from .._results import KNearest, Neighbors, Pairs, RayHits
 from . import _build
 from ._cpu_engine import _knn_outputs
+from ._kernels import ray as cpu_rays
 from ._pair_search import chunks_of_cells
 from ._warp_build import build_device_grid
-from ._warp_kernels import knn, scan
+from ._warp_kernels import knn, ray, scan
 
 
 class WarpEngine:
@@ -197,6 +199,41 @@ class WarpEngine:
         indptr, indices, _ = self._count_and_fill(m, rows, 1, False)
         return Neighbors(indptr, indices.reshape(-1), None, self.n_points)
 
+    # ------------------------------------------------------------------ rays
+    def query_ray(self, origins3, units3, radii, limit, all_hits, fn=None,
+                  args=()) -> RayHits | Neighbors:
+        """Rays against the points as spheres (`GridEngine.query_ray`): the first hits in
+        one pass, or every hit counted, scanned and written (`_warp_kernels/ray.py`);
+        a user's function ``fn`` raises `NotImplementedError` (numba code, which a Warp
+        kernel cannot call)."""
+        if fn is not None:
+            raise NotImplementedError(
+                f"`query_ray` with `fn` is not available on the Warp engine yet (device="
+                f"{self.device_name!r}); build the grid with device='cpu' for it.")
+        m = origins3.shape[0]
+        device = self.device
+        inputs = (self._device_build.grid, self._device_build.order,
+                  wp.array(radii[self._order], dtype=wp.float64, device=device),
+                  wp.float64(radii.max() if radii.size else 0.0),
+                  wp.float64(cpu_rays.WALK_COST_PER_POINT * self.n_points),
+                  wp.array(origins3, dtype=wp.vec3d, device=device),
+                  wp.array(units3, dtype=wp.vec3d, device=device),
+                  wp.array(limit, dtype=wp.float64, device=device))
+
+        def rows(write, positions, indices, distances):
+            mode = cpu_rays.MODE_FILL if write else cpu_rays.MODE_COUNT
+            self._launch(ray.ray_hits, m, (*inputs, mode, positions, indices, distances))
+
+        if all_hits:
+            indptr, indices, distances = self._count_and_fill(m, rows, 1, True)
+            return Neighbors(indptr, indices.reshape(-1), distances, self.n_points)
+        indices = wp.empty((m, 1), dtype=self._index_type(), device=device)
+        distances = wp.empty(m, dtype=wp.float64, device=device)
+        self._launch(ray.ray_hits, m, (*inputs, cpu_rays.MODE_FIRST,
+                                       wp.empty(0, dtype=wp.int64, device=device), indices,
+                                       distances))
+        return RayHits(_host(indices).reshape(-1), _host(distances))
+
     # ------------------------------------------------------------------ passes
     def _count_and_fill(self, n_rows, rows, n_columns, return_distances):
         """Count the rows, scan the counts into offsets, fill the rows: ``(indptr,
@@ -257,7 +294,7 @@ def _not_yet(name: str):
     return method
 
 
-for _name in ("found_pairs", "for_each_pair", "for_each_neighbor", "query_ray"):
+for _name in ("found_pairs", "for_each_pair", "for_each_neighbor"):
     setattr(WarpEngine, _name, _not_yet(_name))
 
 #: The Warp engines by ``algorithm`` (`_devices.choose_engine`).
