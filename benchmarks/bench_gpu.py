@@ -20,7 +20,10 @@ in host memory and ends with the answer in host memory as NumPy arrays, as
 - ``pairs``: build the grid and every pair within ``r`` (``query_pairs``);
 - ``radius``: build, then every point's neighbours within ``r`` as CSR rows
   (``query_radius`` of the points themselves);
-- ``knn16``: build, then every point's 16 nearest (``query_knn``).
+- ``knn16``: build, then every point's 16 nearest (``query_knn``);
+- ``rays``: build, then every hit of ``n / 10`` rays (random origins in the cube, random
+  directions) against the points as spheres of radius ``r / 2`` (``query_ray`` with
+  ``all_hits``).
 
 Contenders
 ----------
@@ -30,6 +33,8 @@ Contenders
   count kernel, Warp's exclusive scan and a fill kernel (the two-pass pattern of the Warp
   engine; ``HashGrid`` itself returns candidates only). ``pairs`` and ``radius`` only.
 
+The CPU engine is the only contender of ``rays``, whose answer must be its bytes.
+
 Other GPU peers (vesin's CUDA path, NVIDIA ALCHEMI toolkit-ops, torch-cluster, FAISS,
 cuML) are listed with a note when they cannot be imported; none has an adapter here yet.
 
@@ -37,7 +42,8 @@ Method
 ------
 Before anything is timed, each contender's answer is compared with ours (``_common``'s
 checks: pairs and rows as sorted keys, equal, or differing only at distance ``r`` within
-rounding; k-nearest distances allclose and indices equal except at ties). A mismatch is
+rounding; k-nearest distances allclose and indices equal except at ties; ray rows, byte
+for byte). A mismatch is
 printed, marked in the table, and makes the script exit with status 1. Each contender
 makes one untimed call first (Warp compiles or loads its kernels there). Times are
 medians over ``--repeat`` calls, each ended by ``wp.synchronize_device``; ratio = the
@@ -47,6 +53,7 @@ contender's time / ours (above 1: the Warp engine is faster).
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import sys
 import time
@@ -62,7 +69,7 @@ except ImportError:  # run as a script, or loaded by path
 
 from spatialhash import Grid
 
-TASKS = ("pairs", "radius", "knn16")
+TASKS = ("pairs", "radius", "knn16", "rays")
 #: Importable names of the GPU peers without an adapter here.
 OTHER_PEERS = {"vesin (CUDA)": "vesin", "ALCHEMI toolkit-ops": "nvalchemiops",
                "torch-cluster": "torch_cluster", "FAISS": "faiss", "cuML": "cuml"}
@@ -95,7 +102,17 @@ def ours(points: np.ndarray, r: float, task: str, device: str):
         return grid.query_pairs(r)
     if task == "radius":
         return grid.query_radius(points, r)
+    if task == "rays":
+        return grid.query_ray(*ray_inputs(points.shape[0]), r / 2, all_hits=True)
     return grid.query_knn(points, 16)
+
+
+@functools.cache
+def ray_inputs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``rays`` task's origins and directions for ``n`` points (made once, untimed)."""
+    rng = np.random.default_rng(n)
+    m = max(1, n // 10)
+    return rng.random((m, 3)), rng.normal(size=(m, 3))
 
 
 def answer_keys(result, task: str, n: int):
@@ -181,6 +198,12 @@ def warp_keys(rows: np.ndarray, task: str, n: int):
 # ---------------------------------------------------------------------- one row
 def check(task, ours_result, theirs, points, r):
     n = points.shape[0]
+    if task == "rays":
+        same = all(np.asarray(getattr(ours_result, name)).tobytes()
+                   == np.asarray(getattr(theirs, name)).tobytes()
+                   for name in ("indptr", "indices", "distances"))
+        hits = f"{len(ours_result.indices):,} hits"
+        return common.Check(same, f"identical bytes ({hits})" if same else f"MISMATCH ({hits})")
     if task == "knn16":
         return common.compare_knn(ours_result.indices, ours_result.distances,
                                   theirs.indices, theirs.distances, points, points)
@@ -207,7 +230,7 @@ def run_row(name: str, points: np.ndarray, task: str, device: str, repeat: int) 
     contenders = [("spatialhash, CPU engine",
                    lambda: ours(points, r, task, "cpu"),
                    lambda result: answer_keys(result, task, n))]
-    if task != "knn16":
+    if task in ("pairs", "radius"):
         contenders.append(("Warp HashGrid",
                            lambda: warp_hash_grid(points, r, task, device),
                            lambda rows: warp_keys(rows, task, n)))
