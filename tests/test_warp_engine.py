@@ -389,6 +389,43 @@ def test_calls_not_on_the_warp_engine_yet_raise_naming_themselves(method):
         not_yet_calls(grid, points)[method]()
 
 
+# ---------------------------------------------------------------------- memory
+def test_an_array_the_device_cannot_hold_is_one_error_naming_its_size():
+    from spatialhash.grid._warp_memory import DeviceMemoryError, device_empty
+
+    # 2**40 int64: 8 TiB, more than the host holds (each dimension within Warp's limit).
+    with pytest.raises(DeviceMemoryError, match=(
+            r"^the rows of a test: out of memory on device 'cpu', asking for "
+            r"8,796,093,022,208 bytes \(an array of shape \(1073741824, 1024\) and dtype "
+            r"int64\); ask for fewer rows at a time")) as error:
+        device_empty((2**30, 2**10), warp.int64, "cpu", "the rows of a test")
+    assert isinstance(error.value, MemoryError)
+    assert error.value.shape == (2**30, 2**10) and error.value.dtype == np.int64
+    assert error.value.n_bytes == 2**43 and error.value.device == "cpu"
+
+
+def test_rows_past_a_warp_dimension_are_one_error_naming_the_query(monkeypatch):
+    from spatialhash.grid import _warp_memory
+
+    points, queries, _ = scene(14, n=200)
+    grid = Grid(points, 0.2, device=WARP)
+    n_pairs = len(grid.query_pairs(0.2))
+    n_rows = grid.count_radius(queries, 0.2).sum()
+    # The limit lowered below these answers, which then take the path of a longer one.
+    monkeypatch.setattr(_warp_memory, "MAX_DIMENSION", min(n_pairs, n_rows) - 1)
+    with pytest.raises(MemoryError, match=(
+            rf"^the {n_pairs:,} rows of query_pairs: an array of shape \({n_pairs}, 2\) on "
+            rf"device 'cpu' is longer than a Warp array can be")):
+        grid.query_pairs(0.2)
+    with pytest.raises(MemoryError, match=rf"^the {n_rows:,} rows of query_radius: "):
+        grid.query_radius(queries, 0.2)
+    with pytest.raises(MemoryError, match=r"^the [0-9,]+ rows of iter_pairs: "):
+        list(grid.iter_pairs(0.2, chunk_size=10**6))
+    with pytest.raises(MemoryError, match=r"^query_knn's results of shape \(2, 1000\) "):
+        monkeypatch.setattr(_warp_memory, "MAX_DIMENSION", 999)
+        grid.query_knn(queries[:2], 1000)
+
+
 # ---------------------------------------------------------------------- devices
 @pytest.mark.parametrize(("facts", "device", "missing"), [
     ((None, 0), "cuda", r"a CUDA driver, and Warp could not load or start one \(libcuda\)"),

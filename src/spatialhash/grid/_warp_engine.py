@@ -11,11 +11,12 @@ the grid's order (which the API leaves open); `iter_pairs` cuts them into chunks
 CPU engine's rule (`_pair_search.chunks_of_cells`). Every query but `query_knn` and the
 first hits of `query_ray` counts its rows, sizes the output exactly from an exclusive scan
 of the counts, then fills it: no cap on a row, and each thread writes its own rows, so
-the output does not depend on the scheduling. `query_knn` writes its (m, k) rows in one
-pass: each query's thread keeps its heap of candidates in its own row, so ``k`` has no
-cap and needs no scratch (``_warp_kernels/knn.py``). `query_ray` walks the cells of each
-ray as the CPU engine does (``_warp_kernels/ray.py``). Results come back to the host as
-the CPU engine's result types.
+the output does not depend on the scheduling. An output the device cannot hold is one
+`MemoryError` naming the query and its size (`_warp_memory`). `query_knn` writes its
+(m, k) rows in one pass: each query's thread keeps its heap of candidates in its own
+row, so ``k`` has no cap and needs no scratch (``_warp_kernels/knn.py``). `query_ray`
+walks the cells of each ray as the CPU engine does (``_warp_kernels/ray.py``). Results
+come back to the host as the CPU engine's result types.
 
 So far it answers `query_pairs` and `iter_pairs` (one distance or one radius per point,
 open or periodic boxes), `query_radius`, `count_radius`, `query_box`, `query_knn` and
@@ -34,11 +35,11 @@ import warp as wp
 
 from .._results import KNearest, Neighbors, Pairs, RayHits
 from . import _build
-from ._cpu_engine import _knn_outputs
 from ._kernels import ray as cpu_rays
 from ._pair_search import chunks_of_cells
 from ._warp_build import build_device_grid
 from ._warp_kernels import knn, ray, scan
+from ._warp_memory import device_empty
 
 
 class WarpEngine:
@@ -96,7 +97,8 @@ class WarpEngine:
     def query_pairs(self, r2, radii, reach, return_distances) -> Pairs:
         n = self.n_points
         rows = functools.partial(self._pair_rows(r2, radii, reach), 0, n)
-        indptr, indices, distances = self._count_and_fill(n, rows, 2, return_distances)
+        indptr, indices, distances = self._count_and_fill(n, rows, 2, return_distances,
+                                                          "query_pairs")
         return Pairs(indices, distances, (n, n))
 
     def iter_pairs(self, r2, radii, reach, chunk_size, return_distances) -> Iterator[Pairs]:
@@ -117,10 +119,8 @@ class WarpEngine:
         def fill(begin, end):
             first, last = int(cell_start[begin]), int(cell_start[end])
             offsets = running[first:last + 1] - running[first]
-            indices = wp.empty((int(offsets[-1]), 2), dtype=self._index_type(),
-                               device=self.device)
-            distances = wp.empty(int(offsets[-1]) if return_distances else 0,
-                                 dtype=wp.float64, device=self.device)
+            indices, distances = self._row_outputs(int(offsets[-1]), 2, return_distances,
+                                                   "iter_pairs")
             rows(first, last - first, True,
                  wp.array(offsets, dtype=wp.int64, device=self.device), indices, distances)
             return Pairs(_host(indices), _host(distances) if return_distances else None,
@@ -147,7 +147,7 @@ class WarpEngine:
     def query_radius(self, query_points, radii, return_distances, sort) -> Neighbors:
         rows = self._radius_rows(query_points, radii, sort)
         indptr, indices, distances = self._count_and_fill(query_points.shape[0], rows, 1,
-                                                          return_distances)
+                                                          return_distances, "query_radius")
         return Neighbors(indptr, indices.reshape(-1), distances, self.n_points)
 
     def count_radius(self, query_points, radii) -> np.ndarray:
@@ -172,11 +172,11 @@ class WarpEngine:
     # ------------------------------------------------------------------ k nearest
     def query_knn(self, query_points, k, limit) -> KNearest:
         m = query_points.shape[0]
-        # Made on the host, where running out of memory names `k` (`_knn_outputs`); the
-        # kernel keeps each row's heap in the row itself and writes every slot.
-        host_indices, host_distances = _knn_outputs(m, k, self.index_dtype)
-        indices = wp.array(host_indices, dtype=self._index_type(), device=self.device)
-        distances = wp.array(host_distances, dtype=wp.float64, device=self.device)
+        # Uninitialized: the kernel keeps each row's heap in the row itself and writes
+        # every slot.
+        what = f"query_knn's results of shape ({m}, {k}) (`k` = {k})"
+        indices = device_empty((m, k), self._index_type(), self.device, what)
+        distances = device_empty((m, k), wp.float64, self.device, what)
         counts = wp.zeros(m, dtype=wp.int64, device=self.device)
         self._launch(knn.knn_rows, m, (
             self._device_build.grid, self._device_build.order,
@@ -196,7 +196,7 @@ class WarpEngine:
                 self._device_build.grid, self._device_build.order, lowers, uppers, widths,
                 no_floats, write, sort, positions, indices))
 
-        indptr, indices, _ = self._count_and_fill(m, rows, 1, False)
+        indptr, indices, _ = self._count_and_fill(m, rows, 1, False, "query_box")
         return Neighbors(indptr, indices.reshape(-1), None, self.n_points)
 
     # ------------------------------------------------------------------ rays
@@ -225,7 +225,7 @@ class WarpEngine:
             self._launch(ray.ray_hits, m, (*inputs, mode, positions, indices, distances))
 
         if all_hits:
-            indptr, indices, distances = self._count_and_fill(m, rows, 1, True)
+            indptr, indices, distances = self._count_and_fill(m, rows, 1, True, "query_ray")
             return Neighbors(indptr, indices.reshape(-1), distances, self.n_points)
         indices = wp.empty((m, 1), dtype=self._index_type(), device=device)
         distances = wp.empty(m, dtype=wp.float64, device=device)
@@ -235,11 +235,11 @@ class WarpEngine:
         return RayHits(_host(indices).reshape(-1), _host(distances))
 
     # ------------------------------------------------------------------ passes
-    def _count_and_fill(self, n_rows, rows, n_columns, return_distances):
+    def _count_and_fill(self, n_rows, rows, n_columns, return_distances, what):
         """Count the rows, scan the counts into offsets, fill the rows: ``(indptr,
         indices, distances)`` on the host, ``indices`` of shape (nnz, n_columns) and
         ``distances`` None unless ``return_distances``. ``rows(write, positions, indices,
-        distances)`` runs one pass."""
+        distances)`` runs one pass; ``what`` names the query in an out-of-memory error."""
         indptr = wp.zeros(n_rows + 1, dtype=wp.int64, device=self.device)
         counts = wp.zeros(n_rows, dtype=wp.int64, device=self.device)
         rows(False, counts, *self._no_output(n_columns))
@@ -247,11 +247,18 @@ class WarpEngine:
             wp.utils.array_scan(counts, indptr[1:], inclusive=True)
         host_indptr = _host(indptr)
         nnz = int(host_indptr[-1])
-        indices = wp.empty((nnz, n_columns), dtype=self._index_type(), device=self.device)
-        distances = wp.empty(nnz if return_distances else 0, dtype=wp.float64,
-                             device=self.device)
+        indices, distances = self._row_outputs(nnz, n_columns, return_distances, what)
         rows(True, indptr, indices, distances)
         return host_indptr, _host(indices), _host(distances) if return_distances else None
+
+    def _row_outputs(self, n_rows, n_columns, return_distances, what):
+        """The uninitialized (n_rows, n_columns) indices and, with ``return_distances``,
+        n_rows distances of a fill pass (`_warp_memory.device_empty`)."""
+        what = f"the {n_rows:,} rows of {what}"
+        indices = device_empty((n_rows, n_columns), self._index_type(), self.device, what)
+        distances = device_empty(n_rows if return_distances else 0, wp.float64, self.device,
+                                 what)
+        return indices, distances
 
     def _no_output(self, n_columns):
         """The empty outputs of a count pass."""
