@@ -424,6 +424,9 @@ def test_rows_past_a_warp_dimension_are_one_error_naming_the_query(monkeypatch):
     with pytest.raises(MemoryError, match=r"^query_knn's results of shape \(2, 1000\) "):
         monkeypatch.setattr(_warp_memory, "MAX_DIMENSION", 999)
         grid.query_knn(queries[:2], 1000)
+    monkeypatch.setattr(_warp_memory, "MAX_DIMENSION", 199)
+    with pytest.raises(MemoryError, match=r"^the build of 200 points: an array of shape "):
+        Grid(points, 0.2, device=WARP)
 
 
 # ---------------------------------------------------------------------- devices

@@ -20,6 +20,7 @@ import warp as wp
 from . import _build
 from ._warp_kernels import build as kernels
 from ._warp_kernels.cells import DeviceGrid
+from ._warp_memory import device_empty
 
 
 class DeviceBuild(NamedTuple):
@@ -42,21 +43,24 @@ def build_device_grid(points3: np.ndarray, lowest, highest, cell_size, box, one_
     n, n_dims = points3.shape
     padded = np.zeros((n, 3))
     padded[:, :n_dims] = points3
-    points = wp.array(padded, dtype=wp.vec3d, device=device)
-    coords = wp.empty((n, 3), dtype=wp.int64, device=device)
+    what = f"the build of {n:,} points"
+    points = device_empty(n, wp.vec3d, device, what)
+    points.assign(padded)
+    coords = device_empty((n, 3), wp.int64, device, what)
     wp.launch(kernels.cell_coords_of, n, (points, wp.vec3d(*origin), wp.vec3d(*inv_size),
                                           wp.vec3l(*n_periodic), coords), device=device)
-    permutation = _sort_by_cell(coords, n_cells, device)
-    sorted_points = wp.empty(n, dtype=wp.vec3d, device=device)
-    sorted_coords = wp.empty((n, 3), dtype=wp.int64, device=device)
-    heads = wp.empty(n, dtype=wp.int64, device=device)
+    permutation = _sort_by_cell(coords, n_cells, device, what)
+    sorted_points = device_empty(n, wp.vec3d, device, what)
+    sorted_coords = device_empty((n, 3), wp.int64, device, what)
+    heads = device_empty(n, wp.int64, device, what)
     wp.launch(kernels.gather_sorted, n, (points, coords, permutation, sorted_points,
                                          sorted_coords, heads), device=device)
-    cell_ids = wp.empty(n, dtype=wp.int64, device=device)
+    cell_ids = device_empty(n, wp.int64, device, what)
     wp.utils.array_scan(heads, cell_ids, inclusive=True)
     n_occupied = int(cell_ids[n - 1:].numpy()[0]) if n else 0
-    cell_start = wp.zeros(n_occupied + 1, dtype=wp.int64, device=device)
-    cell_coords = wp.empty((n_occupied, 3), dtype=wp.int64, device=device)
+    cell_start = device_empty(n_occupied + 1, wp.int64, device, what)
+    cell_start.zero_()
+    cell_coords = device_empty((n_occupied, 3), wp.int64, device, what)
     wp.launch(kernels.cell_table, n, (sorted_coords, heads, cell_ids, cell_start, cell_coords),
               device=device)
     grid = DeviceGrid()
@@ -73,13 +77,14 @@ def build_device_grid(points3: np.ndarray, lowest, highest, cell_size, box, one_
     return DeviceBuild(grid, _order(permutation, index_dtype, device), geometry)
 
 
-def _sort_by_cell(coords: wp.array, n_cells: np.ndarray, device) -> wp.array:
+def _sort_by_cell(coords: wp.array, n_cells: np.ndarray, device, what: str) -> wp.array:
     """The stable permutation (int64, shape (n,)) that sorts the points by cell in
-    row-major order (see the module docstring)."""
+    row-major order (see the module docstring); ``what`` names the build in an
+    out-of-memory error."""
     n = coords.shape[0]
     # The radix sort takes keys and values with room for twice the items.
-    keys = wp.empty(2 * n, dtype=wp.int64, device=device)
-    permutation = wp.empty(2 * n, dtype=wp.int64, device=device)
+    keys = device_empty(2 * n, wp.int64, device, what)
+    permutation = device_empty(2 * n, wp.int64, device, what)
     wp.launch(kernels.identity, n, (permutation,), device=device)
     # Python integers: the product may pass 2**63.
     n_linear = math.prod(int(count) for count in n_cells)
@@ -102,6 +107,7 @@ def _order(permutation: wp.array, index_dtype: np.dtype, device) -> wp.array:
     """The permutation in the grid's index dtype (a new int32 array, or itself)."""
     if index_dtype == np.int64:
         return permutation
-    order = wp.empty(permutation.shape[0], dtype=wp.int32, device=device)
+    order = device_empty(permutation.shape[0], wp.int32, device,
+                         f"the build of {permutation.shape[0]:,} points")
     wp.launch(kernels.narrow_order, permutation.shape[0], (permutation, order), device=device)
     return order
