@@ -374,11 +374,10 @@ def not_yet_calls(grid, points):
     return {
         "for_each_pair": lambda: grid.for_each_pair(0.5, nothing),
         "for_each_neighbor": lambda: grid.for_each_neighbor(points, 0.5, nothing),
-        "found_pairs": lambda: grid._found_pairs(0.5),
     }
 
 
-@pytest.mark.parametrize("method", ["for_each_pair", "for_each_neighbor", "found_pairs"])
+@pytest.mark.parametrize("method", ["for_each_pair", "for_each_neighbor"])
 def test_calls_not_on_the_warp_engine_yet_raise_naming_themselves(method):
     points = np.array([[0.0, 0.0], [0.25, 0.0], [1.0, 1.0]])
     grid = Grid(points, 0.5, device=WARP)
@@ -387,6 +386,33 @@ def test_calls_not_on_the_warp_engine_yet_raise_naming_themselves(method):
                              r"\(device='warp-cpu'\); build the grid with device='cpu' for "
                              r"it\.$"):
         not_yet_calls(grid, points)[method]()
+
+
+def sorted_rows(pairs):
+    """Each pair as (min, max), the rows in lexicographic order."""
+    rows = np.sort(pairs, axis=1)
+    return rows[np.lexsort((rows[:, 1], rows[:, 0]))]
+
+
+@pytest.mark.parametrize("box", [None, 1.0])
+@pytest.mark.parametrize("per_point", [False, True])
+def test_found_pairs_are_the_cpu_engines_pairs_in_its_point_order(box, per_point):
+    points, _, radii = scene(15, n=1200)
+    cpu, gpu = grids(points, 0.05, box=box)
+    search = {"radii": radii} if per_point else {"r": 0.05}
+    a, b = cpu._found_pairs(**search), gpu._found_pairs(**search)
+    # The same points at the same positions (wrapped into the box), and their indices.
+    assert_same_bytes(b.order, a.order, "order")
+    assert_same_bytes(b.points, a.points, "points")
+    assert b.points.flags.c_contiguous and b.points.flags.writeable and b.slabs is None
+    # Each pair once, (s, t) with s < t, grouped by s in increasing order.
+    s, t = b.pairs[:, 0], b.pairs[:, 1]
+    assert np.all(s < t) and np.all(np.diff(s) >= 0)
+    assert_same_bytes(sorted_rows(b.pairs), sorted_rows(a.pairs), "pairs")
+    # In the caller's indices: the pairs of query_pairs.
+    caller = np.sort(b.order[b.pairs], axis=1)
+    expected = cpu.query_pairs(**search).sorted().indices
+    assert_same_bytes(np.unique(caller, axis=0), expected, "caller's pairs")
 
 
 # ---------------------------------------------------------------------- memory

@@ -18,8 +18,8 @@ row, so ``k`` has no cap and needs no scratch (``_warp_kernels/knn.py``). `query
 walks the cells of each ray as the CPU engine does (``_warp_kernels/ray.py``). Results
 come back to the host as the CPU engine's result types.
 
-So far it answers `query_pairs` and `iter_pairs` (one distance or one radius per point,
-open or periodic boxes), `query_radius`, `count_radius`, `query_box`, `query_knn` and
+So far it answers `query_pairs`, `iter_pairs` and `found_pairs` (one distance or one
+radius per point, open or periodic boxes), `query_radius`, `count_radius`, `query_box`, `query_knn` and
 `query_ray` without a user's function; the other calls of `GridEngine`, and `query_ray`
 with ``fn``, raise `NotImplementedError` naming the call and the engine (`_not_yet`).
 `n_threads` is accepted and unused.
@@ -36,7 +36,7 @@ import warp as wp
 from .._results import KNearest, Neighbors, Pairs, RayHits
 from . import _build
 from ._kernels import ray as cpu_rays
-from ._pair_search import chunks_of_cells
+from ._pair_search import FoundPairs, chunks_of_cells
 from ._warp_build import build_device_grid
 from ._warp_kernels import knn, ray, scan
 from ._warp_memory import device_empty
@@ -129,16 +129,30 @@ class WarpEngine:
         yield from chunks_of_cells(running[cell_start[1:]] - running[cell_start[:-1]],
                                    chunk_size, fill, return_distances)
 
-    def _pair_rows(self, r2, radii, reach):
+    def found_pairs(self, r2, radii, reach) -> FoundPairs:
+        """The pairs of `query_pairs` as its search found them (`GridEngine.found_pairs`):
+        the same passes, writing each sorted point's position in place of its index, so
+        that each pair is ``(s, t)`` with ``s < t``, the point whose row holds it first;
+        no slabs (the rows are grouped by ``s``, in increasing order)."""
+        n = self.n_points
+        positions = wp.array(np.arange(n, dtype=self.index_dtype), device=self.device)
+        rows = functools.partial(self._pair_rows(r2, radii, reach, positions), 0, n)
+        _, pairs, _ = self._count_and_fill(n, rows, 2, False, "found_pairs")
+        points = _host(self._device_build.grid.points).reshape(n, 3)
+        return FoundPairs(pairs, self._order.copy(), np.ascontiguousarray(points), None)
+
+    def _pair_rows(self, r2, radii, reach, order=None):
         """``rows(first, n_rows, write, positions, indices, distances)``: the count or fill
-        pass of a pair search over the sorted points ``first .. first + n_rows - 1``."""
+        pass of a pair search over the sorted points ``first .. first + n_rows - 1``,
+        writing ``order``'s entry for each point (None: the caller's index)."""
         radii_device = wp.array(radii, dtype=wp.float64, device=self.device)
         # Typed: a generic kernel would take a Python float for a float32.
         r2, reach = wp.float64(r2), wp.float64(reach)
+        order = self._device_build.order if order is None else order
 
         def rows(first, n_rows, write, positions, indices, distances):
             self._launch(scan.pair_rows, n_rows, (
-                self._device_build.grid, self._device_build.order, radii_device, r2, reach,
+                self._device_build.grid, order, radii_device, r2, reach,
                 wp.int64(first), write, positions, indices, distances))
 
         return rows
@@ -301,7 +315,7 @@ def _not_yet(name: str):
     return method
 
 
-for _name in ("found_pairs", "for_each_pair", "for_each_neighbor"):
+for _name in ("for_each_pair", "for_each_neighbor"):
     setattr(WarpEngine, _name, _not_yet(_name))
 
 #: The Warp engines by ``algorithm`` (`_devices.choose_engine`).
