@@ -19,10 +19,10 @@ walks the cells of each ray as the CPU engine does (``_warp_kernels/ray.py``). R
 come back to the host as the CPU engine's result types.
 
 So far it answers `query_pairs`, `iter_pairs` and `found_pairs` (one distance or one
-radius per point, open or periodic boxes), `query_radius`, `count_radius`, `query_box`, `query_knn` and
-`query_ray` without a user's function; the other calls of `GridEngine`, and `query_ray`
-with ``fn``, raise `NotImplementedError` naming the call and the engine (`_not_yet`).
-`n_threads` is accepted and unused.
+radius per point, open or periodic boxes), `query_radius`, `count_radius`, `query_box`,
+`query_knn` and `query_ray` without a user's function; the other calls of `GridEngine`,
+and `query_ray` with ``fn``, raise `NotImplementedError` naming the call and the engine
+(`_not_yet`). `n_threads` is accepted and unused.
 """
 
 from __future__ import annotations
