@@ -34,6 +34,7 @@ the arithmetic of the grid's pair kernels, so its pairs are those of a new grid'
 """
 
 from ._molecular import neighbor_list
+from ._molecular_list import MolecularNeighborList
 from ._neighbor_list import NeighborList
 
-__all__ = ["NeighborList", "neighbor_list"]
+__all__ = ["MolecularNeighborList", "NeighborList", "neighbor_list"]
