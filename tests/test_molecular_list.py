@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_molecular import STEP, cutoffs, systems
 
 import molecular_oracle as oracle
 from spatialhash.neighbors import MolecularNeighborList, neighbor_list
+from test_molecular import STEP, cutoffs, systems
 
 
 def _wrapped(positions, cell, pbc):
@@ -213,7 +213,8 @@ BAD_CONSTRUCTIONS = [
     ({"skin": float("nan")}, ValueError, r"`skin` must be >= 0; got nan\."),
     ({"skin": None}, TypeError, r"give `skin`"),
     ({"cutoff": -1.0}, ValueError, r"`cutoff` must be > 0; got -1\.0\."),
-    ({"cutoff": None, "radii": [1.0, -1.0]}, ValueError, r"`radii` must hold finite values >= 0; got -1\.0"),
+    ({"cutoff": None, "radii": [1.0, -1.0]}, ValueError,
+     r"`radii` must hold finite values >= 0; got -1\.0"),
     ({"radii": [1.0]}, TypeError, r"give exactly one of `cutoff` .* and `radii`"),
     ({"quantities": "ijx"}, ValueError, r"`quantities` must be one or more letters"),
 ]

@@ -41,7 +41,7 @@ from .._config import threads
 from .._validation import as_points, as_positive_scalar
 from ._cells import CellGeometry, system_cells
 from ._images import batch_rows
-from ._kernels.molecular_list import atom_moves, listed_rows
+from ._kernels.molecular_list import atom_moves, listed_rows, shift_candidates
 from ._molecular import _as_quantities, _outputs, _reach, _sorted
 
 #: The candidates reach a relative 2**-30 of the largest coordinate (plus the reach)
@@ -175,6 +175,11 @@ class MolecularNeighborList:
         self.rebuilt = self._moved(coords, geometry)
         if self.rebuilt:
             self._build(coords, geometry)
+        elif not np.array_equal(self._jumps, self._applied):
+            # The candidates' shifts follow the jumps: their rows at these positions.
+            with threads(None):
+                shift_candidates(*self._candidates, self._jumps - self._applied)
+            self._applied = self._jumps.copy()
         return self._rows(coords)
 
     def _first(self, coords: np.ndarray) -> None:
@@ -232,6 +237,8 @@ class MolecularNeighborList:
         self._dual[geometry.axes] = geometry.dual
         self._built_at = coords.copy()
         self._jumps = np.zeros((n, n_dims), dtype=np.int64)
+        self._applied = self._jumps.copy()  # the jumps the candidates' shifts include
+        self._keep = np.empty(len(found["i"]), dtype=np.bool_)
         self.n_builds += 1
 
     def _rows(self, coords: np.ndarray):
@@ -240,8 +247,8 @@ class MolecularNeighborList:
         letters = self._letters
         radii = np.empty(0) if self._radii is None else self._radii
         candidates = self._candidates
-        args = (coords, self._vectors, self._periodic, self._jumps, candidates, radii,
-                self._cutoff)
+        args = (coords, self._vectors, self._periodic, candidates, radii, self._cutoff,
+                self._keep)
         with threads(None):
             counts = listed_rows(*args, np.empty(0, np.int64), _empty_out(n_dims))
             starts = np.cumsum(counts) - counts

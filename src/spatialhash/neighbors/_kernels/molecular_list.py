@@ -68,63 +68,77 @@ def atom_moves(positions, built_at, vectors, periodic, dual, limit2, jumps):
     return n_beyond, largest
 
 
+@jit_parallel
+def shift_candidates(cand_i, cand_j, cand_shifts, delta):
+    """Add ``delta[i] - delta[j]`` (int64 (n, d): the change of each atom's jump) to the
+    shift of each candidate ``(i, j)``, in place."""
+    n_dims = cand_shifts.shape[1]
+    for r in prange(cand_i.shape[0]):
+        i = cand_i[r]
+        j = cand_j[r]
+        for a in range(n_dims):
+            cand_shifts[r, a] += delta[i, a] - delta[j, a]
+
+
 @jit
-def chunk_rows(positions, vectors, periodic, jumps, candidates, radii, cutoff, lo, hi,
-               start, out):
-    """The candidates ``lo`` to ``hi - 1`` within reach at ``positions``: their number is
-    returned and, with ``start`` >= 0, their rows are written from ``start`` into ``out``
-    (as `listed_rows`). ``candidates`` is ``(i, j, S)`` of the build."""
+def chunk_rows(positions, vectors, periodic, candidates, radii, cutoff, lo, hi, keep, start,
+               out):
+    """The candidates ``lo`` to ``hi - 1`` within reach at ``positions``: with ``start``
+    < 0, each one's test into ``keep`` and their number returned; else the rows of those
+    ``keep`` marks written from ``start`` into ``out`` (as `listed_rows`)."""
     cand_i, cand_j, cand_shifts = candidates
     out_i, out_j, out_shifts, out_vectors, out_distances = out
     n_dims = positions.shape[1]
-    pair_shift = np.zeros(n_dims, np.int64)
     vector = np.zeros(n_dims, np.float64)
     with_radii = radii.shape[0] > 0
     fill = start >= 0
     count = 0
     for r in range(lo, hi):
+        if fill and not keep[r]:
+            continue
         i = cand_i[r]
         j = cand_j[r]
-        for a in range(n_dims):
-            pair_shift[a] = cand_shifts[r, a] + jumps[i, a] - jumps[j, a]
-        distance = math.sqrt(_pair_vector(positions, vectors, periodic, i, j, 0, pair_shift,
-                                          vector))
-        bound = radii[i] + radii[j] if with_radii else cutoff
-        if not distance <= bound:
+        squared = _pair_vector(positions, vectors, periodic, i, j, 0, cand_shifts[r], vector)
+        distance = math.sqrt(squared)
+        if not fill:
+            bound = radii[i] + radii[j] if with_radii else cutoff
+            keep[r] = distance <= bound
+            count += keep[r]
             continue
-        if fill:
-            at = start + count
-            if out_i.shape[0]:
-                out_i[at] = i
-            if out_j.shape[0]:
-                out_j[at] = j
-            for a in range(n_dims if out_shifts.shape[0] else 0):
-                out_shifts[at, a] = pair_shift[a]
-            for a in range(n_dims if out_vectors.shape[0] else 0):
-                out_vectors[at, a] = vector[a]
-            if out_distances.shape[0]:
-                out_distances[at] = distance
+        at = start + count
         count += 1
+        if out_i.shape[0]:
+            out_i[at] = i
+        if out_j.shape[0]:
+            out_j[at] = j
+        for a in range(n_dims if out_shifts.shape[0] else 0):
+            out_shifts[at, a] = cand_shifts[r, a]
+        for a in range(n_dims if out_vectors.shape[0] else 0):
+            out_vectors[at, a] = vector[a]
+        if out_distances.shape[0]:
+            out_distances[at] = distance
     return count
 
 
 @jit_parallel
-def listed_rows(positions, vectors, periodic, jumps, candidates, radii, cutoff, starts, out):
-    """The candidates ``(i, j, S)`` (int64 (m,), (m,), (m, d)) whose rows
-    ``(i, j, S + n[i] - n[j])`` at ``positions`` (``n`` the ``jumps``; ``vectors``
-    (1, d, d) and ``periodic`` (1, d), the cell as `molecular._pair_vector` takes it) have
-    ``d <= cutoff`` (with ``radii`` (n,), ``d <= radii[i] + radii[j]``; (0,) without).
-    Returns the number of such rows in each chunk of `ROWS_PER_CHUNK` candidates; with
-    ``starts`` (the running sum of those numbers; (0,) to count only) writes them, in the
-    candidates' order, into ``out``, ``(i, j, S, D, d)``: int64 (k,), int64 (k,),
-    int64 (k, d), float64 (k, d), float64 (k,), each with k rows or none (not asked for)."""
+def listed_rows(positions, vectors, periodic, candidates, radii, cutoff, keep, starts, out):
+    """The candidates ``(i, j, S)`` (int64 (m,), (m,), (m, d); ``S`` the shift at the
+    current positions) whose rows at ``positions`` (``vectors`` (1, d, d) and ``periodic``
+    (1, d): the cell as `molecular._pair_vector` takes it) have ``d <= cutoff`` (with
+    ``radii`` (n,), ``d <= radii[i] + radii[j]``; (0,) without). Two passes: with
+    ``starts`` (0,), each candidate's test into ``keep`` (bool (m,)) and the number kept in
+    each chunk of `ROWS_PER_CHUNK` candidates returned; with ``starts`` (the running sum
+    of those numbers), the kept rows written, in the candidates' order, into ``out``,
+    ``(i, j, S, D, d)``: int64 (k,), int64 (k,), int64 (k, d), float64 (k, d),
+    float64 (k,), each with k rows or none (not asked for); the second pass computes only
+    the vectors of the rows kept."""
     m = candidates[0].shape[0]
     n_chunks = (m + ROWS_PER_CHUNK - 1) // ROWS_PER_CHUNK
     counts = np.zeros(n_chunks, np.int64)
     fill = starts.shape[0] > 0
     for chunk in prange(n_chunks):
         lo = chunk * ROWS_PER_CHUNK
-        counts[chunk] = chunk_rows(positions, vectors, periodic, jumps, candidates, radii,
-                                   cutoff, lo, min(m, lo + ROWS_PER_CHUNK),
+        counts[chunk] = chunk_rows(positions, vectors, periodic, candidates, radii, cutoff,
+                                   lo, min(m, lo + ROWS_PER_CHUNK), keep,
                                    starts[chunk] if fill else -1, out)
     return counts
