@@ -249,3 +249,13 @@ def test_bad_updates_are_refused_naming_the_parameter():
     with pytest.raises(ValueError, match=r"`cutoff` and `cell` must need at most .* got "
                                          r"cutoff \+ skin = 1000\.5"):
         MolecularNeighborList("ij", 1000.0, 0.5, np.eye(3)).update(np.zeros((3, 3)))
+    # A refused first update leaves the list as it was: refused again, the same way.
+    left_handed = MolecularNeighborList("ij", 1.0, 0.5, -np.eye(3))
+    for _ in range(2):
+        with pytest.raises(ValueError, match=r"`cell` must be right-handed"):
+            left_handed.update(np.zeros((3, 3)))
+    # A refused search keeps the list it had, and a later update still answers.
+    neighbors.update(np.zeros((3, 3)))
+    with pytest.raises(ValueError, match=r"`cutoff` and `cell` must need at most"):
+        neighbors.update(np.zeros((3, 3)), cell=np.eye(3) * 1e-3)
+    assert neighbors.update(np.zeros((3, 3)))[0].size == 6  # three atoms at one place

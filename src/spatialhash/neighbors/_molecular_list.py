@@ -172,22 +172,23 @@ class MolecularNeighborList:
         geometry = self._geometry
         if cell is not None:
             geometry = system_cells(cell, self._pbc, coords.shape[1], None)[0]
-        self.rebuilt = self._moved(coords, geometry)
-        if self.rebuilt:
+        rebuild = self._moved(coords, geometry)
+        if rebuild:
             self._build(coords, geometry)
         elif not np.array_equal(self._jumps, self._applied):
             # The candidates' shifts follow the jumps: their rows at these positions.
             with threads(None):
                 shift_candidates(*self._candidates, self._jumps - self._applied)
             self._applied = self._jumps.copy()
+        self.rebuilt = rebuild
         return self._rows(coords)
 
     def _first(self, coords: np.ndarray) -> None:
         """Check the radii against the first positions, and resolve the cell."""
-        self._shape = coords.shape
         if self._radii is not None:
             self._cutoff, self._radii, _, _ = _reach(None, self._radii_argument, len(coords))
         self._geometry = system_cells(self._cell, self._pbc, coords.shape[1], None)[0]
+        self._shape = coords.shape  # last: a refused first update leaves no state
 
     def _moved(self, coords: np.ndarray, geometry: CellGeometry) -> bool:
         """Whether a search is due: none yet, a changed cell, or a move beyond the skin
@@ -212,8 +213,8 @@ class MolecularNeighborList:
         n, n_dims = coords.shape
         largest = float(np.abs(coords).max()) if n else 0.0
         reach = self._cutoff + self._skin
-        self._scale = largest + reach
-        margin = REACH_MARGIN * self._scale
+        scale = largest + reach
+        margin = REACH_MARGIN * scale
         if self._radii is None:
             radii = None
             reach += margin
@@ -230,6 +231,7 @@ class MolecularNeighborList:
         if self._sorted:
             found = _sorted(found)
         self._candidates = (found["i"], found["j"], found["S"])
+        self._scale = scale
         self._geometry = geometry
         self._vectors = geometry.vectors[np.newaxis]
         self._periodic = geometry.periodic[np.newaxis]
