@@ -10,8 +10,9 @@ positions and the cell of the build; sorted once there when ``sorted=True``. An 
 splits each atom's displacement since the build into a whole number ``n`` of cell vectors
 (its fractional displacement rounded) and what is left, ``x - x_built - n @ cell``
 (``_kernels/molecular_list.atom_moves``). A candidate ``(i, j, S)`` is, at the current
-positions, the image pair ``(i, j, S + n[i] - n[j])``, and its vector is the build's
-plus the difference of the leftovers of ``i`` and ``j``. So while every leftover is at
+positions, the image pair ``(i, j, S + n[i] - n[j])`` (the stored shifts take the
+change of the jumps whenever they change, ``shift_candidates``), and its vector is the
+build's plus the difference of the leftovers of ``i`` and ``j``. So while every leftover is at
 most ``skin / 2`` long, no image pair has come closer by more than ``skin``, and every
 row now within the cutoff is a candidate: the update recomputes the candidates' vectors
 and keeps those within the cutoff (``listed_rows``). An atom wrapped back into the cell

@@ -7,13 +7,17 @@ moved far: `atom_moves` rounds each atom's displacement in fractional coordinate
 the periodic axes to the integers ``n`` (its jump) and measures what is left,
 ``x - x_built - n @ cell``. A candidate ``(i, j, S)`` of the build is the same image pair
 at the current positions as ``(i, j, S + n[i] - n[j])``: its vector is the build's plus
-the difference of the two atoms' leftovers.
+the difference of the two atoms' leftovers. When the jumps change, `shift_candidates`
+adds the change to the stored shifts once, so that the hot loop reads each candidate's
+current shift and no jump (a gather per candidate cost more than the vector itself).
 
 `listed_rows` recomputes each candidate's vector with `molecular._pair_vector`, the
 arithmetic of the search's rows, so a candidate is kept exactly when the search at the
 current positions finds its row, with the same ``d`` and ``D`` to the bit. The candidates
-are cut into fixed chunks, counted, then written at offsets fixed by the counts: the rows
-keep the candidates' order, for any thread count.
+are cut into fixed chunks and tested, their results kept (one byte each) and counted per
+chunk; then the rows kept are written at offsets fixed by the counts, their vectors
+computed again (cheaper than holding every candidate's vector between the passes): the
+rows keep the candidates' order, for any thread count.
 """
 
 from __future__ import annotations
