@@ -9,7 +9,8 @@ the periodic axes to the integers ``n`` (its jump) and measures what is left,
 at the current positions as ``(i, j, S + n[i] - n[j])``: its vector is the build's plus
 the difference of the two atoms' leftovers. When the jumps change, `shift_candidates`
 adds the change to the stored shifts once, so that the hot loop reads each candidate's
-current shift and no jump (a gather per candidate cost more than the vector itself).
+current shift and no jump (gathering both atoms' jumps for every candidate made that
+loop 1.4 to 2.4 times slower, on one thread).
 
 `listed_rows` recomputes each candidate's vector with `molecular._pair_vector`, the
 arithmetic of the search's rows, so a candidate is kept exactly when the search at the
