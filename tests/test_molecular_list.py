@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import molecular_oracle as oracle
 from spatialhash.neighbors import MolecularNeighborList, neighbor_list
+from spatialhash.neighbors._kernels.molecular_list import ROWS_PER_CHUNK
 from test_molecular import STEP, cutoffs, systems
 
 
@@ -259,3 +260,43 @@ def test_bad_updates_are_refused_naming_the_parameter():
     with pytest.raises(ValueError, match=r"`cutoff` and `cell` must need at most"):
         neighbors.update(np.zeros((3, 3)), cell=np.eye(3) * 1e-3)
     assert neighbors.update(np.zeros((3, 3)))[0].size == 6  # three atoms at one place
+
+
+@pytest.mark.parametrize("full_list", [True, False])
+def test_the_rows_are_the_same_for_any_thread_count_and_equal_a_fresh_search(full_list,
+                                                                             monkeypatch):
+    import numba
+
+    from spatialhash import _threads
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one thread is all numba has here")
+    # Two threads even on a busy or one-CPU machine, where a call would take fewer.
+    monkeypatch.setattr(_threads, "process_cpus", lambda: 64)
+    monkeypatch.setenv("SPATIALHASH_ADAPT_THREADS", "0")
+    _threads.adapts_to_load.cache_clear()
+    rng = np.random.default_rng(8)
+    cell = TRICLINIC * 2
+    positions = rng.random((3_000, 3)) @ cell  # more than one chunk of rows
+    # Small moves, and all atoms by 0, 1 and 2 cell vectors.
+    steps = [positions + rng.normal(0.0, 0.03, positions.shape) + k * cell[k]
+             for k in range(3)]
+    previous = numba.get_num_threads()
+    results = []
+    try:
+        for n_threads in (1, 2):
+            numba.set_num_threads(n_threads)
+            neighbors = MolecularNeighborList("ijSdD", 1.5, 0.5, cell, full_list=full_list)
+            neighbors.update(positions)
+            results.append([neighbors.update(step) for step in steps])
+            assert neighbors.n_builds == 1
+    finally:
+        numba.set_num_threads(previous)
+        _threads.adapts_to_load.cache_clear()
+    for step, one, two in zip(steps, *results, strict=True):
+        assert len(one[0]) > ROWS_PER_CHUNK
+        fresh = neighbor_list("ijSdD", step, 1.5, cell, full_list=full_list)
+        for first, second, expected in zip(one, two, fresh, strict=True):
+            assert first.tobytes() == second.tobytes()  # the sign of a zero included
+            assert first.shape == expected.shape
+        assert oracle.as_rows(*one) == oracle.as_rows(*fresh)
