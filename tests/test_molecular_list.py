@@ -244,6 +244,8 @@ def test_bad_updates_are_refused_naming_the_parameter():
         neighbors.update(nan)
     with pytest.raises(ValueError, match=r"`cell` must be right-handed"):
         neighbors.update(np.zeros((3, 3)), cell=-np.eye(3))
+    with pytest.raises(ValueError, match=r"`cell` must be finite"):
+        neighbors.update(np.zeros((3, 3)), cell=[4.0, np.nan, 4.0])
     with pytest.raises(ValueError, match=r"`radii` must be a scalar or an array of shape "
                                          r"\(3,\); got"):
         MolecularNeighborList("ij", None, 0.5, radii=[1.0, 1.0]).update(np.zeros((3, 3)))
