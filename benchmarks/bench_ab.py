@@ -53,7 +53,10 @@ data of ``benchmarks/bench_rays.py``), ``rays_all`` (every hit of those rays) an
 ``radius200k_periodic`` (those radius queries in a periodic unit cube), ``pairs_fn`` and
 ``pairs_fn_periodic`` (`Grid.for_each_pair` over those points, open and in a periodic unit
 cube, build included, with a numba function adding a weight per pair) and ``list_fn``
-(`NeighborList.for_each_pair` over them, periodic, the same function).
+(`NeighborList.for_each_pair` over them, periodic, the same function);
+``molecular_skin`` (a step of `MolecularNeighborList`, letters ``ijSdD``, cutoff 5 A, skin
+1 A, on 30,000 atoms of ``bench_molecular``'s water box: Gaussian moves of 0.02 A per axis,
+the atoms wrapped into the cell every 5 steps; both processes make the same steps).
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ import _common as common  # noqa: E402 (the benchmarks folder, put on the path a
 WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d", "pairs1m", "build1m", "particles",
              "cloth", "dynamic1", "dynamic10", "dynamic100", "dynamic3d10", "rays", "rays_all",
              "rays_fn", "radius200k", "radius200k_periodic", "knn200k", "radius1m", "knn1m",
-             "pairs_fn", "pairs_fn_periodic", "list_fn")
+             "pairs_fn", "pairs_fn_periodic", "list_fn", "molecular_skin")
 #: Workloads of a million points (fewer warm-up calls).
 MILLION_WORKLOADS = ("build1m_2d", "pairs1m", "build1m", "radius1m", "knn1m")
 #: Points of the radius, k-nearest and pair-function workloads, and queries of the first two.
@@ -171,6 +174,33 @@ def _pair_digest(pairs) -> str:
     return hashlib.sha1(keys.tobytes()).hexdigest()[:12]
 
 
+def _molecular_skin_workload():
+    """``(next_arguments, call, digest)`` of ``molecular_skin``: the positions of the next
+    step, the list's update, the digest of its rows."""
+    import bench_molecular
+    from spatialhash.neighbors import MolecularNeighborList
+
+    system = bench_molecular.water_box(30_000, 0)
+    neighbors = MolecularNeighborList("ijSdD", 5.0, 1.0, system.cell)
+    neighbors.update(system.positions)
+    rng = np.random.default_rng(1)
+    inverse = np.linalg.inv(system.cell)
+    state = {"positions": system.positions, "step": 0}
+
+    def next_step():
+        positions = state["positions"] + rng.normal(0.0, 0.02, system.positions.shape)
+        state["step"] += 1
+        if state["step"] % 5 == 0:
+            positions = positions - np.floor(positions @ inverse) @ system.cell
+        state["positions"] = positions
+        return (positions,)
+
+    def digest(rows):
+        return hashlib.sha1(b"".join(array.tobytes() for array in rows)).hexdigest()[:12]
+
+    return next_step, neighbors.update, digest
+
+
 def _workload(name: str, inputs: str):
     """``(next_arguments, call, digest)`` for workload ``name``: ``call(*next_arguments())``
     runs it once (only the call is timed) and ``digest(result)`` names its answer."""
@@ -197,6 +227,8 @@ def _workload(name: str, inputs: str):
     if name in ("radius200k", "radius200k_periodic", "knn200k", "radius1m", "knn1m", "pairs_fn",
                 "pairs_fn_periodic", "list_fn"):
         return none, *_scan_workload(name)
+    if name == "molecular_skin":
+        return _molecular_skin_workload()
     if name == "cloth":
         from spatialhash.demos.cloth import Cloth
 

@@ -7,6 +7,8 @@ Run from the repository root::
     python benchmarks/bench_molecular.py                  # 1,000 to 100,000 atoms, the batch
     python benchmarks/bench_molecular.py --sizes 1000000 --systems fcc --cutoffs 5 \\
         --lists half --repeat 1 --no-batch --memory       # a million atoms once, peak memory
+    python benchmarks/bench_molecular.py --skin 1.0 --sizes 100000 --systems water \\
+        --cutoffs 5 --lists full                          # the skin list against new calls
 
 Systems
 -------
@@ -46,6 +48,15 @@ Method
   random triclinic cells (about 10 A wide, so the cutoffs reach beyond half the cell, and
   atoms meet their own images), in one call with ``ptr`` against a Python loop of vesin
   calls (and of matscipy calls, full lists) whose results are joined into the same arrays.
+- ``--skin SKIN``: instead of the peers, `MolecularNeighborList` with that skin against a
+  new `neighbor_list` call at each of ``--steps`` steps of small random moves (Gaussian,
+  ``--move`` A per axis and step), the atoms wrapped back into the cell every
+  ``--wrap-every`` steps. The list's answer is checked against the new call's at every
+  step before either is timed (the same rows, distances and vectors to the bit); then
+  the steps are replayed, each step's update and new call timed one after the other, the
+  one going first swapping every step. Printed: the searches the list made, the median
+  step of each, the whole run of each (the list's searches included), and their ratios
+  (new call over list: above 1, the list is faster).
 - ``--memory``: the peak memory of one call of each library at the first size, system,
   cutoff and list, in a fresh subprocess: the peak resident size (``VmHWM``) after the call
   minus the resident size just before it, after a warm-up on a small system.
@@ -72,7 +83,7 @@ except ImportError:  # run as a script, or loaded by path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _common as common
 
-from spatialhash.neighbors import neighbor_list
+from spatialhash.neighbors import MolecularNeighborList, neighbor_list
 
 SYSTEMS = ("water", "fcc", "diamond")
 SIZES = (1_000, 10_000, 100_000)
@@ -638,6 +649,66 @@ def results_table(rows: list[dict], repeat: int) -> str:
     return common.markdown_table(headers, body)
 
 
+# ---------------------------------------------------------------------- the skin list
+def skin_steps(system: System, steps: int, move: float, wrap_every: int,
+               seed: int) -> list[np.ndarray]:
+    """The positions of ``steps`` steps of Gaussian moves, wrapped into the cell every
+    ``wrap_every`` steps."""
+    rng = np.random.default_rng(seed)
+    inverse = np.linalg.inv(system.cell)
+    positions, frames = system.positions, []
+    for step in range(1, steps + 1):
+        positions = positions + rng.normal(0.0, move, positions.shape)
+        if wrap_every and step % wrap_every == 0:
+            positions = positions - np.floor(positions @ inverse) @ system.cell
+        frames.append(positions)
+    return frames
+
+
+def run_skin(system: System, cutoff: float, half: bool, args, log) -> dict:
+    """The skin list against a new call at each step: checked, then timed in turns."""
+    frames = skin_steps(system, args.steps, args.move, args.wrap_every, args.seed)
+
+    def fresh(positions):
+        return neighbor_list("ijSdD", positions, cutoff, system.cell, full_list=not half)
+
+    def new_list():
+        return MolecularNeighborList("ijSdD", cutoff, args.skin, system.cell,
+                                     full_list=not half)
+
+    checked = new_list()
+    checked.update(system.positions)
+    for positions in frames:
+        ours_rows = normal_rows(*checked.update(positions), half)
+        theirs = normal_rows(*fresh(positions), half)
+        for name in ("i", "j", "shifts", "distances", "vectors"):
+            if not np.array_equal(getattr(ours_rows, name), getattr(theirs, name)):
+                log(f"MISMATCH at a step: {name} differ")
+                return {"system": system.name, "n": system.n, "check_ok": False}
+    timed = new_list()
+    timed.update(system.positions)
+    times = {"list": [], "fresh": []}
+    for step, positions in enumerate(frames):
+        calls = {"list": lambda p=positions: timed.update(p),
+                 "fresh": lambda p=positions: fresh(p)}
+        for name in (("list", "fresh") if step % 2 else ("fresh", "list")):
+            times[name] += common.time_repeated(calls[name], 1)
+    row = {"system": system.name, "n": system.n, "cutoff": cutoff, "skin": args.skin,
+           "list": "half" if half else "full", "steps": args.steps,
+           "searches": timed.n_builds - 1, "check_ok": True,
+           "list_median_s": common.median(times["list"]),
+           "fresh_median_s": common.median(times["fresh"]),
+           "list_total_s": sum(times["list"]), "fresh_total_s": sum(times["fresh"])}
+    row["median_ratio"] = row["fresh_median_s"] / row["list_median_s"]
+    row["total_ratio"] = row["fresh_total_s"] / row["list_total_s"]
+    log(f"{system.name} n={system.n:,} cutoff={cutoff} skin={args.skin} {row['list']}: "
+        f"{row['searches']} searches in {args.steps} steps; median step: list "
+        f"{row['list_median_s']:.3g} s, new call {row['fresh_median_s']:.3g} s, ratio "
+        f"{row['median_ratio']:.2f}; whole run: list {row['list_total_s']:.3g} s, new "
+        f"calls {row['fresh_total_s']:.3g} s, ratio {row['total_ratio']:.2f}")
+    return row
+
+
 # ---------------------------------------------------------------------- command line
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -669,6 +740,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--memory", action="store_true",
                         help="peak memory of one call of spatialhash and of vesin at the "
                              "first size, system, cutoff and list, in fresh subprocesses")
+    parser.add_argument("--skin", type=float, default=None,
+                        help="time MolecularNeighborList with this skin (A) against new "
+                             "calls, instead of the peers")
+    parser.add_argument("--steps", type=int, default=20,
+                        help="steps of the --skin run (default 20)")
+    parser.add_argument("--move", type=float, default=0.02,
+                        help="standard deviation of a step's move per axis, A (default "
+                             "0.02)")
+    parser.add_argument("--wrap-every", type=int, default=5,
+                        help="wrap the atoms into the cell every this many steps of the "
+                             "--skin run (default 5; 0: never)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true",
                         help=f"{', '.join(map(str, QUICK_SIZES))} atoms, cutoff "
@@ -702,6 +784,15 @@ def main(argv=None) -> int:
     def log(line: str) -> None:
         print(line, flush=True)
 
+    if args.skin is not None:
+        rows = [run_skin(make_system(name, n, args.seed), cutoff, item == "half", args, log)
+                for n in args.sizes for name in args.systems for cutoff in args.cutoffs
+                for item in args.lists]
+        print(f"numba {numba.get_num_threads()} threads; load average "
+              f"{os.getloadavg()[0]:.2f} at the end")
+        if args.output_json:
+            args.output_json.write_text(json.dumps(rows, indent=1))
+        return 0 if all(row["check_ok"] for row in rows) else 1
     peers, notes = available_peers(args.peers)
     for note in notes:
         log(note)

@@ -60,6 +60,18 @@ def _molecular_list(points: np.ndarray, r: float):
     return neighbor_list("ijSdDb", points, r, 1.0)
 
 
+def _molecular_skin_list(points: np.ndarray, r: float):
+    """A molecular list kept with a skin, built, and updated after a small move and a
+    jump by a cell vector (its two kernels of an update, and the one of a jump)."""
+    from .neighbors import MolecularNeighborList
+
+    neighbors = MolecularNeighborList("ijSdDb", r, r / 4, 1.0)
+    neighbors.update(points)
+    moved = points.copy()
+    moved[0, 0] += 1.0  # one atom by a cell vector
+    return neighbors.update(moved)
+
+
 def small_calls(seed: int = 0) -> list[Call]:
     """Every query of the batch grid once on `N_POINTS` points, as (name, call) in order;
     the calls after the first read the grid it builds (run them in order)."""
@@ -97,6 +109,7 @@ def small_calls(seed: int = 0) -> list[Call]:
         ("NeighborList build + update + pairs", lambda: _neighbor_list_pairs(points, r)),
         # Its kernels take one set of types whatever the letters, list or cell.
         ("molecular neighbor_list", lambda: _molecular_list(points, r)),
+        ("molecular list with a skin", lambda: _molecular_skin_list(points, r)),
         # Under `pair_scan.GATHER_MIN_POINTS_PER_CELL` points a cell: the other pair kernel.
         ("few points a cell: build + query_pairs",
          lambda: Grid(points, cell_size=r / 2).query_pairs(r)),

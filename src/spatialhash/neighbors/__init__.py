@@ -9,7 +9,9 @@ molecular list (ASE's letters ``i j S d D``), its inputs checked there; ``_cells
 cells it takes, checked and measured (dual vectors, perpendicular widths);
 ``_images.py``: the pairs of all systems of a call, each atom's shifted positions searched
 among its system's wrapped atoms (its docstring is the design of the molecular list),
-by the kernels of ``_kernels/molecular.py``.
+by the kernels of ``_kernels/molecular.py``. ``_molecular_list.py``:
+`MolecularNeighborList`, the molecular list kept with a skin (its docstring is its
+design), built by that search and filtered by ``_kernels/molecular_list.py``.
 ``_list_functions.py``: a user's function over a Verlet list's pairs. ``_kernels/``: the
 Verlet list's numba kernels, ``neighbor_list.py`` (the candidates
 as rows, the check of the moves, the pairs within reach) and ``neighbor_list_functions.py``
@@ -34,6 +36,7 @@ the arithmetic of the grid's pair kernels, so its pairs are those of a new grid'
 """
 
 from ._molecular import neighbor_list
+from ._molecular_list import MolecularNeighborList
 from ._neighbor_list import NeighborList
 
-__all__ = ["NeighborList", "neighbor_list"]
+__all__ = ["MolecularNeighborList", "NeighborList", "neighbor_list"]
