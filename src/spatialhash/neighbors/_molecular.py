@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_array, as_points, as_positive_scalar, as_radii
+from ._arrays import callers_kind, check_gradients, to_callers_kind, to_numpy
 from ._cells import CellGeometry, system_cells
 from ._images import batch_rows
 
@@ -136,6 +137,12 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     True
     """
     letters = _as_quantities(quantities)
+    kind = callers_kind(points)
+    check_gradients(letters, {"points": points, "cell": cell})
+    points, cell, pbc, ptr, radii, cutoff = (
+        to_numpy(value, name) for value, name in ((points, "points"), (cell, "cell"),
+                                                  (pbc, "pbc"), (ptr, "ptr"),
+                                                  (radii, "radii"), (cutoff, "cutoff")))
     positions, cell, pbc, cell_name = _unpack_atoms(points, cell, pbc, ptr)
     positions = as_points(positions, "points")
     n, n_dims = positions.shape
@@ -153,7 +160,7 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
                         (name, shown, cell_name, batch))
     if sorted:
         arrays = _sorted(arrays)
-    return _outputs(letters, arrays)
+    return to_callers_kind(_outputs(letters, arrays), kind)
 
 
 def _as_quantities(quantities) -> str:

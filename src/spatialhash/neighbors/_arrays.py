@@ -1,0 +1,145 @@
+"""The boundary between the caller's arrays and NumPy: PyTorch CPU tensors and DLPack
+objects in, NumPy arrays to the checks and kernels, and tensors back out where the caller
+gave tensors.
+
+Everything inside the package works on NumPy arrays. `to_numpy` turns a CPU tensor or any
+object with ``__dlpack__`` on the CPU into a NumPy array over the same memory (no copy;
+the checks of ``_validation.py`` then convert it once, as they convert NumPy input, so a
+float64 tensor is read in place and a float32 one converted to float64 once).
+`to_callers_kind` gives the results back as tensors over the same memory
+(``torch.from_numpy``, no copy) where `callers_kind` saw a tensor.
+
+Tensors are found by the module of their type, so that torch is imported only where the
+caller passed a tensor, and NumPy callers pay nothing for this layer. An array on another
+device (a CUDA tensor, a DLPack array whose ``__dlpack_device__`` is not the CPU's) is
+refused with a `TypeError` naming the parameter and the device, as torch's own
+``Tensor.numpy`` refuses one: the search runs on the CPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: DLPack's device type of the CPU (``kDLCPU``) and the names of the others, for messages.
+DLPACK_CPU = 1
+DLPACK_DEVICES = {2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal",
+                  9: "vpi", 10: "rocm", 11: "rocm_host", 13: "cuda_managed", 14: "oneapi",
+                  15: "webgpu", 16: "hexagon", 17: "maia"}
+
+#: The kinds `callers_kind` tells apart.
+NUMPY, TORCH = "numpy", "torch"
+
+
+def is_tensor(value) -> bool:
+    """Whether ``value`` is a PyTorch tensor (a `torch.Tensor` or a subclass defined in
+    torch, such as ``torch.nn.Parameter``), found without importing torch."""
+    return type(value).__module__.partition(".")[0] == "torch" and hasattr(value, "detach")
+
+
+def callers_kind(value) -> str:
+    """`TORCH` where ``value`` is a tensor, else `NUMPY`: the kind `to_callers_kind`
+    gives results back as."""
+    return TORCH if is_tensor(value) else NUMPY
+
+
+def requires_grad(value) -> bool:
+    """Whether ``value`` is a tensor that records operations for autograd."""
+    return is_tensor(value) and bool(value.requires_grad)
+
+
+def to_numpy(value, name: str):
+    """``value`` as a NumPy array over its memory where it is a CPU tensor or a DLPack
+    object on the CPU; anything else (NumPy arrays, lists, numbers, None) as given.
+
+    A tensor is read detached from autograd. A floating tensor of a dtype NumPy lacks
+    (bfloat16, the float8 types) is converted to float64 first, the one conversion the
+    checks would make anyway.
+
+    Raises
+    ------
+    TypeError
+        An array on another device than the CPU, a tensor NumPy cannot view (sparse, or
+        of a dtype NumPy lacks and not floating), or a DLPack object NumPy refuses; the
+        message names ``name`` and what was seen.
+    """
+    if value is None or isinstance(value, (np.ndarray, np.generic)):
+        return value
+    if is_tensor(value):
+        return _tensor_to_numpy(value, name)
+    if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
+        return _dlpack_to_numpy(value, name)
+    return value
+
+
+def _tensor_to_numpy(tensor, name: str) -> np.ndarray:
+    """A CPU tensor as a NumPy array over its memory (see `to_numpy`)."""
+    if tensor.device.type != "cpu":
+        raise TypeError(
+            f"`{name}` must be on the CPU; got a tensor on {tensor.device}. Pass "
+            f"`{name}.cpu()`: the search runs on the CPU."
+        )
+    import torch  # imported already: the caller passed a tensor
+
+    tensor = tensor.detach()
+    if tensor.is_floating_point() and tensor.dtype not in (torch.float16, torch.float32,
+                                                          torch.float64):
+        tensor = tensor.double()  # bfloat16, the float8 types: no NumPy dtype
+    try:
+        return tensor.resolve_conj().resolve_neg().numpy()
+    except (TypeError, RuntimeError) as error:
+        raise TypeError(
+            f"`{name}` must be a dense tensor of real numbers; got a {tensor.layout} tensor "
+            f"of dtype {tensor.dtype} ({error})."
+        ) from error
+
+
+def _dlpack_to_numpy(value, name: str) -> np.ndarray:
+    """An object with ``__dlpack__`` on the CPU as a NumPy array over its memory."""
+    device_type, device_id = value.__dlpack_device__()
+    if int(device_type) != DLPACK_CPU:
+        device = DLPACK_DEVICES.get(int(device_type), "unknown")
+        raise TypeError(
+            f"`{name}` must be on the CPU; got a {type(value).__name__} on device "
+            f"{device}:{device_id} (DLPack device type {int(device_type)}). Copy it to "
+            "the CPU first: the search runs on the CPU."
+        )
+    try:
+        return np.from_dlpack(value)
+    except (TypeError, RuntimeError, BufferError, ValueError) as error:
+        raise TypeError(
+            f"`{name}` must be an array NumPy can read through DLPack; got a "
+            f"{type(value).__name__} that NumPy refused ({error})."
+        ) from error
+
+
+def to_callers_kind(outputs, kind: str):
+    """``outputs`` (an array or a tuple of arrays) as the caller's kind: as given for
+    `NUMPY`, tensors over the same memory for `TORCH` (``torch.from_numpy``; an array
+    that is not writable, which torch would share only with a warning, is copied)."""
+    if kind == NUMPY:
+        return outputs
+    import torch  # imported already: the caller passed a tensor
+
+    def tensor(array: np.ndarray):
+        return torch.from_numpy(array if array.flags.writeable else np.array(array))
+
+    if isinstance(outputs, tuple):
+        return tuple(tensor(array) for array in outputs)
+    return tensor(outputs)
+
+
+def check_gradients(letters: str, tensors: dict) -> None:
+    """Refuse the vectors and distances (``"D"``, ``"d"``) of tensors that require grad:
+    they are computed by the kernels, outside autograd, and would carry no gradient. The
+    integer letters (``i j S b``) have none to carry, and are given."""
+    asked = [letter for letter in "Dd" if letter in letters]
+    for name, value in tensors.items():
+        if asked and requires_grad(value):
+            raise TypeError(
+                f"`{name}` must not require grad with {' and '.join(map(repr, asked))} "
+                f"among `quantities`: the kernels compute them outside autograd, so they "
+                f"would carry no gradient; got a tensor with requires_grad=True. Ask for "
+                f"'ijS' and "
+                f"compute D = points[j] - points[i] + S.to(points.dtype) @ cell in torch, "
+                f"or pass `{name}.detach()`."
+            )
