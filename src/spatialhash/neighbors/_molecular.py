@@ -1,13 +1,13 @@
 """`neighbor_list`: the pairs of atoms within a cutoff in periodic cells of any shape, with
 their cell shifts and vectors, as ASE's ``neighbor_list``, vesin and matscipy return them.
 
-The inputs are checked here, once: the letters asked for, an ASE ``Atoms`` or an
-MDAnalysis ``AtomGroup`` or ``Universe`` unpacked (found by their attributes: neither
-library is imported here), the cutoff or radii, the offsets of a batch of systems
-(``ptr``), and the cells (``_cells.py``). The pairs of all systems are then found by
-``_images.py`` and its kernels (``_kernels/molecular.py``) in one call, written straight
-into the arrays asked for. The conventions are set
-out in ``docs/molecular.md``.
+The inputs are checked here, once: the letters asked for, PyTorch tensors and DLPack
+objects read as NumPy arrays (``_arrays.py``, which gives the results back as tensors), an
+ASE ``Atoms`` or an MDAnalysis ``AtomGroup`` or ``Universe`` unpacked (found by their
+attributes: neither library is imported here), the cutoff or radii, the offsets of a batch
+of systems (``ptr``), and the cells (``_cells.py``). The pairs of all systems are then
+found by ``_images.py`` and its kernels (``_kernels/molecular.py``) in one call, written
+straight into the arrays asked for. The conventions are set out in ``docs/molecular.md``.
 """
 
 from __future__ import annotations
@@ -38,9 +38,15 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
         ``points[j] - points[i] + S @ cell`` (float64, shape (m, d)); ``"d"``, its length
         (float64, shape (m,)); ``"b"``, the system of each pair (int64, shape (m,); all 0
         without ``ptr``).
-    points : array_like of float, shape (n, d), ase.Atoms, or MDAnalysis AtomGroup or Universe
+    points : array_like or torch.Tensor, shape (n, d), ase.Atoms, or MDAnalysis AtomGroup
         Positions, d = 1, 2 or 3, in any real dtype (converted to float64 once; float32
-        included), anywhere (not necessarily inside the cell); never modified. An ASE
+        included), anywhere (not necessarily inside the cell); never modified. A PyTorch
+        tensor on the CPU, of any real dtype (bfloat16 widened by torch), is read in
+        place, and the results are then tensors over the arrays computed (no copy),
+        outside autograd (``"d"`` or ``"D"`` asked of a tensor that requires grad is
+        refused: see Raises); any object with ``__dlpack__`` on the CPU is read in
+        place too (``np.from_dlpack``), with NumPy results. ``cell``, ``pbc``, ``ptr``,
+        ``radii`` and ``cutoff`` take tensors and DLPack objects as well. An ASE
         ``Atoms`` (anything with ``get_positions``, ``get_cell`` and ``get_pbc``) gives
         the positions, the cell and the periodicity. An MDAnalysis ``AtomGroup`` or
         ``Universe`` (anything with ``atoms.positions`` and ``dimensions``) gives the
@@ -93,9 +99,10 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
 
     Returns
     -------
-    ndarray or tuple of ndarray
+    ndarray, torch.Tensor, or tuple of them
         The arrays of ``quantities``, in that order; a single letter gives the array
-        itself (as ASE and matscipy do), several a tuple.
+        itself (as ASE and matscipy do), several a tuple. Tensors (CPU, with the dtypes
+        above, not requiring grad) where ``points`` is a tensor, NumPy arrays otherwise.
 
     Raises
     ------
@@ -109,7 +116,10 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     TypeError
         Both or neither of ``cutoff`` and ``radii``, ``quantities`` not a string,
         ``cell``, ``pbc`` or ``ptr`` given with an ``Atoms``, ``AtomGroup`` or
-        ``Universe``, a ``pbc`` not of bools, a ``ptr`` not of integers.
+        ``Universe``, a ``pbc`` not of bools, a ``ptr`` not of integers, a tensor or
+        DLPack object on a device other than the CPU, or ``"d"`` or ``"D"`` asked of a
+        ``points`` or ``cell`` tensor that requires grad (they would carry no gradient:
+        ask for ``"ijS"`` and compute ``D`` in torch, as ``docs/molecular.md`` shows).
 
     Notes
     -----
