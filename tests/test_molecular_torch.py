@@ -100,6 +100,17 @@ def test_one_letter_gives_the_tensor_itself_and_a_0_d_tensor_is_a_cutoff():
     assert _same_bits(got, neighbor_list("d", positions, 2.5, CELL))
 
 
+class UserTensor(torch.Tensor):
+    """A tensor subclass defined outside torch, as libraries define them."""
+
+
+def test_a_tensor_subclass_is_a_tensor():
+    positions = _system(15)
+    got = neighbor_list("ijD", torch.from_numpy(positions).as_subclass(UserTensor), 2.5, CELL)
+    assert all(isinstance(tensor, torch.Tensor) for tensor in got)
+    assert all(map(_same_bits, got, neighbor_list("ijD", positions, 2.5, CELL)))
+
+
 def test_the_kind_of_the_results_follows_points_alone():
     positions = _system(4)
     got = neighbor_list("ij", positions, 2.5, torch.from_numpy(CELL))

@@ -9,14 +9,17 @@ float64 tensor is read in place and a float32 one converted to float64 once).
 `to_callers_kind` gives the results back as tensors over the same memory
 (``torch.from_numpy``, no copy) where `callers_kind` saw a tensor.
 
-Tensors are found by the module of their type, so that torch is imported only where the
-caller passed a tensor, and NumPy callers pay nothing for this layer. An array on another
+Tensors are found through ``sys.modules`` (as ``_validation.py`` finds pandas objects), so
+that torch is imported only where the caller imported it, and NumPy callers pay nothing for
+this layer. An array on another
 device (a CUDA tensor, a DLPack array whose ``__dlpack_device__`` is not the CPU's) is
 refused with a `TypeError` naming the parameter and the device, as torch's own
 ``Tensor.numpy`` refuses one: the search runs on the CPU.
 """
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 
@@ -31,9 +34,11 @@ NUMPY, TORCH = "numpy", "torch"
 
 
 def is_tensor(value) -> bool:
-    """Whether ``value`` is a PyTorch tensor (a `torch.Tensor` or a subclass defined in
-    torch, such as ``torch.nn.Parameter``), found without importing torch."""
-    return type(value).__module__.partition(".")[0] == "torch" and hasattr(value, "detach")
+    """Whether ``value`` is a PyTorch tensor (a `torch.Tensor` or a subclass, such as
+    ``torch.nn.Parameter``), found without importing torch: where the caller has not
+    imported it, nothing is a tensor."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
 
 
 def callers_kind(value) -> str:
