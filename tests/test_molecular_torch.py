@@ -1,8 +1,8 @@
 """`spatialhash.neighbors.neighbor_list` with PyTorch CPU tensors and DLPack objects: tensors
 in, tensors out (over the kernels' arrays, no copy), equal to the NumPy path bit for bit
 and to the brute-force oracle (``molecular_oracle.py``); the inputs read in place; the
-refusals of other devices, of dtypes that are not real numbers, and of vectors asked of
-tensors that require grad (``neighbors/_arrays.py``).
+refusals of other devices and of dtypes that are not real numbers; the gradients of ``d``
+and ``D`` with respect to points that require grad (``neighbors/_arrays.py``).
 """
 
 from __future__ import annotations
@@ -221,19 +221,66 @@ def test_tensors_of_other_kinds_are_refused_naming_the_dtype(name, tensor, messa
 
 
 # ---------------------------------------------------------------------- autograd
-def test_vectors_of_tensors_that_require_grad_are_refused():
-    positions = torch.from_numpy(_system(13)).requires_grad_()
-    with pytest.raises(TypeError, match=r"^`points` must not require grad with 'D' and 'd' "
-                                        r"among `quantities`: .* Ask for 'ijS' and compute "
-                                        r"D = points\[j\] - points\[i\] \+ S"):
-        neighbor_list("ijdD", positions, 2.5, CELL)
-    with pytest.raises(TypeError, match=r"^`cell` must not require grad with 'd'"):
-        neighbor_list("d", positions.detach(), 2.5, torch.from_numpy(CELL).requires_grad_())
+def _gradient(i, j, per_row: np.ndarray, n: int) -> np.ndarray:
+    """The gradient with respect to the points of a sum over rows whose gradient with
+    respect to each row's vector is ``per_row``: added at ``j``, taken away at ``i``."""
+    gradient = np.zeros((n, per_row.shape[1]))
+    np.add.at(gradient, j, per_row)
+    np.add.at(gradient, i, -per_row)
+    return gradient
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize(("full_list", "sorted"), [(True, False), (False, True)])
+def test_vectors_and_distances_of_points_that_require_grad_carry_their_gradient(
+        dtype, full_list, sorted):
+    """Values to the bit those of detached points; gradients of sum(d) and sum(D**2) those
+    of d = |D| and D = x[j] - x[i] + S @ cell, in NumPy. Two atoms at one place (d = 0)
+    get a gradient of 0 from their pair, not NaN."""
+    positions = _system(16)
+    positions[1] = positions[0]
+    expected = neighbor_list("ijdD", torch.from_numpy(positions).to(dtype), 2.5, CELL,
+                             full_list=full_list, sorted=sorted)
+    points = torch.from_numpy(positions).to(dtype).requires_grad_()
+    i, j, distances, vectors = neighbor_list("ijdD", points, 2.5, CELL, full_list=full_list,
+                                             sorted=sorted)
+    assert not i.requires_grad and distances.requires_grad and vectors.requires_grad
+    assert all(map(_same_bits, (i, j, distances.detach(), vectors.detach()),
+                   (tensor.numpy() for tensor in expected)))
+    assert (distances == 0).any()
+    i, j, d, D = (tensor.detach().numpy() for tensor in (i, j, distances, vectors))
+    units = np.divide(D, d[:, None], out=np.zeros_like(D), where=d[:, None] > 0)
+    (distances.sum() + (vectors ** 2).sum()).backward()
+    assert points.grad.dtype == dtype
+    tolerance = 1e-12 if dtype == torch.float64 else 1e-4
+    np.testing.assert_allclose(points.grad.numpy(),
+                               _gradient(i, j, units + 2 * D, len(positions)),
+                               rtol=tolerance, atol=tolerance)
+
+
+def test_one_letter_of_points_that_require_grad_is_differentiable_alone():
+    points = torch.from_numpy(_system(17)).requires_grad_()
+    distances = neighbor_list("d", points, 2.5, CELL)
+    distances.sum().backward()
+    i, j, D = (tensor.numpy() for tensor in neighbor_list("ijD", points.detach(), 2.5, CELL))
+    d = np.linalg.norm(D, axis=1)
+    np.testing.assert_allclose(points.grad.numpy(), _gradient(i, j, D / d[:, None], 30),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_vectors_of_a_cell_that_requires_grad_are_refused():
+    cell = torch.from_numpy(CELL).requires_grad_()
+    with pytest.raises(TypeError, match=r"^`cell` must not require grad with 'D' and 'd' "
+                                        r"among `quantities`: their gradient with respect "
+                                        r"to the cell is not computed; .* Ask for 'ijS' and "
+                                        r"compute D = points\[j\] - points\[i\] \+ S"):
+        neighbor_list("ijdD", torch.from_numpy(_system(13)), 2.5, cell)
+    assert len(neighbor_list("ijS", _system(13), 2.5, cell)[0])
 
 
 def test_shifts_of_tensors_that_require_grad_give_vectors_with_gradients():
-    """The recipe of the refusal: i, j, S from the list, D in torch; its gradient is that
-    of sum(D**2), summed into the atoms in NumPy."""
+    """The recipe of the refusal for the cell: i, j, S from the list, D in torch; its
+    gradient is that of sum(D**2), summed into the atoms in NumPy."""
     positions = torch.nn.Parameter(torch.from_numpy(_system(14)))
     i, j, shifts = neighbor_list("ijS", positions, 2.5, CELL)
     cell = torch.from_numpy(CELL)

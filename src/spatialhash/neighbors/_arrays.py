@@ -7,7 +7,10 @@ object with ``__dlpack__`` on the CPU into a NumPy array over the same memory (n
 the checks of ``_validation.py`` then convert it once, as they convert NumPy input, so a
 float64 tensor is read in place and a float32 one converted to float64 once).
 `to_callers_kind` gives the results back as tensors over the same memory
-(``torch.from_numpy``, no copy) where `callers_kind` saw a tensor.
+(``torch.from_numpy``, no copy) where `callers_kind` saw a tensor. Where the points require
+grad, `with_gradients` makes ``d`` and ``D`` differentiable with respect to them (new
+tensors, of the same values), and `gradient_letters` refuses them of a cell that requires
+grad, whose gradient is not computed.
 
 Tensors are found through ``sys.modules`` (as ``_validation.py`` finds pandas objects), so
 that torch is imported only where the caller imported it, and NumPy callers pay nothing for
@@ -133,18 +136,50 @@ def to_callers_kind(outputs, kind: str):
     return tensor(outputs)
 
 
-def check_gradients(letters: str, tensors: dict) -> None:
-    """Refuse the vectors and distances (``"D"``, ``"d"``) of tensors that require grad:
-    they are computed by the kernels, outside autograd, and would carry no gradient. The
-    integer letters (``i j S b``) have none to carry, and are given."""
+def gradient_letters(letters: str, points, cell) -> str:
+    """The letters the kernels must compute for `with_gradients`: ``"ijD"`` where
+    ``points`` is a tensor that requires grad and ``"d"`` or ``"D"`` is asked, else none.
+
+    Raises
+    ------
+    TypeError
+        ``"d"`` or ``"D"`` asked of a ``cell`` tensor that requires grad: their gradient
+        with respect to the cell is not computed (it would be silently missing).
+    """
     asked = [letter for letter in "Dd" if letter in letters]
-    for name, value in tensors.items():
-        if asked and requires_grad(value):
-            raise TypeError(
-                f"`{name}` must not require grad with {' and '.join(map(repr, asked))} "
-                f"among `quantities`: the kernels compute them outside autograd, so they "
-                f"would carry no gradient; got a tensor with requires_grad=True. Ask for "
-                f"'ijS' and "
-                f"compute D = points[j] - points[i] + S.to(points.dtype) @ cell in torch, "
-                f"or pass `{name}.detach()`."
-            )
+    if asked and requires_grad(cell):
+        raise TypeError(
+            f"`cell` must not require grad with {' and '.join(map(repr, asked))} among "
+            "`quantities`: their gradient with respect to the cell is not computed; got a "
+            "tensor with requires_grad=True. Ask for 'ijS' and compute D = points[j] - "
+            "points[i] + S.to(points.dtype) @ cell in torch, or pass `cell.detach()`."
+        )
+    return "ijD" if asked and requires_grad(points) else ""
+
+
+def with_gradients(letters: str, outputs, points, arrays: dict):
+    """``outputs`` (tensors, as `to_callers_kind` gives them) with ``"D"`` and ``"d"``
+    differentiable with respect to ``points``: their values those of the kernels, to the
+    bit, and their gradients those of ``D = points[j] - points[i] + S @ cell`` and
+    ``d = |D|`` (0 for a pair at distance 0).
+
+    Each is the kernels' value less ``y.detach() - y``, where ``y`` is a torch expression
+    of ``points`` with the gradient wanted: that difference is +0.0 exactly, so the value
+    is unchanged (a -0.0 too), and autograd follows ``y``.
+    """
+    import torch  # imported already: the caller passed a tensor
+
+    i, j = torch.from_numpy(arrays["i"]), torch.from_numpy(arrays["j"])
+    vectors = torch.from_numpy(arrays["D"])
+    moved = points[j] - points[i]  # D's gradient: the shift is a constant
+    distances = torch.linalg.vector_norm(vectors, dim=1)
+    units = torch.where(distances[:, None] > 0, vectors / distances[:, None], 0.0)
+    along = (units * moved).sum(dim=1)  # d's gradient: the unit vector along D
+    single = not isinstance(outputs, tuple)
+    outputs = [outputs] if single else list(outputs)
+    for k, letter in enumerate(letters):
+        if letter == "D":
+            outputs[k] = outputs[k] - (moved.detach() - moved)
+        elif letter == "d":
+            outputs[k] = outputs[k] - (along.detach() - along)
+    return outputs[0] if single else tuple(outputs)

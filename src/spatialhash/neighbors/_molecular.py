@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_array, as_points, as_positive_scalar, as_radii
-from ._arrays import callers_kind, check_gradients, to_callers_kind, to_numpy
+from ._arrays import callers_kind, gradient_letters, to_callers_kind, to_numpy, with_gradients
 from ._cells import CellGeometry, system_cells
 from ._images import batch_rows
 
@@ -42,9 +42,10 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
         Positions, d = 1, 2 or 3, in any real dtype (converted to float64 once; float32
         included), anywhere (not necessarily inside the cell); never modified. A PyTorch
         tensor on the CPU, of any real dtype (bfloat16 widened by torch), is read in
-        place, and the results are then tensors over the arrays computed (no copy),
-        outside autograd (``"d"`` or ``"D"`` asked of a tensor that requires grad is
-        refused: see Raises); any object with ``__dlpack__`` on the CPU is read in
+        place, and the results are then tensors over the arrays computed (no copy);
+        of points that require grad, ``"d"`` and ``"D"`` carry the gradient of
+        ``|D|`` and ``D`` with respect to them (new tensors, their values unchanged);
+        any object with ``__dlpack__`` on the CPU is read in
         place too (``np.from_dlpack``), with NumPy results. ``cell``, ``pbc``, ``ptr``,
         ``radii`` and ``cutoff`` take tensors and DLPack objects as well. An ASE
         ``Atoms`` (anything with ``get_positions``, ``get_cell`` and ``get_pbc``) gives
@@ -102,7 +103,7 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     ndarray, torch.Tensor, or tuple of them
         The arrays of ``quantities``, in that order; a single letter gives the array
         itself (as ASE and matscipy do), several a tuple. Tensors (CPU, with the dtypes
-        above, not requiring grad) where ``points`` is a tensor, NumPy arrays otherwise.
+        above) where ``points`` is a tensor, NumPy arrays otherwise.
 
     Raises
     ------
@@ -118,8 +119,9 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
         ``cell``, ``pbc`` or ``ptr`` given with an ``Atoms``, ``AtomGroup`` or
         ``Universe``, a ``pbc`` not of bools, a ``ptr`` not of integers, a tensor or
         DLPack object on a device other than the CPU, or ``"d"`` or ``"D"`` asked of a
-        ``points`` or ``cell`` tensor that requires grad (they would carry no gradient:
-        ask for ``"ijS"`` and compute ``D`` in torch, as ``docs/molecular.md`` shows).
+        ``cell`` tensor that requires grad (their gradient with respect to the cell is
+        not computed: ask for ``"ijS"`` and compute ``D`` in torch, as
+        ``docs/molecular.md`` shows).
 
     Notes
     -----
@@ -148,7 +150,7 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     """
     letters = _as_quantities(quantities)
     kind = callers_kind(points)
-    check_gradients(letters, {"points": points, "cell": cell})
+    gradients, differentiated = gradient_letters(letters, points, cell), points
     points, cell, pbc, ptr, radii, cutoff = (
         to_numpy(value, name) for value, name in ((points, "points"), (cell, "cell"),
                                                   (pbc, "pbc"), (ptr, "ptr"),
@@ -165,12 +167,13 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     if mic:
         _check_minimum_image(cells, reach, name, seen, batch)
     shown = f"cutoff = {seen}" if name == "cutoff" else seen
-    computed = "".join(set(letters + ("ijS" if sorted else "")))
+    computed = "".join(set(letters + ("ijS" if sorted else "") + gradients))
     arrays = batch_rows(positions, cells, offsets, reach, radii, bool(full_list), computed,
                         (name, shown, cell_name, batch))
     if sorted:
         arrays = _sorted(arrays)
-    return to_callers_kind(_outputs(letters, arrays), kind)
+    outputs = to_callers_kind(_outputs(letters, arrays), kind)
+    return with_gradients(letters, outputs, differentiated, arrays) if gradients else outputs
 
 
 def _as_quantities(quantities) -> str:
