@@ -14,10 +14,9 @@ grad, whose gradient is not computed.
 
 Tensors are found through ``sys.modules`` (as ``_validation.py`` finds pandas objects), so
 that torch is imported only where the caller imported it, and NumPy callers pay nothing for
-this layer. An array on another
-device (a CUDA tensor, a DLPack array whose ``__dlpack_device__`` is not the CPU's) is
-refused with a `TypeError` naming the parameter and the device, as torch's own
-``Tensor.numpy`` refuses one: the search runs on the CPU.
+this layer. An array on another device (a CUDA tensor, a DLPack array whose
+``__dlpack_device__`` is not the CPU's) is refused with a `TypeError` naming the parameter
+and the device, as torch's own ``Tensor.numpy`` refuses one: the search runs on the CPU.
 """
 
 from __future__ import annotations
