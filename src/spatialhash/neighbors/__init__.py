@@ -20,7 +20,8 @@ as rows, the check of the moves, the pairs within reach) and ``neighbor_list_fun
 ``_kernels/neighbor_list.py``; of an update and its pairs, ``_neighbor_list.py`` ->
 ``_kernels/neighbor_list.py``; of a function over the pairs, ``_neighbor_list.py`` ->
 ``_list_functions.py`` -> ``grid/_pair_functions.py`` (`run_scan`) ->
-``_kernels/neighbor_list_functions.py``.
+``_kernels/neighbor_list_functions.py``. ``_arrays.py``: the boundary with the caller's
+arrays (PyTorch CPU tensors and DLPack objects read as NumPy, results back as tensors).
 
 Design
 ------

@@ -1,13 +1,13 @@
 """`neighbor_list`: the pairs of atoms within a cutoff in periodic cells of any shape, with
 their cell shifts and vectors, as ASE's ``neighbor_list``, vesin and matscipy return them.
 
-The inputs are checked here, once: the letters asked for, an ASE ``Atoms`` or an
-MDAnalysis ``AtomGroup`` or ``Universe`` unpacked (found by their attributes: neither
-library is imported here), the cutoff or radii, the offsets of a batch of systems
-(``ptr``), and the cells (``_cells.py``). The pairs of all systems are then found by
-``_images.py`` and its kernels (``_kernels/molecular.py``) in one call, written straight
-into the arrays asked for. The conventions are set
-out in ``docs/molecular.md``.
+The inputs are checked here, once: the letters asked for, PyTorch tensors and DLPack
+objects read as NumPy arrays (``_arrays.py``, which gives the results back as tensors), an
+ASE ``Atoms`` or an MDAnalysis ``AtomGroup`` or ``Universe`` unpacked (found by their
+attributes: neither library is imported here), the cutoff or radii, the offsets of a batch
+of systems (``ptr``), and the cells (``_cells.py``). The pairs of all systems are then
+found by ``_images.py`` and its kernels (``_kernels/molecular.py``) in one call, written
+straight into the arrays asked for. The conventions are set out in ``docs/molecular.md``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_array, as_points, as_positive_scalar, as_radii
+from ._arrays import callers_kind, gradient_letters, to_callers_kind, to_numpy, with_gradients
 from ._cells import CellGeometry, system_cells
 from ._images import batch_rows
 
@@ -37,9 +38,16 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
         ``points[j] - points[i] + S @ cell`` (float64, shape (m, d)); ``"d"``, its length
         (float64, shape (m,)); ``"b"``, the system of each pair (int64, shape (m,); all 0
         without ``ptr``).
-    points : array_like of float, shape (n, d), ase.Atoms, or MDAnalysis AtomGroup or Universe
+    points : array_like or torch.Tensor, shape (n, d), ase.Atoms, or MDAnalysis AtomGroup
         Positions, d = 1, 2 or 3, in any real dtype (converted to float64 once; float32
-        included), anywhere (not necessarily inside the cell); never modified. An ASE
+        included), anywhere (not necessarily inside the cell); never modified. A PyTorch
+        tensor on the CPU, of any real dtype (bfloat16 widened by torch), is read in
+        place, and the results are then tensors over the arrays computed (no copy);
+        of points that require grad, ``"d"`` and ``"D"`` carry the gradient of
+        ``|D|`` and ``D`` with respect to them (new tensors, their values unchanged);
+        any object with ``__dlpack__`` on the CPU is read in
+        place too (``np.from_dlpack``), with NumPy results. ``cell``, ``pbc``, ``ptr``,
+        ``radii`` and ``cutoff`` take tensors and DLPack objects as well. An ASE
         ``Atoms`` (anything with ``get_positions``, ``get_cell`` and ``get_pbc``) gives
         the positions, the cell and the periodicity. An MDAnalysis ``AtomGroup`` or
         ``Universe`` (anything with ``atoms.positions`` and ``dimensions``) gives the
@@ -92,9 +100,10 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
 
     Returns
     -------
-    ndarray or tuple of ndarray
+    ndarray, torch.Tensor, or tuple of them
         The arrays of ``quantities``, in that order; a single letter gives the array
-        itself (as ASE and matscipy do), several a tuple.
+        itself (as ASE and matscipy do), several a tuple. Tensors (CPU, with the dtypes
+        above) where ``points`` is a tensor, NumPy arrays otherwise.
 
     Raises
     ------
@@ -108,7 +117,11 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     TypeError
         Both or neither of ``cutoff`` and ``radii``, ``quantities`` not a string,
         ``cell``, ``pbc`` or ``ptr`` given with an ``Atoms``, ``AtomGroup`` or
-        ``Universe``, a ``pbc`` not of bools, a ``ptr`` not of integers.
+        ``Universe``, a ``pbc`` not of bools, a ``ptr`` not of integers, a tensor or
+        DLPack object on a device other than the CPU, or ``"d"`` or ``"D"`` asked of a
+        ``cell`` tensor that requires grad (their gradient with respect to the cell is
+        not computed: ask for ``"ijS"`` and compute ``D`` in torch, as
+        ``docs/molecular.md`` shows).
 
     Notes
     -----
@@ -136,6 +149,12 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     True
     """
     letters = _as_quantities(quantities)
+    kind = callers_kind(points)
+    gradients, differentiated = gradient_letters(letters, points, cell), points
+    points, cell, pbc, ptr, radii, cutoff = (
+        to_numpy(value, name) for value, name in ((points, "points"), (cell, "cell"),
+                                                  (pbc, "pbc"), (ptr, "ptr"),
+                                                  (radii, "radii"), (cutoff, "cutoff")))
     positions, cell, pbc, cell_name = _unpack_atoms(points, cell, pbc, ptr)
     positions = as_points(positions, "points")
     n, n_dims = positions.shape
@@ -148,12 +167,13 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     if mic:
         _check_minimum_image(cells, reach, name, seen, batch)
     shown = f"cutoff = {seen}" if name == "cutoff" else seen
-    computed = "".join(set(letters + ("ijS" if sorted else "")))
+    computed = "".join(set(letters + ("ijS" if sorted else "") + gradients))
     arrays = batch_rows(positions, cells, offsets, reach, radii, bool(full_list), computed,
                         (name, shown, cell_name, batch))
     if sorted:
         arrays = _sorted(arrays)
-    return _outputs(letters, arrays)
+    outputs = to_callers_kind(_outputs(letters, arrays), kind)
+    return with_gradients(letters, outputs, differentiated, arrays) if gradients else outputs
 
 
 def _as_quantities(quantities) -> str:
