@@ -231,18 +231,6 @@ def _positive(shift, n_dims):
 
 
 @jit_inline
-def _gap(place, k, top):
-    """How far ``place`` (in bin widths from the first bin's lower face) lies outside bin
-    ``k`` of ``0..top`` along one axis, 0 inside it: the first and the last bin reach to
-    infinity, as the atoms beyond them are clamped into them."""
-    if k > 0 and place < k:
-        return k - place
-    if k < top and place > k + 1:
-        return place - (k + 1)
-    return 0.0
-
-
-@jit_inline
 def _pair_vector(positions, vectors, periodic, i, positions_j, j, b, pair_shift, vector):
     """``D`` of the row ``(i, j, pair_shift)`` of system ``b`` (``j``'s position being
     ``positions_j[j]``), into ``vector``, and its squared length: in the order of the
@@ -275,7 +263,7 @@ def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
     order of bins (a run of bins along the last axis is one slice of ``order``). Returns
     their number. The arrays are taken out of their tuples before the loops: an access
     inside them costs a reference count per candidate."""
-    shifts, query, first, last, pair_shift, vector, run_d2, near, place = scratch
+    shifts, query, first, last, pair_shift, vector, run_d2, near = scratch
     positions, wraps, radii = state.positions, state.wraps, state.radii
     binned_positions, binned_wraps = state.binned_positions, state.binned_wraps
     vectors, periodic, binned, order = state.vectors, state.periodic, state.binned, state.order
@@ -288,7 +276,6 @@ def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
     for a in range(3):
         first[a] = 0
         last[a] = 0
-        place[a] = 0.5
     for a in range(n_dims):
         value = state.wrapped[i, a]
         for c in range(n_dims):
@@ -302,7 +289,6 @@ def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
             return 0
         first[pad + a] = int(max(low, 0.0))
         last[pad + a] = int(min(high, top))
-        place[pad + a] = (value - state.origin[b, a]) * inv_bin
     width1 = state.n_bins[b, n_dims - 2] if n_dims >= 2 else 1
     width2 = state.n_bins[b, n_dims - 1]
     search2 = search * search
@@ -311,25 +297,12 @@ def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
     with_radii = radii.shape[0] > 0
     wants_shift = out_shifts.shape[0] > 0
     wants_vector = out_vectors.shape[0] > 0 or out_distances.shape[0] > 0
-    top0 = state.n_bins[b, 0] - 1 if n_dims == 3 else 0
-    reach2 = (search * inv_bin) * (search * inv_bin)  # the search radius in bin widths
     count = 0
     for k0 in range(first[0], last[0] + 1):
-        gap0 = _gap(place[0], k0, top0)
         for k1 in range(first[1], last[1] + 1):
-            # Only the bins of the run that reach the search sphere: none in a corner
-            # row beyond it, fewer where the sphere's slice is narrower than a bin.
-            gap1 = _gap(place[1], k1, width1 - 1)
-            rest = reach2 - gap0 * gap0 - gap1 * gap1
-            if rest < 0.0:
-                continue
-            low2 = max(first[2], int(math.floor(place[2] - math.sqrt(rest))))
-            high2 = min(last[2], int(math.floor(place[2] + math.sqrt(rest))))
-            if low2 > high2:
-                continue
             base = state.bin_offset[b] + (k0 * width1 + k1) * width2
-            run_end = bin_start[base + high2 + 1]
-            for block in range(bin_start[base + low2], run_end, RUN_BLOCK):
+            run_end = bin_start[base + last[2] + 1]
+            for block in range(bin_start[base + first[2]], run_end, RUN_BLOCK):
                 # The distances first, in a loop LLVM vectorizes (unsigned bounds: see
                 # `cells.UNSIGNED_LOOPS`), then the candidates within the search radius
                 # picked out without a branch, then only those looked at.
@@ -398,8 +371,7 @@ def chunk_rows(state, lo, hi, reach, full_list, out, starts, counts):
     call updates the reference counts of every array it is passed)."""
     scratch = (np.zeros(3, np.int64), np.zeros(3, np.float64), np.zeros(3, np.int64),
                np.zeros(3, np.int64), np.zeros(3, np.int64), np.zeros(3, np.float64),
-               np.empty(RUN_BLOCK, np.float64), np.empty(RUN_BLOCK, np.int64),
-               np.zeros(3, np.float64))
+               np.empty(RUN_BLOCK, np.float64), np.empty(RUN_BLOCK, np.int64))
     shifts = scratch[0]
     lower, upper = state.lower, state.upper
     n_dims = lower.shape[1]
