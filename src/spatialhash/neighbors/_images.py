@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _outputs
 from .._config import threads
 from ._cells import CellGeometry
 from ._kernels.molecular import (
@@ -105,21 +106,22 @@ def batch_rows(positions: np.ndarray, cells: list[CellGeometry], offsets: np.nda
     n, n_dims = positions.shape
     state = _state(positions, cells, offsets, reach, radii, names)
     with threads(None):
-        none = _outputs("", 0, n_dims)
+        none = _row_arrays("", 0, n_dims)
         counts = pair_rows(state, reach, full_list, np.empty(0, np.int64), none)
         starts = np.cumsum(counts) - counts
-        out = _outputs(letters, int(counts.sum()), n_dims)
+        out = _row_arrays(letters, int(counts.sum()), n_dims)
         pair_rows(state, reach, full_list, starts, out)
     return {letter: array for letter, array in zip(KERNEL_LETTERS, out, strict=True)
             if letter in letters}
 
 
-def _outputs(letters: str, m: int, n_dims: int) -> tuple[np.ndarray, ...]:
+def _row_arrays(letters: str, m: int, n_dims: int) -> tuple[np.ndarray, ...]:
     """The kernels' output arrays, ``"ijSDdb"``: m rows for the ``letters``, none for the
-    others."""
-    return tuple(np.empty((m if letter in letters else 0,) + ((n_dims,) if letter in "SD"
-                                                               else ()),
-                          dtype=np.float64 if letter in "Dd" else np.int64)
+    others; large ones from the pool of ``_outputs.py``, memory of earlier results nobody
+    holds, already paged in."""
+    return tuple(_outputs.empty((m if letter in letters else 0,)
+                                + ((n_dims,) if letter in "SD" else ()),
+                                dtype=np.float64 if letter in "Dd" else np.int64)
                  for letter in KERNEL_LETTERS)
 
 
@@ -158,11 +160,12 @@ def _state(positions: np.ndarray, cells: list[CellGeometry], offsets: np.ndarray
                               search, np.diff(offsets))
     inv_bin = 1.0 / bin_width
     bin_offset = np.concatenate([[0], np.cumsum(np.prod(n_bins, axis=1))]).astype(np.int64)
-    bin_start, order, binned = bin_atoms(wrapped, system, origin, inv_bin, n_bins, bin_offset)
+    bin_start, order, binned, binned_positions, binned_wraps = bin_atoms(
+        positions, wrapped, wraps, system, origin, inv_bin, n_bins, bin_offset)
     return MolecularState(
         positions, wrapped, wraps, lower, upper, system,
         np.empty(0) if radii is None else radii, vectors, periodic, search, origin, inv_bin,
-        n_bins, bin_offset, bin_start, order, binned)
+        n_bins, bin_offset, bin_start, order, binned, binned_positions, binned_wraps)
 
 
 def _bins(extent: np.ndarray, search: np.ndarray, n: np.ndarray

@@ -18,7 +18,10 @@ is within the pair's bound.
 One kernel, `pair_rows`, counts each atom's rows, then writes them at offsets fixed by
 the counts; an atom is scanned by one thread in a fixed order (its shifts in
 lexicographic order, its bins in row-major order, a bin's atoms in increasing index), so
-the output is the same for any thread count. Arrays not asked for are passed with zero
+the output is the same for any thread count. The atoms are handed out in bin order
+(``order``), not the caller's: the atoms of a chunk are neighbours, which scan the same
+bins while they are in cache, and the candidates' positions and wraps are read from
+copies in that order, next to each other. Arrays not asked for are passed with zero
 rows and never written. All systems of a batch go through one call; an atom only meets
 the atoms of its own system's bins.
 """
@@ -75,6 +78,11 @@ class MolecularState(NamedTuple):
     binned : ndarray of float64, shape (3, n)
         ``wrapped[order]``, one row per axis padded to three with zeros, so that the
         candidates' distances are one fixed expression over contiguous rows.
+    binned_positions : ndarray of float64, shape (n, d)
+        ``positions[order]``: a candidate's own position next to its neighbours in the
+        bin, not gathered from wherever the caller's order put it.
+    binned_wraps : ndarray of int64, shape (n, d)
+        ``wraps[order]``, for the same reason.
     """
 
     positions: np.ndarray
@@ -94,6 +102,8 @@ class MolecularState(NamedTuple):
     bin_start: np.ndarray
     order: np.ndarray
     binned: np.ndarray
+    binned_positions: np.ndarray
+    binned_wraps: np.ndarray
 
 
 @jit
@@ -170,10 +180,11 @@ def shift_ranges(fractional, system, low, high, check_cells, search_cells, lower
 
 
 @jit
-def bin_atoms(wrapped, system, origin, inv_bin, n_bins, bin_offset):
-    """``(bin_start, order, binned)`` of `MolecularState`: the atoms sorted by bin with a
-    stable counting sort, from their ``wrapped`` positions (n, d) and their systems'
-    bins (the fields of the same names)."""
+def bin_atoms(positions, wrapped, wraps, system, origin, inv_bin, n_bins, bin_offset):
+    """``(bin_start, order, binned, binned_positions, binned_wraps)`` of `MolecularState`:
+    the atoms sorted by bin with a stable counting sort, from their ``wrapped``
+    positions (n, d) and their systems' bins (the fields of the same names), with their
+    ``positions`` and ``wraps`` in that order."""
     n, n_dims = wrapped.shape
     bin_of = np.empty(n, np.int64)
     bin_start = np.zeros(bin_offset[-1] + 1, np.int64)
@@ -192,13 +203,17 @@ def bin_atoms(wrapped, system, origin, inv_bin, n_bins, bin_offset):
     filled = bin_start[:-1].copy()
     order = np.empty(n, np.int64)
     binned = np.zeros((3, n), np.float64)
+    binned_positions = np.empty((n, n_dims), np.float64)
+    binned_wraps = np.empty((n, n_dims), np.int64)
     for i in range(n):
         slot = filled[bin_of[i]]
         filled[bin_of[i]] += 1
         order[slot] = i
         for a in range(n_dims):
             binned[a, slot] = wrapped[i, a]
-    return bin_start, order, binned
+            binned_positions[slot, a] = positions[i, a]
+            binned_wraps[slot, a] = wraps[i, a]
+    return bin_start, order, binned, binned_positions, binned_wraps
 
 
 @jit_inline
@@ -216,16 +231,17 @@ def _positive(shift, n_dims):
 
 
 @jit_inline
-def _pair_vector(positions, vectors, periodic, i, j, b, pair_shift, vector):
-    """``D`` of the row ``(i, j, pair_shift)`` of system ``b``, into ``vector``, and its
-    squared length: in the order of the oracle (``tests/molecular_oracle.py``) and of the
-    former NumPy rows, the difference, then the shift summed over the periodic axes in
-    increasing order (its first term as it is, not added to 0.0, which would turn a -0.0
-    into 0.0), then added; the squares summed in axis order."""
+def _pair_vector(positions, vectors, periodic, i, positions_j, j, b, pair_shift, vector):
+    """``D`` of the row ``(i, j, pair_shift)`` of system ``b`` (``j``'s position being
+    ``positions_j[j]``), into ``vector``, and its squared length: in the order of the
+    oracle (``tests/molecular_oracle.py``) and of the former NumPy rows, the difference,
+    then the shift summed over the periodic axes in increasing order (its first term as
+    it is, not added to 0.0, which would turn a -0.0 into 0.0), then added; the squares
+    summed in axis order."""
     n_dims = positions.shape[1]
     squared = 0.0
     for a in range(n_dims):
-        value = positions[j, a] - positions[i, a]
+        value = positions_j[j, a] - positions[i, a]
         shift = 0.0
         started = False
         for c in range(n_dims):
@@ -249,6 +265,7 @@ def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
     inside them costs a reference count per candidate."""
     shifts, query, first, last, pair_shift, vector, run_d2, near = scratch
     positions, wraps, radii = state.positions, state.wraps, state.radii
+    binned_positions, binned_wraps = state.binned_positions, state.binned_wraps
     vectors, periodic, binned, order = state.vectors, state.periodic, state.binned, state.order
     bin_start = state.bin_start
     out_i, out_j, out_shifts, out_vectors, out_distances, out_systems = out
@@ -316,14 +333,15 @@ def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
                     if i == j or wants_shift or wants_vector or not certain:
                         zero = True
                         for a in range(n_dims):
-                            pair_shift[a] = shifts[a] + wraps[j, a] - wraps[i, a]
+                            pair_shift[a] = shifts[a] + binned_wraps[t, a] - wraps[i, a]
                             zero = zero and pair_shift[a] == 0
                         if i == j and (zero or not (full_list or _positive(pair_shift, n_dims))):
                             continue
                         distance = 0.0
                         if wants_vector or not certain:
-                            distance = math.sqrt(_pair_vector(positions, vectors, periodic, i, j,
-                                                              b, pair_shift, vector))
+                            distance = math.sqrt(_pair_vector(positions, vectors, periodic, i,
+                                                              binned_positions, t, b,
+                                                              pair_shift, vector))
                             if not (certain or distance <= bound):
                                 continue
                     at = row + count
@@ -345,7 +363,7 @@ def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
 
 @jit
 def chunk_rows(state, lo, hi, reach, full_list, out, starts, counts):
-    """The rows of atoms ``lo`` to ``hi - 1``, their numbers into ``counts`` and, with
+    """The rows of the atoms ``order[lo:hi]``, their numbers into ``counts`` and, with
     ``starts`` (none to count only), the rows written from ``starts[i]``: each atom's
     query shifts in lexicographic order, the last axis fastest. A kernel of its own, not
     inlined, so that the count and fill passes share one compiled scan (inlined into
@@ -358,7 +376,9 @@ def chunk_rows(state, lo, hi, reach, full_list, out, starts, counts):
     lower, upper = state.lower, state.upper
     n_dims = lower.shape[1]
     fill = starts.shape[0] > 0
-    for i in range(lo, hi):
+    order = state.order
+    for t in range(lo, hi):
+        i = order[t]
         b = state.system[i]
         row = starts[i] if fill else 0
         for a in range(n_dims):
