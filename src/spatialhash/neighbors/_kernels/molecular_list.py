@@ -103,7 +103,8 @@ def chunk_rows(positions, vectors, periodic, candidates, radii, cutoff, lo, hi, 
             continue
         i = cand_i[r]
         j = cand_j[r]
-        squared = _pair_vector(positions, vectors, periodic, i, j, 0, cand_shifts[r], vector)
+        squared = _pair_vector(positions, vectors, periodic, i, positions, j, 0, cand_shifts[r],
+                               vector)
         distance = math.sqrt(squared)
         if not fill:
             bound = radii[i] + radii[j] if with_radii else cutoff
