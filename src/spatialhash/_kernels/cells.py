@@ -418,3 +418,38 @@ def query_cell_range(origin, inv_cell_size, n_cells, box, query, reach, first, l
         first[axis], last[axis] = axis_range(
             n_cells[axis], box[axis], u - u_reach - tolerance, u + u_reach + tolerance
         )
+
+
+@jit
+def stencil_range(n_cells, box, cell_coords, cell, reach_cells, first, last):
+    """Fill ``first``/``last`` with the cells within ``reach_cells`` cells of occupied cell
+    ``cell`` on each axis (`axis_range`)."""
+    for axis in range(3):
+        first[axis], last[axis] = axis_range(
+            n_cells[axis], box[axis], float(cell_coords[cell, axis] - reach_cells[axis]),
+            float(cell_coords[cell, axis] + reach_cells[axis]))
+
+
+@jit
+def range_runs(state, first, last, half_stencil, center, half, runs):
+    """The runs of the cell box ``first..last`` (`gather_runs`, ``half_stencil`` and
+    ``center`` as there) of the grid ``state``, in ``runs = (run_bounds, run_shifts)``,
+    grown as needed; ``half`` receives `wrap_whole_axes`' half periods. Returns the
+    buffers, the number of runs and whether any axis takes minimum images. One call in
+    place of the three a scan makes for each cell or query."""
+    use_min_image = wrap_whole_axes(state.n_cells, state.box, state.half_box, first, last, half)
+    run_bounds, run_shifts = runs
+    needed = runs_capacity(first, last, state.cell_coords.shape[0])
+    if needed > run_bounds.shape[0]:
+        run_bounds, run_shifts = run_buffers(needed)
+    n_runs = gather_runs(state.n_cells, state.box, state.cell_coords, state.cell_start,
+                         state.dense_start, state.hash_keys, state.hash_ids, first, last,
+                         half_stencil, center, (run_bounds, run_shifts))
+    return (run_bounds, run_shifts), n_runs, use_min_image
+
+
+@jit
+def range_buffers():
+    """``first``, ``last`` (cells per axis) and ``half`` (half periods, `wrap_whole_axes`)
+    of a cell box."""
+    return np.empty(3, np.int64), np.empty(3, np.int64), np.empty(3, np.float64)
