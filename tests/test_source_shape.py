@@ -33,14 +33,6 @@ HELD_OVER = {
         "line's flags"),
     "grid/_kernels/pair_scan.py:half_stencil_scan": _WRITTEN_OUT,
     "grid/_kernels/pair_scan.py:half_stencil_scan.scan": _WRITTEN_OUT,
-    "grid/_kernels/pair_functions.py:_scan_kernel": _WRITTEN_OUT,
-    "grid/_kernels/pair_functions.py:_scan_kernel.scan": _WRITTEN_OUT,
-    "grid/_kernels/radius.py:radius_scan_queries": (
-        "a query's loops written out: a helper called per query, even inlined, counts a "
-        "reference per array it is passed, for every query (moving the block's scan into "
-        "one made radius200k in benchmarks/bench_ab.py 1.06-1.09 times slower); and an "
-        "inlined helper for the runs path alone, as fast, added a third of a second to the "
-        "family's cold compile (numba copies an inlined function's IR block by block)"),
 }
 
 

@@ -453,3 +453,9 @@ def range_buffers():
     """``first``, ``last`` (cells per axis) and ``half`` (half periods, `wrap_whole_axes`)
     of a cell box."""
     return np.empty(3, np.int64), np.empty(3, np.int64), np.empty(3, np.float64)
+
+
+@jit
+def hit_buffers(size):
+    """Room for ``size`` candidates' distances and the places of the hits among them."""
+    return np.empty(size, np.float64), np.empty(size, np.int64)

@@ -55,6 +55,7 @@ from numba import prange
 
 from ..._config import _JIT_OPTIONS, _kernel
 from ..._kernels.cells import (
+    hit_buffers,
     query_cell_range,
     range_buffers,
     range_runs,
@@ -69,7 +70,6 @@ from .pair_scan import (
     ONCE,
     gather_near,
     half_stencil_scan,
-    hit_buffers,
     near_buffers,
 )
 

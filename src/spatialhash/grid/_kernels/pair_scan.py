@@ -142,12 +142,6 @@ def near_buffers(size):
 
 
 @jit
-def hit_buffers(size):
-    """Room for ``size`` candidates' distances and the places of the hits among them."""
-    return np.empty(size, np.float64), np.empty(size, np.int64)
-
-
-@jit
 def grown_outputs(indices, distances, needed):
     """Copies of the pair outputs with room for at least ``needed`` rows (doubling)."""
     capacity = max(needed, 2 * indices.shape[0])
