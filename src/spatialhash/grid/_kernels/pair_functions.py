@@ -150,8 +150,9 @@ def _scan_kernel(over_cells, once=False):
                     near_x, near_y, near_z, near_j, near_radii = near_buffers(n_candidates)
                 if n_candidates > run_d2.shape[0]:
                     run_d2, hit_index = hit_buffers(n_candidates)
-                n_near = gather_near(points, order, radii, r2, (run_bounds, n_runs), source_lo,
-                                     source_hi, 0, (near_x, near_y, near_z, near_j, near_radii))
+                n_near = gather_near(points, order, radii, r2, (run_bounds, 0, n_runs),
+                                     source_lo, source_hi, 0,
+                                     (near_x, near_y, near_z, near_j, near_radii))
                 for source in range(source_lo, source_hi):
                     x, y, z = points[0, source], points[1, source], points[2, source]
                     own = np.int64(order[source])

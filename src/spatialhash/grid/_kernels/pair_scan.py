@@ -60,17 +60,8 @@ import math
 import numpy as np
 
 from ..._config import jit, jit_inline
-from ..._kernels.cells import (
-    axis_range,
-    cell_buffers,
-    cells_needed,
-    gather_cells,
-    gather_runs,
-    run_buffers,
-    runs_capacity,
-    wrap_whole_axes,
-)
 from ..._kernels.distance import NO_BOX, NO_SHIFT, displacement
+from .half_runs import CELLS_PER_BATCH, batch_buffers, half_stencil_runs
 from .stencil import stencil_by_id
 
 #: Grids of at least this many points per occupied cell gather each cell's candidates
@@ -82,7 +73,7 @@ ROWS, BOTH_ORDERS, ONCE = "rows", "both orders", "once"
 
 @jit_inline
 def gather_near(points, order, radii, r2, runs, own_start, own_end, keep_below, near):
-    """Copy the points of the runs ``runs = (run_bounds, n_runs)`` that lie within reach of
+    """Copy the points of the runs ``runs = (run_bounds, r_lo, r_hi)`` that lie within reach of
     the box bounding the points ``own_start .. own_end - 1`` (one cell's) next to each
     other, in the order of the runs, into ``near = (x, y, z, j, radii)``: coordinates,
     original indices (``order``) and, ``radii`` not empty, radii; returns how many. The
@@ -95,7 +86,7 @@ def gather_near(points, order, radii, r2, runs, own_start, own_end, keep_below, 
     (rounding is monotone), and so do the squares and sums. On 5,000 uniform points in
     3-D, 54% of the other cells' points were copied (counted).
     """
-    run_bounds, n_runs = runs
+    run_bounds, r_lo, r_hi = runs
     near_x, near_y, near_z, near_j, near_radii = near
     with_radii = radii.shape[0] > 0
     lo_x = hi_x = points[0, own_start]
@@ -111,7 +102,7 @@ def gather_near(points, order, radii, r2, runs, own_start, own_end, keep_below, 
     limit2 = r2
     keep_below = np.uint64(keep_below)
     k = 0
-    for r in range(n_runs):
+    for r in range(r_lo, r_hi):
         for j in range(np.uint64(run_bounds[r, 0]), np.uint64(run_bounds[r, 1])):
             px, py, pz = points[0, j], points[1, j], points[2, j]
             near_x[k] = px
@@ -195,10 +186,7 @@ def half_stencil_scan(gather, visitor):
     def scan(state, params, lo, hi, fn, args):
         points, order, cell_start = state.points, state.order, state.cell_start
         cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
-        dense_lookup, dense_start = state.dense_lookup, state.dense_start
-        hash_keys, hash_ids = state.hash_keys, state.hash_ids
-        box_x, box_y, box_z = box_axis[0], box_axis[1], box_axis[2]
-        box3 = (box_x, box_y, box_z)
+        box3 = (box_axis[0], box_axis[1], box_axis[2])
         r2, radii, reach_cells, cell_ranges = params
         with_radii = radii.shape[0] > 0
         if visits_rows:
@@ -206,8 +194,6 @@ def half_stencil_scan(gather, visitor):
             want_distances = out_distances.shape[0] > 0
             appending = write and positions.shape[0] == 0
             n_appended = 0
-        run_bounds, run_shifts = run_buffers(32)
-        found_cells, cell_shifts = cell_buffers(32)
         hit_index = np.empty(256, np.int64)
         hit_d2 = np.empty(256, np.float64)
         n_occupied = cell_coords.shape[0]
@@ -218,103 +204,27 @@ def half_stencil_scan(gather, visitor):
         sparse = False
         if visits_fn:
             sparse = cell_start[n_occupied] < GATHER_MIN_POINTS_PER_CELL * n_occupied
-        first = np.empty(3, np.int64)
-        last = np.empty(3, np.int64)
-        half = np.empty(3, np.float64)
-        # One strategy for every cell: mixing them would meet some pairs of cells twice.
+        batch = batch_buffers()
+        cell_runs, run_bounds, run_shifts, cell_half, cell_info = batch
         by_id = stencil_by_id(n_cells, box_axis, reach_cells, n_occupied)
-        # In a dense grid, a cell whose stencil wraps no periodic axis (every cell when no
-        # axis is periodic) finds its runs inline: the general path (ranges, images, probing)
-        # cost as much a cell as the distance tests of a cell of a few points.
-        inline_runs = dense_start.shape[0] > 0 and not by_id
-        nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
-        reach_x, reach_y, reach_z = reach_cells[0], reach_cells[1], reach_cells[2]
-        # A periodic axis has 2 * reach + 1 cells or more here (else `by_id`): cells this
-        # far from its ends do not wrap.
-        wrap_x, wrap_y, wrap_z = (reach_x if not math.isinf(box_x) else -nx,
-                                  reach_y if not math.isinf(box_y) else -ny,
-                                  reach_z if not math.isinf(box_z) else -nz)
-        if inline_runs:
-            most_runs = 1 + min(2 * reach_y + 1, ny) * (min(reach_z, nz - 1) + 1)
-            if most_runs > run_bounds.shape[0]:
-                run_bounds, run_shifts = run_buffers(most_runs)
+        # Only the rows kernel that reads in place walks by id (`_pair_search.pair_kernel`;
+        # the functions' callers take the full stencil there).
+        walk_by_id = walks_by_id and by_id
+        b_lo = b_hi = 0
         for item in range(lo, hi):
             for a in range(cell_ranges[item, 0], cell_ranges[item, 1]):
-                center = (cell_coords[a, 0], cell_coords[a, 1], cell_coords[a, 2])
-                cx, cy, cz = center
-                if (inline_runs and wrap_x <= cx < nx - wrap_x and wrap_y <= cy < ny - wrap_y
-                        and wrap_z <= cz < nz - wrap_z):
-                    # The half stencil of `cells.gather_runs`, in its order: the own row
-                    # from cell a on, the other rows of the own plane, then the planes
-                    # after it.
-                    use_min_image = False
-                    half3 = NO_BOX
-                    x_lo, x_hi = max(cx - reach_x, 0), min(cx + reach_x, nx - 1)
-                    row = (cz * ny + cy) * nx
-                    run_bounds[0, 0] = cell_start[a]
-                    run_bounds[0, 1] = dense_start[row + x_hi + 1]
-                    n_runs = 1
-                    for z in range(cz, min(cz + reach_z, nz - 1) + 1):
-                        for y in range(cy + 1 if z == cz else max(cy - reach_y, 0),
-                                       min(cy + reach_y, ny - 1) + 1):
-                            row = (z * ny + y) * nx
-                            start, end = dense_start[row + x_lo], dense_start[row + x_hi + 1]
-                            if end > start:
-                                run_bounds[n_runs, 0], run_bounds[n_runs, 1] = start, end
-                                n_runs += 1
-                    for r in range(n_runs):
-                        run_shifts[r, 0] = run_shifts[r, 1] = run_shifts[r, 2] = 0.0
-                else:
-                    for axis in range(3):
-                        first[axis], last[axis] = axis_range(
-                            n_cells[axis], box_axis[axis],
-                            float(center[axis] - reach_cells[axis]),
-                            float(center[axis] + reach_cells[axis]),
-                        )
-                    use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first,
-                                                    last, half)
-                    half3 = (half[0], half[1], half[2])
-                    # Only the rows kernel that reads in place runs by id (`_pair_search.
-                    # pair_kernel`; the functions' callers take the full stencil there): pruned
-                    # from the others, with the helpers it calls.
-                    if walks_by_id and by_id:
-                        # The occupied cells b >= a, each once, by id, with cell a first.
-                        needed = cells_needed(first, last, n_occupied)
-                        if needed > found_cells.shape[0]:
-                            found_cells, cell_shifts = cell_buffers(needed)
-                        n_found = gather_cells(n_cells, box_axis, cell_coords, dense_lookup,
-                                               hash_keys, hash_ids, first, last, found_cells,
-                                               cell_shifts)
-                        if n_found + 1 > run_bounds.shape[0]:
-                            run_bounds, run_shifts = run_buffers(n_found + 1)
-                        run_bounds[0, 0], run_bounds[0, 1] = cell_start[a], cell_start[a + 1]
-                        run_shifts[0, 0] = run_shifts[0, 1] = run_shifts[0, 2] = 0.0
-                        n_runs = 1
-                        for f in range(n_found):
-                            b = found_cells[f]
-                            if b > a:
-                                run_bounds[n_runs, 0] = cell_start[b]
-                                run_bounds[n_runs, 1] = cell_start[b + 1]
-                                for axis in range(3):
-                                    run_shifts[n_runs, axis] = cell_shifts[f, axis]
-                                n_runs += 1
-                    else:
-                        needed = runs_capacity(first, last, n_occupied)
-                        if needed > run_bounds.shape[0]:
-                            run_bounds, run_shifts = run_buffers(needed)
-                        n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start,
-                                             dense_start, hash_keys, hash_ids, first, last,
-                                             True, center, (run_bounds, run_shifts))
-                n_candidates = 0
+                if a == cell_ranges[item, 0] or a == b_hi:
+                    # The runs of the next batch of cells, in one call (`half_runs`).
+                    b_lo, b_hi = a, min(a + CELLS_PER_BATCH, cell_ranges[item, 1])
+                    batch = half_stencil_runs(state, reach_cells, by_id, walk_by_id,
+                                              gather and not sparse, (b_lo, b_hi), batch)
+                    cell_runs, run_bounds, run_shifts, cell_half, cell_info = batch
+                cb = a - b_lo
+                r_lo, r_hi = cell_runs[cb], cell_runs[cb + 1]
+                n_candidates, use_min_image = cell_info[cb, 0], cell_info[cb, 1] != 0
                 # A cell with image shifts or minimum images scans its runs one by one.
-                shifted = True
-                if gather:
-                    shifted = use_min_image | sparse
-                for r in range(n_runs):
-                    n_candidates += run_bounds[r, 1] - run_bounds[r, 0]
-                    if gather:
-                        shifted |= (run_shifts[r, 0] != 0.0) | (run_shifts[r, 1] != 0.0) | (
-                            run_shifts[r, 2] != 0.0)
+                shifted = cell_info[cb, 2] == 0
+                half3 = (cell_half[cb, 0], cell_half[cb, 1], cell_half[cb, 2])
                 if n_candidates > hit_index.shape[0]:
                     hit_index = np.empty(n_candidates, np.int64)
                     hit_d2 = np.empty(n_candidates, np.float64)
@@ -335,8 +245,9 @@ def half_stencil_scan(gather, visitor):
                     if n_candidates > near[0].shape[0]:
                         near = near_buffers(n_candidates)
                     near_x, near_y, near_z, near_j, near_radii = near
-                    n_candidates = gather_near(points, order, radii, r2, (run_bounds, n_runs),
-                                               own_start, own_end, own_end, near)
+                    n_candidates = gather_near(points, order, radii, r2,
+                                               (run_bounds, r_lo, r_hi), own_start, own_end,
+                                               own_end, near)
                     # Run 0 starts at cell a: the candidates of its point i are the points
                     # after it there, then the other runs, in the order of the run-by-run
                     # loops below.
@@ -408,9 +319,9 @@ def half_stencil_scan(gather, visitor):
                         x, y, z = points[0, i], points[1, i], points[2, i]
                         radius = radii[i] if with_radii else 0.0
                         n_hits = 0
-                        for r in range(n_runs):
+                        for r in range(r_lo, r_hi):
                             # Unsigned bounds: see the `cells` docstring.
-                            start = np.uint64(i + 1 if r == 0 else run_bounds[r, 0])
+                            start = np.uint64(i + 1 if r == r_lo else run_bounds[r, 0])
                             end = np.uint64(run_bounds[r, 1])
                             shift = (run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2])
                             if visits_rows and not write and not use_min_image:
