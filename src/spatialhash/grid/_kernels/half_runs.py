@@ -25,6 +25,7 @@ from ..._kernels.cells import (
     stencil_range,
     wrap_whole_axes,
 )
+from .stencil import stencil_by_id
 
 #: Cells whose runs `half_stencil_runs` finds in one call.
 CELLS_PER_BATCH = 32
@@ -51,7 +52,7 @@ def _grown_runs(run_bounds, run_shifts, n_kept, needed):
 
 
 @jit
-def half_stencil_runs(state, reach_cells, by_id, walk_by_id, gather, cells, batch):
+def half_stencil_runs(state, reach_cells, walks_by_id, gather, cells, batch):
     """The runs of the half stencils of the cells ``cells = (a_lo, a_hi)`` (at most
     `CELLS_PER_BATCH`) of the grid ``state``, written into ``batch`` (`batch_buffers`,
     grown as needed, and returned): cell ``a_lo + c``'s runs are ``cell_runs[c] ..
@@ -61,8 +62,10 @@ def half_stencil_runs(state, reach_cells, by_id, walk_by_id, gather, cells, batc
     minimum images, and whether it gathers its candidates (``gather``, and no image shift
     nor minimum image).
 
-    ``by_id`` is the grid's `stencil.stencil_by_id`; with ``walk_by_id``, the runs are the
-    occupied cells ``b >= a`` by id, cell ``a`` first. In a dense grid otherwise, a cell
+    Where the grid's pairs are found by id (`stencil.stencil_by_id`) and ``walks_by_id``
+    (the rows kernel that reads in place, `_pair_search.pair_kernel`: the other kernels
+    are not sent such grids), the runs are the occupied cells ``b >= a`` by id, cell ``a``
+    first. In a dense grid otherwise, a cell
     whose stencil wraps no periodic axis finds its runs inline: the general path (ranges,
     images, probing) cost as much a cell as the distance tests of a cell of a few points.
     """
@@ -71,6 +74,8 @@ def half_stencil_runs(state, reach_cells, by_id, walk_by_id, gather, cells, batc
     cell_start, cell_coords, n_cells = state.cell_start, state.cell_coords, state.n_cells
     box, dense_start = state.box, state.dense_start
     n_occupied = cell_coords.shape[0]
+    by_id = stencil_by_id(n_cells, box, reach_cells, n_occupied)
+    walk_by_id = walks_by_id and by_id
     first, last, half = range_buffers()
     scratch = run_buffers(32)
     found_cells, cell_shifts = cell_buffers(32 if walk_by_id else 0)

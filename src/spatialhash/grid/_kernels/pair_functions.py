@@ -121,7 +121,7 @@ def _scan_kernel(over_cells, once=False):
         n_occupied = cell_coords.shape[0]
         # Grids of several points per cell gather a cell's candidates (see `_scan_kernel`).
         gather = over_cells and cell_start[n_occupied] >= GATHER_MIN_POINTS_PER_CELL * n_occupied
-        near_x, near_y, near_z, near_j, near_radii = near_buffers(256)
+        near_points, near_j, near_radii = near_buffers(order, 256)
         for item in range(lo, hi):
             if over_cells:
                 stencil_range(n_cells, box_axis, cell_coords, item, reach_cells, first, last)
@@ -146,20 +146,19 @@ def _scan_kernel(over_cells, once=False):
             if gather and not shifted:
                 # The candidates within reach of the box bounding the cell's points, copied
                 # next to each other in the order of the runs (`pair_scan.gather_near`).
-                if n_candidates > near_x.shape[0]:
-                    near_x, near_y, near_z, near_j, near_radii = near_buffers(n_candidates)
                 if n_candidates > run_d2.shape[0]:
                     run_d2, hit_index = hit_buffers(n_candidates)
-                n_near = gather_near(points, order, radii, r2, (run_bounds, 0, n_runs),
-                                     source_lo, source_hi, 0,
-                                     (near_x, near_y, near_z, near_j, near_radii))
+                (near_points, near_j, near_radii), n_near = gather_near(
+                    points, order, radii, r2, (run_bounds, 0, n_runs), source_lo, source_hi, 0,
+                    (near_points, near_j, near_radii))
                 for source in range(source_lo, source_hi):
                     x, y, z = points[0, source], points[1, source], points[2, source]
                     own = np.int64(order[source])
                     radius = radii[source] if with_radii else 0.0
                     for k in range(n_near):
-                        run_d2[k] = displacement(x, y, z, near_x[k], near_y[k], near_z[k],
-                                                 NO_SHIFT, NO_BOX, NO_BOX, False)[3]
+                        run_d2[k] = displacement(x, y, z, near_points[0, k], near_points[1, k],
+                                                 near_points[2, k], NO_SHIFT, NO_BOX, NO_BOX,
+                                                 False)[3]
                     # The hits picked out without a branch (a hit's place is taken by the
                     # next candidate unless it is kept), then ``fn`` called for each.
                     n_hits = 0
@@ -176,8 +175,8 @@ def _scan_kernel(over_cells, once=False):
                             n_hits += 1 if (run_d2[k] <= r2) & other else 0
                     for h in range(n_hits):
                         k = hit_index[h]
-                        fn(own, near_j[k], run_d2[k], x - near_x[k], y - near_y[k],
-                           z - near_z[k], *args)
+                        fn(own, np.int64(near_j[k]), run_d2[k], x - near_points[0, k],
+                           y - near_points[1, k], z - near_points[2, k], *args)
                 continue
             for source in range(source_lo, source_hi):
                 if over_cells:
