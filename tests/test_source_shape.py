@@ -21,18 +21,11 @@ MAX_MODULE_LINES = 500
 MAX_BODY_LINES = 120
 MAX_PARAMETERS = 12
 
-_WRITTEN_OUT = (
-    "a scan with its loops written out: a helper called per cell, even inlined, cost the "
-    "pair kernel 16-38% on small cells; the cell's visits as helpers inlined at numba's IR "
-    "level cost a new function of `Grid.for_each_pair` a fifth more cold compile (numba "
-    "copies an inlined function's IR block by block)")
 #: ``"module path:function qualname"`` -> why it stays over a limit.
 HELD_OVER = {
     "demos/_cloth_simulation.py:Cloth.__init__": (
         "a demo's public constructor: each option a keyword of its own, as the command "
         "line's flags"),
-    "grid/_kernels/pair_scan.py:half_stencil_scan": _WRITTEN_OUT,
-    "grid/_kernels/pair_scan.py:half_stencil_scan.scan": _WRITTEN_OUT,
 }
 
 
