@@ -56,7 +56,7 @@ cube, build included, with a numba function adding a weight per pair), ``pairs_f
 (the same over 200,000 points in a layer three cells thick, 30 expected neighbours: too
 few planes for slabs, so every point scans its full stencil), ``neighbors_fn``
 (`Grid.for_each_neighbor` of the 50,000 queries, the same function) and ``list_fn``
-(`NeighborList.for_each_pair` over them, periodic, the same function).
+(`NeighborList.for_each_pair` over the 200,000 points, periodic, the same function).
 """
 
 from __future__ import annotations

@@ -50,7 +50,10 @@ The distance loops are written out in the walk rather than in helpers: a call th
 arrays costs numba an atomic reference-count update per array, which in these loops cost
 more than the distances themselves; calling a helper for the inline runs (inlined or not)
 made the rows kernel 16-38% slower on small cells (200,000 points in 2-D with radii, one
-thread, versions alternated).
+thread, versions alternated). The runs are found a batch of `half_runs.CELLS_PER_BATCH`
+cells at a time instead (`half_runs.half_stencil_runs`), so those counts are paid once a
+batch. A gathered cell's candidates are a ``(3, n)`` array and an index array, as the
+grid's points and ``order`` are, scanned as one run: one loop serves both.
 """
 
 from __future__ import annotations
