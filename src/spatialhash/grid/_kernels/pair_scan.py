@@ -65,7 +65,7 @@ import numpy as np
 from ..._config import jit, jit_inline
 from ..._kernels.cells import hit_buffers
 from ..._kernels.distance import NO_BOX, displacement
-from .half_runs import CELLS_PER_BATCH, batch_buffers, half_stencil_runs
+from .half_runs import CELLS_PER_BATCH, HALF_STENCIL_RUNS, batch_buffers
 
 #: Grids of at least this many points per occupied cell gather each cell's candidates
 #: into one run (see the module docstring).
@@ -190,7 +190,8 @@ def half_stencil_scan(gather, visitor):
     distance, mispredicted around every hit, cost more than the distances.
     """
     visits_rows = visitor == ROWS
-    walks_by_id = visits_rows and not gather
+    # Only the rows kernel that reads in place walks by id (`half_runs.HALF_STENCIL_RUNS`).
+    find_runs = HALF_STENCIL_RUNS[visits_rows and not gather]
     calls_both = visitor == BOTH_ORDERS
 
     def scan(state, params, lo, hi, fn, args):
@@ -217,8 +218,7 @@ def half_stencil_scan(gather, visitor):
             for a in range(cell_ranges[item, 0], cell_ranges[item, 1]):
                 if a == cell_ranges[item, 0] or a == b_hi:
                     b_lo, b_hi = a, min(a + CELLS_PER_BATCH, cell_ranges[item, 1])
-                    batch = half_stencil_runs(state, reach_cells, walks_by_id, gather and dense,
-                                              (b_lo, b_hi), batch)
+                    batch = find_runs(state, reach_cells, gather and dense, (b_lo, b_hi), batch)
                     cell_runs, run_bounds, run_shifts, cell_half, cell_info = batch
                 cb = a - b_lo
                 n_candidates, use_min_image = cell_info[cb, 0], cell_info[cb, 1] != 0
