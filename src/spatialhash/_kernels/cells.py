@@ -448,14 +448,15 @@ def range_runs(state, first, last, half_stencil, center, half, runs):
     return (run_bounds, run_shifts), n_runs, use_min_image
 
 
-@jit
+@jit_inline
 def range_buffers():
     """``first``, ``last`` (cells per axis) and ``half`` (half periods, `wrap_whole_axes`)
-    of a cell box."""
+    of a cell box. Inlined, as `hit_buffers`: a function of its own would be one more
+    compile, for three allocations."""
     return np.empty(3, np.int64), np.empty(3, np.int64), np.empty(3, np.float64)
 
 
-@jit
+@jit_inline
 def hit_buffers(size):
     """Room for ``size`` candidates' distances and the places of the hits among them."""
     return np.empty(size, np.float64), np.empty(size, np.int64)
