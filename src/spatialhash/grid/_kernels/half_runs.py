@@ -3,7 +3,7 @@
 The pair scan (`pair_scan.half_stencil_scan`) asks for the runs of its cells
 `CELLS_PER_BATCH` cells at a time, into flat buffers (a CSR of runs by cell): one call, and
 its reference counts, a batch rather than a cell, and the run finding compiled on its own
-and cached (with the walk by id and without, `HALF_STENCIL_RUNS`) rather than into every
+and cached (with the walk by id and without) rather than into every
 variant of the scan and every user's function of `Grid.for_each_pair`.
 """
 
@@ -52,7 +52,7 @@ def _grown_runs(run_bounds, run_shifts, n_kept, needed):
 
 
 def _half_stencil_runs(walks_by_id):
-    """`half_stencil_runs`, ``walks_by_id`` a constant (see `HALF_STENCIL_RUNS`)."""
+    """`half_stencil_runs`, ``walks_by_id`` a constant (see `half_stencil_runs_by_id`)."""
 
     def half_stencil_runs(state, reach_cells, gather, cells, batch):
         """The runs of the half stencils of the cells ``cells = (a_lo, a_hi)`` (at most
@@ -176,11 +176,9 @@ def _half_stencil_runs(walks_by_id):
     return half_stencil_runs
 
 
-#: The run finder of each rows kernel: `HALF_STENCIL_RUNS[walks_by_id]`. Only the rows kernel
-#: that reads in place walks by id; the others compile without that walk and the helpers it
-#: calls (numba prunes the branch on the constant), which cost the first ``query_pairs``
-#: about a sixth of its compile.
-HALF_STENCIL_RUNS = {
-    False: jit_variant(_half_stencil_runs(False), "half_stencil_runs"),
-    True: jit_variant(_half_stencil_runs(True), "half_stencil_runs_by_id"),
-}
+#: The run finders: without the walk by id, and with it for the rows kernel that reads in
+#: place (the only one that walks by id): the others compile without that walk and the
+#: helpers it calls (numba prunes the branch on the constant), which cost the first
+#: ``query_pairs`` about a sixth of its compile.
+half_stencil_runs = jit_variant(_half_stencil_runs(False), "half_stencil_runs")
+half_stencil_runs_by_id = jit_variant(_half_stencil_runs(True), "half_stencil_runs_by_id")

@@ -65,7 +65,12 @@ import numpy as np
 from ..._config import jit, jit_inline
 from ..._kernels.cells import hit_buffers
 from ..._kernels.distance import NO_BOX, displacement
-from .half_runs import CELLS_PER_BATCH, HALF_STENCIL_RUNS, batch_buffers
+from .half_runs import (
+    CELLS_PER_BATCH,
+    batch_buffers,
+    half_stencil_runs,
+    half_stencil_runs_by_id,
+)
 
 #: Grids of at least this many points per occupied cell gather each cell's candidates
 #: into one run (see the module docstring).
@@ -190,8 +195,7 @@ def half_stencil_scan(gather, visitor):
     distance, mispredicted around every hit, cost more than the distances.
     """
     visits_rows = visitor == ROWS
-    # Only the rows kernel that reads in place walks by id (`half_runs.HALF_STENCIL_RUNS`).
-    find_runs = HALF_STENCIL_RUNS[visits_rows and not gather]
+    walks_by_id = visits_rows and not gather
     calls_both = visitor == BOTH_ORDERS
 
     def scan(state, params, lo, hi, fn, args):
@@ -205,8 +209,9 @@ def half_stencil_scan(gather, visitor):
             appending = write and positions.shape[0] == 0
             n_appended = 0
         hit_d2, hit_index = hit_buffers(256)
+        # A module's function, not a closure's variable: numba keys its disk cache by those.
+        find_runs = half_stencil_runs_by_id if walks_by_id else half_stencil_runs
         if gather:
-            # The copied candidates (`gather_near`), a run without shifts.
             near = near_buffers(order, 256)
             one_run, no_shifts = np.zeros((1, 2), np.int64), np.zeros((1, 3), np.float64)
         # The functions' kernels check the density (the rows kernels' caller chose by it).
@@ -230,7 +235,7 @@ def half_stencil_scan(gather, visitor):
                                                              else 0)
                 own_start, own_end = cell_start[a], cell_start[a + 1]
                 # The candidates: the runs' points where they lie, or, a cell without image
-                # shifts, copied next to each other once ("Gathering", module docstring).
+                # shifts, copied next to each other once, as one run (see "Gathering").
                 src, src_j, src_radii, bounds, shifts = points, order, radii, run_bounds, run_shifts
                 rr_lo, rr_hi = cell_runs[cb], cell_runs[cb + 1]
                 if gather and cell_info[cb, 2] != 0:
