@@ -26,6 +26,15 @@ HELD_OVER = {
     "demos/_cloth_simulation.py:Cloth.__init__": (
         "a demo's public constructor: each option a keyword of its own, as the command "
         "line's flags"),
+    "grid/_kernels/radius.py:radius_scan_queries": (
+        "a query's loops written out: a helper called per query, even inlined, counts a "
+        "reference per array it is passed, for every query (moving the block's scan into "
+        "one made radius200k in benchmarks/bench_ab.py 1.06-1.09 times slower); an "
+        "inlined helper for the runs path alone, as fast, added a third of a second to the "
+        "family's cold compile (numba copies an inlined function's IR block by block); and "
+        "ordinary helpers in place of the calls it makes per query and per block "
+        "(`query_block`, `block_rows`, `cells.range_runs`) made the family's first call "
+        "compile 12-30% longer (each helper a module of its own, its callees linked in)"),
 }
 
 

@@ -7,10 +7,8 @@ row, the loops' set-up and scalar remainders cost more than the distances). The 
 the points' caller indices (``order[j]``), read in order here rather than at random for
 every hit.
 
-The helpers are called once per query, once per row or once per block, never per
-candidate. `query_block` stands in for the query's one call to `cells.query_cell_range`,
-and `block_rows` runs once per block, so neither adds a call per query. The others are
-inlined (`jit_inline`): `gather_block` compiled as a function of its own made 50,000 radius queries
+The helpers are called once per row or once per block, never per candidate, and inlined
+(`jit_inline`): `gather_block` compiled as a function of its own made 50,000 radius queries
 among 200,000 points 9-15% slower (``benchmarks/bench_ab.py`` ``radius200k``, two runs),
 likely because the arrays it returned were, to LLVM, of unknown origin in the loops that
 scan them (the assembly was not checked).
@@ -18,12 +16,10 @@ scan them (the assembly was not checked).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..._config import jit, jit_inline
-from ..._kernels.cells import query_cell_range, run_buffers, sparse_row_slice
+from ..._config import jit_inline
+from ..._kernels.cells import sparse_row_slice
 
 
 @jit_inline
@@ -69,49 +65,3 @@ def gather_block(points, order, run_bounds, n_rows, near):
             near_index[e] = order[j]
             e += 1
     return (near_x, near_y, near_z, near_index), n_near
-
-
-@jit
-def query_block(origin, inv_cell_size, n_cells, box, query, reach, first, last, n_occupied):
-    """`cells.query_cell_range` of ``query`` and ``reach`` into ``first``/``last``; returns
-    whether that block of cells can be read as a block (`block_rows`): inside the box of
-    cells, of at most ``n_occupied`` cells, and touching neither end of a periodic axis (a
-    range within ``[0, n - 1]`` there wraps nothing unless it is the whole axis, where
-    `cells.wrap_whole_axes` takes minimum images: those take the general path).
-
-    The cell count is taken in float64: an axis of a sparse grid can have up to 2**52
-    cells, and an int64 product of three long ranges can wrap around to a small or
-    negative count, which would send a huge reach down the block path, with buffers of
-    one run per row of the block.
-    """
-    query_cell_range(origin, inv_cell_size, n_cells, box, query, reach, first, last)
-    volume = 1.0
-    for axis in range(3):
-        end = n_cells[axis] - (0 if math.isinf(box[axis]) else 1)
-        if not 0 <= first[axis] <= last[axis] < end:
-            return False
-        volume *= float(last[axis] - first[axis] + 1)
-    return volume <= n_occupied
-
-
-@jit
-def block_rows(state, first, last, block, runs):
-    """The slices of the rows of the block of cells ``first..last`` of the grid ``state``
-    (a block `query_block` accepts), in (z, y) order, as ``runs``' bounds (the buffers of
-    `cells.gather_runs`, grown as needed); ``block`` receives the block's corners
-    (``first`` then ``last``). Returns the buffers and the number of rows."""
-    run_bounds, run_shifts = runs
-    # At most `n_occupied` cells, so the product cannot overflow.
-    n_rows = (last[1] - first[1] + 1) * (last[2] - first[2] + 1)
-    if n_rows > run_bounds.shape[0]:
-        run_bounds, run_shifts = run_buffers(n_rows)
-    r = 0
-    for z in range(first[2], last[2] + 1):
-        for y in range(first[1], last[1] + 1):
-            run_bounds[r, 0], run_bounds[r, 1] = row_slice(
-                state.dense_start, state.hash_keys, state.hash_ids, state.cell_start,
-                state.cell_coords, state.n_cells[0], state.n_cells[1], first[0], last[0], y, z)
-            r += 1
-    for axis in range(3):
-        block[axis], block[3 + axis] = first[axis], last[axis]
-    return (run_bounds, run_shifts), n_rows

@@ -20,11 +20,17 @@ import numpy as np
 from numba import prange
 
 from ..._config import jit, jit_parallel
-from ..._kernels.cells import hit_buffers, range_buffers, range_runs, run_buffers
+from ..._kernels.cells import (
+    gather_runs,
+    query_cell_range,
+    run_buffers,
+    runs_capacity,
+    wrap_whole_axes,
+)
 from ..._kernels.distance import NO_BOX, NO_SHIFT, displacement
 from ..._kernels.indirect import kernel_caller
 from ..._kernels.row_sort import row_sort_buffers, sort_row
-from .blocks import block_buffers, block_rows, gather_block, query_block
+from .blocks import block_buffers, gather_block, row_slice
 
 #: Queries handed to a thread at a time.
 QUERIES_PER_CHUNK = 64
@@ -39,24 +45,47 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
     per pair on whole periodic axes. The distance loops are written out here: a helper call
     passing arrays costs an atomic reference-count update per array.
     """
-    points, order, n_cells, box_axis = state.points, state.order, state.n_cells, state.box
-    box3 = (box_axis[0], box_axis[1], box_axis[2])
+    points, order, cell_start = state.points, state.order, state.cell_start
+    cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
+    dense_start, hash_keys, hash_ids = state.dense_start, state.hash_keys, state.hash_ids
+    origin, inv_cell_size = state.origin, state.inv_cell_size
+    box_x, box_y, box_z = box_axis[0], box_axis[1], box_axis[2]
+    box3 = (box_x, box_y, box_z)
     want_distances = out_distances.shape[0] > 0
-    first, last, half = range_buffers()
-    runs = run_buffers(32)
+    first = np.empty(3, np.int64)
+    last = np.empty(3, np.int64)
+    half = np.empty(3, np.float64)
+    run_bounds, run_shifts = run_buffers(32)
     sort_keys, sort_values = row_sort_buffers()
     # Scratch of one run: distances to the query, then the offsets of the hits.
-    run_d2, hit_k = hit_buffers(256)
-    n_occupied = state.cell_coords.shape[0]
+    run_d2 = np.empty(256, np.float64)
+    hit_k = np.empty(256, np.int64)
+    n_occupied = cell_coords.shape[0]
     # The candidates of the last block of cells gathered (see below), and that block.
     near_x, near_y, near_z, near_index = block_buffers(order, 256)
     n_near = 0
     block = np.full(6, -1, np.int64)
+    nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
+    # On a periodic axis, a range within [0, n - 1] wraps nothing unless it is the whole
+    # axis (then `wrap_whole_axes` takes minimum images): keep those to the general path.
+    wrap_x = 0 if math.isinf(box_x) else 1
+    wrap_y = 0 if math.isinf(box_y) else 1
+    wrap_z = 0 if math.isinf(box_z) else 1
     for t in range(t_lo, t_hi):
         q = visit_order[t]
         qx, qy, qz = queries[q, 0], queries[q, 1], queries[q, 2]
-        if query_block(state.origin, state.inv_cell_size, n_cells, box_axis, (qx, qy, qz),
-                       radii[q], first, last, n_occupied):
+        query_cell_range(origin, inv_cell_size, n_cells, box_axis, (qx, qy, qz), radii[q],
+                         first, last)
+        x_lo, y_lo, z_lo = first[0], first[1], first[2]
+        x_hi, y_hi, z_hi = last[0], last[1], last[2]
+        # The block's cell count in float64: an axis of a sparse grid can have up to 2**52
+        # cells, and an int64 product of three long ranges can wrap around to a small or
+        # negative count, which would send a huge r down this path, with buffers of one
+        # run per row of the block.
+        if (0 <= x_lo <= x_hi < nx - wrap_x and 0 <= y_lo <= y_hi < ny - wrap_y
+                and 0 <= z_lo <= z_hi < nz - wrap_z
+                and (float(x_hi - x_lo + 1) * float(y_hi - y_lo + 1) * float(z_hi - z_lo + 1)
+                     <= n_occupied)):
             # Inside the box of cells, touching no periodic axis's ends. Queries taken in
             # cell order mostly share their block of cells (with cells of size r, always
             # the 3 x 3 x 3 around their own): its points are gathered once, in the order
@@ -64,13 +93,25 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
             # long loop. Sparse grids read their rows here too (they took the general path
             # below: 1,000,000 queries among 1,000,000 points and one far outlier, counted
             # in 29% less time and answered in 32% less, one process, alternated).
-            if (first[0] != block[0] or first[1] != block[1] or first[2] != block[2]
-                    or last[0] != block[3] or last[1] != block[4] or last[2] != block[5]):
-                runs, n_rows = block_rows(state, first, last, block, runs)
+            if (x_lo != block[0] or y_lo != block[1] or z_lo != block[2]
+                    or x_hi != block[3] or y_hi != block[4] or z_hi != block[5]):
+                # At most `n_occupied` cells, so the product cannot overflow here.
+                n_rows = (y_hi - y_lo + 1) * (z_hi - z_lo + 1)
+                if n_rows > run_bounds.shape[0]:
+                    run_bounds, run_shifts = run_buffers(n_rows)
+                r = 0
+                for z in range(z_lo, z_hi + 1):
+                    for y in range(y_lo, y_hi + 1):
+                        run_bounds[r, 0], run_bounds[r, 1] = row_slice(
+                            dense_start, hash_keys, hash_ids, cell_start, cell_coords, nx, ny,
+                            x_lo, x_hi, y, z)
+                        r += 1
                 # Unpacked once a block, not per query: each unpacking counts a reference
                 # per array.
                 (near_x, near_y, near_z, near_index), n_near = gather_block(
-                    points, order, runs[0], n_rows, (near_x, near_y, near_z, near_index))
+                    points, order, run_bounds, n_rows, (near_x, near_y, near_z, near_index))
+                block[0], block[1], block[2] = x_lo, y_lo, z_lo
+                block[3], block[4], block[5] = x_hi, y_hi, z_hi
             start = positions[q] if write else 0
             r2 = radii[q] * radii[q]
             n_hits = 0
@@ -85,7 +126,8 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
                 continue
             # As in the runs below: distances, then the hits without a branch.
             if n_near > run_d2.shape[0]:
-                run_d2, hit_k = hit_buffers(n_near)
+                run_d2 = np.empty(n_near, np.float64)
+                hit_k = np.empty(n_near, np.int64)
             for k in range(np.uint64(0), np.uint64(n_near)):
                 run_d2[k] = displacement(qx, qy, qz, near_x[k], near_y[k], near_z[k], NO_SHIFT,
                                          NO_BOX, NO_BOX, False)[3]
@@ -101,9 +143,13 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
                 sort_row(out_indices, out_distances, start, start + n_hits, sort_keys,
                          sort_values)
             continue
-        runs, n_runs, use_min_image = range_runs(state, first, last, False, (0, 0, 0), half, runs)
-        run_bounds, run_shifts = runs
+        use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last, half)
         half3 = (half[0], half[1], half[2])
+        needed = runs_capacity(first, last, n_occupied)
+        if needed > run_bounds.shape[0]:
+            run_bounds, run_shifts = run_buffers(needed)
+        n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start, hash_keys,
+                             hash_ids, first, last, False, (0, 0, 0), (run_bounds, run_shifts))
         start = positions[q] if write else 0
         position = start
         r2 = radii[q] * radii[q]
@@ -124,7 +170,8 @@ def radius_scan_queries(state, queries, radii, visit_order, t_lo, t_hi, position
             run_lo = run_bounds[r, 0]
             n_run = run_bounds[r, 1] - run_lo
             if n_run > run_d2.shape[0]:
-                run_d2, hit_k = hit_buffers(n_run)
+                run_d2 = np.empty(n_run, np.float64)
+                hit_k = np.empty(n_run, np.int64)
             first_j = np.uint64(run_lo)
             # Two loops, the image test out of the one that vectorizes.
             if use_min_image:
