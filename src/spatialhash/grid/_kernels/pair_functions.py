@@ -55,12 +55,12 @@ from numba import prange
 
 from ..._config import _JIT_OPTIONS, _kernel
 from ..._kernels.cells import (
-    hit_buffers,
+    axis_range,
+    gather_runs,
     query_cell_range,
-    range_buffers,
-    range_runs,
     run_buffers,
-    stencil_range,
+    runs_capacity,
+    wrap_whole_axes,
 )
 from ..._kernels.distance import NO_BOX, NO_SHIFT, displacement
 from ..._kernels.indirect import kernel_caller
@@ -108,6 +108,7 @@ def _scan_kernel(over_cells, once=False):
     def scan(state, params, lo, hi, fn, args):
         points, order, cell_start = state.points, state.order, state.cell_start
         cell_coords, n_cells, box_axis = state.cell_coords, state.n_cells, state.box
+        dense_start, hash_keys, hash_ids = state.dense_start, state.hash_keys, state.hash_ids
         box3 = (box_axis[0], box_axis[1], box_axis[2])
         if over_cells:
             pair_r2, radii, reach_cells = params
@@ -115,16 +116,23 @@ def _scan_kernel(over_cells, once=False):
         else:
             queries, radii = params
             with_radii = False
-        first, last, half = range_buffers()
-        runs = run_buffers(32)
-        run_d2, hit_index = hit_buffers(256)
+        first = np.empty(3, np.int64)
+        last = np.empty(3, np.int64)
+        half = np.empty(3, np.float64)
+        run_bounds, run_shifts = run_buffers(32)
+        run_d2 = np.empty(256, np.float64)
         n_occupied = cell_coords.shape[0]
         # Grids of several points per cell gather a cell's candidates (see `_scan_kernel`).
         gather = over_cells and cell_start[n_occupied] >= GATHER_MIN_POINTS_PER_CELL * n_occupied
-        near_points, near_j, near_radii = near_buffers(order, 256)
+        near_x, near_y, near_z, near_j, near_radii = near_buffers(256)
+        hit_index = np.empty(256, np.int64)
         for item in range(lo, hi):
             if over_cells:
-                stencil_range(n_cells, box_axis, cell_coords, item, reach_cells, first, last)
+                for axis in range(3):
+                    first[axis], last[axis] = axis_range(
+                        n_cells[axis], box_axis[axis],
+                        float(cell_coords[item, axis] - reach_cells[axis]),
+                        float(cell_coords[item, axis] + reach_cells[axis]))
                 source_lo, source_hi = cell_start[item], cell_start[item + 1]
                 r2 = pair_r2
             else:
@@ -133,10 +141,15 @@ def _scan_kernel(over_cells, once=False):
                                  radii[item], first, last)
                 source_lo, source_hi = item, item + 1
                 r2 = radii[item] * radii[item]
-            runs, n_runs, use_min_image = range_runs(state, first, last, False, (0, 0, 0), half,
-                                                     runs)
-            run_bounds, run_shifts = runs
+            use_min_image = wrap_whole_axes(n_cells, box_axis, state.half_box, first, last,
+                                            half)
             half3 = (half[0], half[1], half[2])
+            needed = runs_capacity(first, last, n_occupied)
+            if needed > run_bounds.shape[0]:
+                run_bounds, run_shifts = run_buffers(needed)
+            n_runs = gather_runs(n_cells, box_axis, cell_coords, cell_start, dense_start,
+                                 hash_keys, hash_ids, first, last, False, (0, 0, 0),
+                                 (run_bounds, run_shifts))
             shifted = use_min_image
             n_candidates = 0
             for r in range(n_runs):
@@ -146,19 +159,20 @@ def _scan_kernel(over_cells, once=False):
             if gather and not shifted:
                 # The candidates within reach of the box bounding the cell's points, copied
                 # next to each other in the order of the runs (`pair_scan.gather_near`).
+                if n_candidates > near_x.shape[0]:
+                    near_x, near_y, near_z, near_j, near_radii = near_buffers(n_candidates)
                 if n_candidates > run_d2.shape[0]:
-                    run_d2, hit_index = hit_buffers(n_candidates)
-                (near_points, near_j, near_radii), n_near = gather_near(
-                    points, order, radii, r2, (run_bounds, 0, n_runs), source_lo, source_hi, 0,
-                    (near_points, near_j, near_radii))
+                    run_d2 = np.empty(n_candidates, np.float64)
+                    hit_index = np.empty(n_candidates, np.int64)
+                n_near = gather_near(points, order, radii, r2, (run_bounds, n_runs), source_lo,
+                                     source_hi, 0, (near_x, near_y, near_z, near_j, near_radii))
                 for source in range(source_lo, source_hi):
                     x, y, z = points[0, source], points[1, source], points[2, source]
                     own = np.int64(order[source])
                     radius = radii[source] if with_radii else 0.0
                     for k in range(n_near):
-                        run_d2[k] = displacement(x, y, z, near_points[0, k], near_points[1, k],
-                                                 near_points[2, k], NO_SHIFT, NO_BOX, NO_BOX,
-                                                 False)[3]
+                        run_d2[k] = displacement(x, y, z, near_x[k], near_y[k], near_z[k],
+                                                 NO_SHIFT, NO_BOX, NO_BOX, False)[3]
                     # The hits picked out without a branch (a hit's place is taken by the
                     # next candidate unless it is kept), then ``fn`` called for each.
                     n_hits = 0
@@ -175,8 +189,8 @@ def _scan_kernel(over_cells, once=False):
                             n_hits += 1 if (run_d2[k] <= r2) & other else 0
                     for h in range(n_hits):
                         k = hit_index[h]
-                        fn(own, np.int64(near_j[k]), run_d2[k], x - near_points[0, k],
-                           y - near_points[1, k], z - near_points[2, k], *args)
+                        fn(own, near_j[k], run_d2[k], x - near_x[k], y - near_y[k],
+                           z - near_z[k], *args)
                 continue
             for source in range(source_lo, source_hi):
                 if over_cells:
@@ -192,7 +206,8 @@ def _scan_kernel(over_cells, once=False):
                     n_run = run_bounds[r, 1] - run_lo
                     shift = (run_shifts[r, 0], run_shifts[r, 1], run_shifts[r, 2])
                     if n_run > run_d2.shape[0]:
-                        run_d2, hit_index = hit_buffers(n_run)
+                        run_d2 = np.empty(n_run, np.float64)
+                        hit_index = np.empty(n_run, np.int64)
                     # Unsigned bounds: see the `cells` docstring.
                     first_j = np.uint64(run_lo)
                     for k in range(np.uint64(0), np.uint64(n_run)):
