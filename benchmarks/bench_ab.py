@@ -52,8 +52,11 @@ data of ``benchmarks/bench_rays.py``), ``rays_all`` (every hit of those rays) an
 ``knn1m`` (the same with a million queries among a million points),
 ``radius200k_periodic`` (those radius queries in a periodic unit cube), ``pairs_fn`` and
 ``pairs_fn_periodic`` (`Grid.for_each_pair` over those points, open and in a periodic unit
-cube, build included, with a numba function adding a weight per pair) and ``list_fn``
-(`NeighborList.for_each_pair` over them, periodic, the same function);
+cube, build included, with a numba function adding a weight per pair), ``pairs_fn_full``
+(the same over 200,000 points in a layer three cells thick, 30 expected neighbours: too
+few planes for slabs, so every point scans its full stencil), ``neighbors_fn``
+(`Grid.for_each_neighbor` of the 50,000 queries, the same function) and ``list_fn``
+(`NeighborList.for_each_pair` over the 200,000 points, periodic, the same function);
 ``molecular_skin`` (a step of `MolecularNeighborList`, letters ``ijSdD``, cutoff 5 A, skin
 1 A, on 30,000 atoms of ``bench_molecular``'s water box: Gaussian moves of 0.02 A per axis,
 the atoms wrapped into the cell every 5 steps; both processes make the same steps).
@@ -64,6 +67,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import resource
 import subprocess
@@ -82,7 +86,8 @@ import _common as common  # noqa: E402 (the benchmarks folder, put on the path a
 WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d", "pairs1m", "build1m", "particles",
              "cloth", "dynamic1", "dynamic10", "dynamic100", "dynamic3d10", "rays", "rays_all",
              "rays_fn", "radius200k", "radius200k_periodic", "knn200k", "radius1m", "knn1m",
-             "pairs_fn", "pairs_fn_periodic", "list_fn", "molecular_skin")
+             "pairs_fn", "pairs_fn_periodic", "list_fn", "pairs_fn_full", "neighbors_fn",
+             "molecular_skin")
 #: Workloads of a million points (fewer warm-up calls).
 MILLION_WORKLOADS = ("build1m_2d", "pairs1m", "build1m", "radius1m", "knn1m")
 #: Points of the radius, k-nearest and pair-function workloads, and queries of the first two.
@@ -158,6 +163,20 @@ def _scan_workload(name: str):
             neighbors.for_each_pair(add_weight, r * r, out)
             return out
         return call, _array_digest
+    if name == "neighbors_fn":
+        queries = common.uniform_points(SCAN_QUERIES, 3, seed=1)
+        grid = Grid(points, cell_size=r)
+
+        def call():
+            out[:] = 0.0
+            grid.for_each_neighbor(queries, r, add_weight, r * r, out)
+            return out
+        return call, _array_digest
+    if name == "pairs_fn_full":
+        # A layer three cells thick: too few planes for slabs, so each point scans its
+        # full stencil (`_pair_functions.for_each_pair`); 30 expected neighbours.
+        r = math.sqrt(30.0 * 3.0 / (4.0 / 3.0 * math.pi * n))
+        points = points * np.array([1.0, 1.0, 3.0 * r])
     box = 1.0 if name == "pairs_fn_periodic" else None
 
     def call():
@@ -225,7 +244,7 @@ def _workload(name: str, inputs: str):
     if name.startswith("rays"):
         return none, *_ray_workload(name)
     if name in ("radius200k", "radius200k_periodic", "knn200k", "radius1m", "knn1m", "pairs_fn",
-                "pairs_fn_periodic", "list_fn"):
+                "pairs_fn_periodic", "list_fn", "pairs_fn_full", "neighbors_fn"):
         return none, *_scan_workload(name)
     if name == "molecular_skin":
         return _molecular_skin_workload()

@@ -25,7 +25,14 @@ _WRITTEN_OUT = (
     "a scan with its loops written out: a helper called per cell, even inlined, cost the "
     "pair kernel 16-38% on small cells; the cell's visits as helpers inlined at numba's IR "
     "level cost a new function of `Grid.for_each_pair` a fifth more cold compile (numba "
-    "copies an inlined function's IR block by block)")
+    "copies an inlined function's IR block by block); finding the half stencil's runs 32 "
+    "cells a call into a CSR of runs, the copied candidates and the runs scanned by one "
+    "loop, made pairs5k, particles and pairs5k_2d of benchmarks/bench_ab.py 1.08, 1.25 "
+    "and 1.7 times slower")
+_FULL_STENCIL = (
+    "a scan with its loops written out (see the half stencil's reason); one call in place "
+    "of the three a query or cell makes for its runs, returning the grown buffers, made "
+    "neighbors_fn of benchmarks/bench_ab.py 1.21 times slower")
 #: ``"module path:function qualname"`` -> why it stays over a limit.
 HELD_OVER = {
     "demos/_cloth_simulation.py:Cloth.__init__": (
@@ -33,14 +40,18 @@ HELD_OVER = {
         "line's flags"),
     "grid/_kernels/pair_scan.py:half_stencil_scan": _WRITTEN_OUT,
     "grid/_kernels/pair_scan.py:half_stencil_scan.scan": _WRITTEN_OUT,
-    "grid/_kernels/pair_functions.py:_scan_kernel": _WRITTEN_OUT,
-    "grid/_kernels/pair_functions.py:_scan_kernel.scan": _WRITTEN_OUT,
+    "grid/_kernels/pair_functions.py:_scan_kernel": _FULL_STENCIL,
+    "grid/_kernels/pair_functions.py:_scan_kernel.scan": _FULL_STENCIL,
     "grid/_kernels/radius.py:radius_scan_queries": (
         "a query's loops written out: a helper called per query, even inlined, counts a "
         "reference per array it is passed, for every query (moving the block's scan into "
         "one made radius200k in benchmarks/bench_ab.py 1.06-1.09 times slower); and an "
         "inlined helper for the runs path alone, as fast, added a third of a second to the "
-        "family's cold compile (numba copies an inlined function's IR block by block)"),
+        "family's cold compile (numba copies an inlined function's IR block by block); and "
+        "ordinary helpers in place of the calls it makes per query and per block (the "
+        "query's block test, the block's rows, the query's runs) made the family's first "
+        "call compile 12-30% longer (each helper a module of its own, its callees linked "
+        "in)"),
 }
 
 
