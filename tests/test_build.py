@@ -39,8 +39,8 @@ def test_parallel_build_equals_sequential_build(name, monkeypatch):
     monkeypatch.setattr(_cpu_engine, "PARALLEL_MIN_POINTS", 0)
     monkeypatch.setattr(_build, "PARALLEL_BUILD_MAX_COUNTS_PER_POINT", 10**6)
     calls = []
-    original = _build.build_parallel.build_dense_parallel
-    monkeypatch.setattr(_build.build_parallel, "build_dense_parallel",
+    original = _build.build_parallel.dense_cells_parallel
+    monkeypatch.setattr(_build.build_parallel, "dense_cells_parallel",
                         lambda *args: calls.append(1) or original(*args))
     parallel = Grid(points, cell_size, n_threads=2, **options).state
     assert calls, "the parallel build did not run"
@@ -55,8 +55,8 @@ def test_parallel_build_equals_sequential_build(name, monkeypatch):
 def test_parallel_build_leaves_sparse_and_large_boxes_to_the_sequential_build(monkeypatch):
     monkeypatch.setattr(_cpu_engine, "PARALLEL_MIN_POINTS", 0)
     calls = []
-    original = _build.build_parallel.build_dense_parallel
-    monkeypatch.setattr(_build.build_parallel, "build_dense_parallel",
+    original = _build.build_parallel.dense_cells_parallel
+    monkeypatch.setattr(_build.build_parallel, "dense_cells_parallel",
                         lambda *args: calls.append(1) or original(*args))
     points = rng.random((1000, 3))
     # 1,000 points in 100**3 cells: their histograms would dwarf the points.
@@ -106,8 +106,10 @@ def test_parallel_query_order_and_gather_equal_the_sequential_ones(layout):
     expected = build.query_order(grid.state, queries3)
     m = queries3.shape[0]
     for n_chunks in (1, 2, 7):
-        got = build_parallel.query_order_parallel(grid.state, queries3, n_chunks,
-                                                  np.empty(m, np.int64), np.empty(m, np.int64))
+        n_keys = grid.state.dense_lookup.shape[0] or grid.state.cell_coords.shape[0] + 1
+        got = build_parallel.query_order_parallel(
+            grid.state, queries3, np.empty((n_chunks, n_keys), np.int64),
+            np.empty(m, np.int64), np.empty(m, np.int64))
         assert np.array_equal(got, expected)
     assert np.array_equal(build_parallel.take_rows_parallel(queries3, expected,
                                                             np.empty_like(queries3)),

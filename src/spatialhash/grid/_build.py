@@ -109,8 +109,8 @@ def build_state(points3, lowest, highest, cell_size, box, one_cell, index_dtype,
     n_threads = numba.get_num_threads() if parallel else 1
     if n_linear <= build.max_dense_cells(n):
         if n_threads > 1 and histograms_fit(n_threads, n_linear, n):
-            built = build_parallel.build_dense_parallel(
-                points3, origin, inv_size, n_periodic, n_cells, n_threads, *_sort_outputs(n))
+            built = dense_build_parallel(points3, origin, inv_size, n_periodic, n_cells,
+                                         n_threads)
         else:
             built = build.dense_build(points3, origin, inv_size, n_periodic, n_cells,
                                       *_sort_outputs(n))
@@ -131,14 +131,41 @@ def build_state(points3, lowest, highest, cell_size, box, one_cell, index_dtype,
     # Queries look up rows of cells, not cells (see `cells.sparse_row_slice`).
     hash_keys, hash_ids = build.row_table(cell_coords)
     if n_threads > 1 and histograms_fit(n_threads, n_occupied, n):
-        cell_start, permutation, columns = build_parallel.sort_points_parallel(
-            points3, cell_id, n_occupied, n_threads, *_sort_outputs(n)[1:])
+        _, permutation, columns = _sort_outputs(n)
+        cell_start = _outputs.empty(n_occupied + 1, np.int64)
+        build_parallel.sort_points_parallel(
+            points3, cell_id, _outputs.empty((n_threads, n_occupied), np.int64), cell_start,
+            permutation, columns)
     else:
         cell_start, permutation, columns = build.sort_points(points3, cell_id, n_occupied)
     return grid_state((columns, permutation), index_dtype,
                       (origin, size, inv_size, n_cells, box),
                       (cell_start, cell_coords, _NO_DENSE_LOOKUP, _NO_DENSE_LOOKUP, hash_keys,
                        hash_ids))
+
+
+def dense_build_parallel(points3, origin, inv_size, n_periodic, n_cells,
+                         n_threads) -> tuple:
+    """The dense build on ``n_threads`` threads (`build_parallel`): ``(cell_start,
+    permutation, columns, dense_lookup, dense_start, cell_coords)``, equal to
+    `build.dense_build`'s. Every array the kernels write, scratch or kept, is allocated
+    here, where its size is known, and for many points or cells in recycled memory
+    (`_outputs`): those of the occupied cells after the kernel that counts them."""
+    n = points3.shape[0]
+    n_linear = int(np.prod(n_cells))
+    linear, permutation, columns = _sort_outputs(n)
+    dense_start = _outputs.empty(n_linear + 1, np.int64)
+    dense_lookup = _outputs.empty(n_linear, np.int64)
+    counts = _outputs.empty((n_threads, n_linear), np.int64)
+    n_occupied = build_parallel.dense_cells_parallel(
+        points3, origin, inv_size, n_periodic, n_cells, linear, counts, dense_start,
+        dense_lookup)
+    cell_start = _outputs.empty(n_occupied + 1, np.int64)
+    cell_coords = _outputs.empty((n_occupied, 3), np.int64)
+    build_parallel.dense_sort_parallel(points3, n_cells, linear, counts, dense_start,
+                                       dense_lookup, cell_start, cell_coords, permutation,
+                                       columns)
+    return cell_start, permutation, columns, dense_lookup, dense_start, cell_coords
 
 
 def _sort_outputs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
