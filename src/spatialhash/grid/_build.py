@@ -135,6 +135,7 @@ def build_state(points3, lowest, highest, cell_size, box, one_cell, index_dtype,
     # Rows (see `Pairs.sorted`); "clip" writes straight into ``out``, unbuffered.
     cell_coords = np.take(unique, cell_order, axis=0, mode="clip",
                           out=_outputs.empty((n_occupied, 3), np.int64))
+    del unique  # its block, a row per point, back to the pool before the sort
     # Queries look up rows of cells, not cells (see `cells.sparse_row_slice`).
     hash_keys, hash_ids = build.row_table(cell_coords)
     permutation, columns = _sort_outputs(n)[1:]

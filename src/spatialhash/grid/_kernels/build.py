@@ -30,8 +30,9 @@ def dense_build(points3, origin, inv_cell_size, n_periodic, n_cells, linear, per
     """Dense mode: the whole build of ``points3`` (n, d), d <= 3 (missing coordinates are
     0), into the box of ``n_cells`` cells, in one call: `dense_cells`, then `dense_sort`
     into cell arrays allocated here (a build of many cells calls the two itself, with the
-    arrays of `_outputs`). Both are inlined here (`jit_inline`): as functions of their own,
-    they cost the first build of a small grid a third more compile (CPU time).
+    arrays of `_outputs`). Both are inlined here (`jit_inline`): called as functions of
+    their own, they cost the first build of 1,000 points 1.3-1.5 times the compile (CPU
+    time, two runs each).
 
     ``n_cells`` must cover every point's cell coordinate (the caller derives it from the
     largest coordinate with the same arithmetic, monotone); periodic axes (``n_periodic >
