@@ -161,7 +161,8 @@ def chunk_histograms(keys, counts):
     n_chunks = counts.shape[0]
     chunk = (n + n_chunks - 1) // n_chunks
     for k in prange(n_chunks):
-        counts[k, :] = 0
+        for key in range(counts.shape[1]):
+            counts[k, key] = 0
         for i in range(k * chunk, min(n, (k + 1) * chunk)):
             counts[k, keys[i]] += 1
     return counts
