@@ -39,8 +39,8 @@ def test_parallel_build_equals_sequential_build(name, monkeypatch):
     monkeypatch.setattr(_cpu_engine, "PARALLEL_MIN_POINTS", 0)
     monkeypatch.setattr(_build, "PARALLEL_BUILD_MAX_COUNTS_PER_POINT", 10**6)
     calls = []
-    original = _build.build_parallel.build_dense_parallel
-    monkeypatch.setattr(_build.build_parallel, "build_dense_parallel",
+    original = _build.build_parallel.dense_cells_parallel
+    monkeypatch.setattr(_build.build_parallel, "dense_cells_parallel",
                         lambda *args: calls.append(1) or original(*args))
     parallel = Grid(points, cell_size, n_threads=2, **options).state
     assert calls, "the parallel build did not run"
@@ -55,8 +55,8 @@ def test_parallel_build_equals_sequential_build(name, monkeypatch):
 def test_parallel_build_leaves_sparse_and_large_boxes_to_the_sequential_build(monkeypatch):
     monkeypatch.setattr(_cpu_engine, "PARALLEL_MIN_POINTS", 0)
     calls = []
-    original = _build.build_parallel.build_dense_parallel
-    monkeypatch.setattr(_build.build_parallel, "build_dense_parallel",
+    original = _build.build_parallel.dense_cells_parallel
+    monkeypatch.setattr(_build.build_parallel, "dense_cells_parallel",
                         lambda *args: calls.append(1) or original(*args))
     points = rng.random((1000, 3))
     # 1,000 points in 100**3 cells: their histograms would dwarf the points.
@@ -106,8 +106,10 @@ def test_parallel_query_order_and_gather_equal_the_sequential_ones(layout):
     expected = build.query_order(grid.state, queries3)
     m = queries3.shape[0]
     for n_chunks in (1, 2, 7):
-        got = build_parallel.query_order_parallel(grid.state, queries3, n_chunks,
-                                                  np.empty(m, np.int64), np.empty(m, np.int64))
+        n_keys = grid.state.dense_lookup.shape[0] or grid.state.cell_coords.shape[0] + 1
+        got = build_parallel.query_order_parallel(
+            grid.state, queries3, np.empty((n_chunks, n_keys), np.int64),
+            np.empty(m, np.int64), np.empty(m, np.int64))
         assert np.array_equal(got, expected)
     assert np.array_equal(build_parallel.take_rows_parallel(queries3, expected,
                                                             np.empty_like(queries3)),
@@ -124,3 +126,56 @@ def test_parallel_scatter_and_gather_equal_numpy_indexing():
     radii = rng.random(50_000)
     assert np.array_equal(build_parallel.gather_parallel(radii, order, np.empty_like(radii)),
                           radii[order])
+
+
+def _state_oracle(points, state):
+    """The state's sorted points, order and cells, from its geometry, in plain NumPy: a
+    stable sort of the points by cell, occupied cells in row-major order (x fastest)."""
+    n, d = points.shape
+    points3 = np.zeros((n, 3))
+    points3[:, :d] = points
+    coords = np.floor((points3 - state.origin) * state.inv_cell_size).astype(np.int64)
+    permutation = np.lexsort((coords[:, 0], coords[:, 1], coords[:, 2]))  # stable
+    by_cell = coords[permutation]
+    first = np.flatnonzero(np.append(True, (by_cell[1:] != by_cell[:-1]).any(axis=1)))
+    expected = {"order": permutation, "points": points3[permutation].T,
+                "cell_start": np.append(first, n), "cell_coords": by_cell[first]}
+    if state.dense_lookup.size:
+        nx, ny, _ = state.n_cells.tolist()
+        n_linear = int(np.prod(state.n_cells))
+        linear = (coords[:, 2] * ny + coords[:, 1]) * nx + coords[:, 0]
+        occupied = linear[permutation[first]]
+        lookup = np.full(n_linear, -1)
+        lookup[occupied] = np.arange(occupied.shape[0])
+        expected["dense_lookup"] = lookup
+        expected["dense_start"] = np.concatenate(
+            ([0], np.cumsum(np.bincount(linear, minlength=n_linear))))
+    return expected
+
+
+#: (layout, threads, settings): every way the build writes its arrays; "pooled": the
+#: kernels of a build of many cells, called with recycled memory (every array counts as
+#: large here).
+BUILD_PATHS = [("dense", 1, {}), ("dense", 1, {"pooled": True}), ("dense", 2, {}),
+               ("sparse", 1, {}), ("sparse", 1, {"pooled": True}), ("sparse", 2, {})]
+
+
+@pytest.mark.parametrize(("layout", "n_threads", "settings"), BUILD_PATHS)
+@pytest.mark.parametrize("n_dims", [2, 3])
+def test_build_equals_a_plain_stable_sort_by_cell(layout, n_threads, settings, n_dims,
+                                                 monkeypatch):
+    from spatialhash import _outputs
+
+    if n_threads > 1 and numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two numba threads")
+    monkeypatch.setattr(_cpu_engine, "PARALLEL_MIN_POINTS", 0)
+    monkeypatch.setattr(_outputs, "MIN_BYTES", 1 if settings.get("pooled") else 1 << 40)
+    points = np.random.default_rng(8).random((6000, n_dims))
+    if layout == "sparse":
+        points[5] = 1e6  # an outlier: the hash table
+    state = Grid(points, 0.05, n_threads=n_threads).state
+    assert (state.hash_ids.size > 0) == (layout == "sparse")
+    for field, expected in _state_oracle(points, state).items():
+        got = getattr(state, field)
+        assert got.shape == expected.shape, field
+        np.testing.assert_array_equal(got, expected, field)

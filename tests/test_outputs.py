@@ -6,10 +6,13 @@ from __future__ import annotations
 import gc
 import time
 
+import numba
 import numpy as np
 import pytest
 
 from spatialhash import Grid, _outputs
+from spatialhash.grid import _cpu_engine, _pair_search
+from spatialhash.grid._kernels import regions
 
 
 @pytest.fixture
@@ -170,3 +173,96 @@ def test_a_child_forked_while_another_thread_holds_the_lock_can_use_the_pool(sma
     os.kill(pid, 9)
     os.waitpid(pid, 0)
     pytest.fail("the forked child hung on the pool's lock")
+
+
+def _leased(array: np.ndarray) -> bool:
+    """Whether ``array`` lies over a block of the pool (its base chain ends in a lease)."""
+    base = array
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return isinstance(base, _outputs._Lease)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_parallel_dense_build_writes_only_recycled_memory(small_blocks, monkeypatch):
+    """The parallel build of a dense grid takes every array it writes, the cells' included,
+    from the pool: a second build after the first grid is gone reuses the same memory and
+    gives the grid a build without the pool gives, byte for byte."""
+    monkeypatch.setattr(_cpu_engine, "PARALLEL_MIN_POINTS", 0)
+    points = _points(5_000, 4)
+    monkeypatch.setattr(_outputs, "ENABLED", False)
+    fresh = Grid(points, 0.07, n_threads=2).state
+    monkeypatch.setattr(_outputs, "ENABLED", True)
+    fields = ("points", "order", "cell_start", "cell_coords", "dense_lookup", "dense_start")
+    state = Grid(points, 0.07, n_threads=2).state
+    assert all(_leased(getattr(state, field)) for field in fields)
+    addresses = {getattr(state, field).ctypes.data for field in fields}
+    del state
+    gc.collect()
+    again = Grid(points, 0.07, n_threads=2).state
+    assert {getattr(again, field).ctypes.data for field in fields} == addresses
+    for field in fresh._fields:
+        assert getattr(again, field).dtype == getattr(fresh, field).dtype, field
+        np.testing.assert_array_equal(getattr(again, field), getattr(fresh, field), field)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_a_loop_of_large_builds_and_pair_searches_takes_no_fresh_block(monkeypatch):
+    """With the pool's own limits on its blocks, a loop that drops each grid and answer
+    before the next call takes every large array of a dense parallel build of 140,000
+    cells and of its pair search from memory recycled from the previous call (large:
+    half a MiB and more, so that the build's every array of a point or a cell counts, as
+    they do from 1 MiB on at a million points)."""
+    monkeypatch.setattr(_outputs, "ENABLED", True)
+    monkeypatch.setattr(_outputs, "MIN_BYTES", 1 << 19)
+    _outputs.release()
+    fresh = []
+    take = _outputs._take
+
+    def counting_take(n_bytes):
+        block = take(n_bytes)
+        if block is None:
+            fresh.append(n_bytes)
+        return block
+
+    monkeypatch.setattr(_outputs, "_take", counting_take)
+    points = _points(200_000, 5)
+    cell_size = (1 / 140_000) ** (1 / 3)
+    first = None
+    try:
+        for call in range(3):
+            fresh.clear()
+            first = None
+            first = Grid(points, cell_size, n_threads=2).query_pairs(cell_size)
+            if call == 0:
+                assert len(fresh) >= 6  # the build's cells, sort and answer: blocks
+        assert fresh == []
+        expected = Grid(points, cell_size, n_threads=1).query_pairs(cell_size)
+        np.testing.assert_array_equal(first.indices, expected.indices)
+    finally:
+        del first
+        _outputs.release()
+
+
+def test_estimated_region_pairs_scale_the_sampled_cells_counts():
+    """The estimate of each region's pairs: the exact counts (the count pass over every
+    cell) summed over the region's sampled cells, times the region's points over the
+    sampled cells' points."""
+    points = np.random.default_rng(6).random((60_000, 3))
+    grid = Grid(points, 0.03)
+    engine = grid._engine
+    r2, radii, reach = grid._pair_inputs(0.03, None)
+    reach_cells, counts = _pair_search.count_pairs(engine, r2, radii, reach)
+    cell_start = engine.state.cell_start
+    region_cells = regions.split_regions(cell_start, 7)
+    got = _pair_search.estimate_region_pairs(engine, r2, radii, reach_cells, region_cells)
+    stride = _pair_search.PAIR_SAMPLE_STRIDE
+    expected = []
+    for begin, end in zip(region_cells[:-1].tolist(), region_cells[1:].tolist(), strict=True):
+        sampled = [c for c in range(begin, end) if c % stride == 0]
+        sampled_pairs = sum(int(counts[c]) for c in sampled)
+        sampled_points = sum(int(cell_start[c + 1] - cell_start[c]) for c in sampled)
+        expected.append(sampled_pairs * int(cell_start[end] - cell_start[begin])
+                        / max(sampled_points, 1))
+    assert counts.sum() > 100_000
+    np.testing.assert_allclose(got, expected, rtol=1e-12)

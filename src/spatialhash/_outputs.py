@@ -39,9 +39,10 @@ MIN_BYTES = 1 << 20
 #: A pooled block serves a request of at least this share of its size: a result holds
 #: its whole block, and should not hold much more than it uses.
 MIN_FILL = 0.8
-#: Blocks the pool keeps between calls: a grid's build takes four (its sorted points,
-#: their order, and two of scratch), a query's answer two (indices and distances)...
-MAX_BLOCKS = 8
+#: Blocks the pool keeps between calls: the parallel build of a dense grid takes up to
+#: nine (its sorted points, their order, its four arrays of cells, and three of
+#: scratch), a query's answer two (indices and distances), its scratch a few more...
+MAX_BLOCKS = 16
 #: ...and at most this many bytes in all, the oldest blocks going first.
 MAX_POOLED_BYTES = 1 << 30
 #: Whether the pool is used (``SPATIALHASH_RECYCLE_OUTPUTS=0`` turns it off).

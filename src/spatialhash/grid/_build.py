@@ -109,8 +109,10 @@ def build_state(points3, lowest, highest, cell_size, box, one_cell, index_dtype,
     n_threads = numba.get_num_threads() if parallel else 1
     if n_linear <= build.max_dense_cells(n):
         if n_threads > 1 and histograms_fit(n_threads, n_linear, n):
-            built = build_parallel.build_dense_parallel(
-                points3, origin, inv_size, n_periodic, n_cells, n_threads, *_sort_outputs(n))
+            built = dense_build_parallel(points3, origin, inv_size, n_periodic, n_cells,
+                                         n_threads)
+        elif 8 * n_linear >= _outputs.MIN_BYTES:
+            built = dense_build_sequential(points3, origin, inv_size, n_periodic, n_cells)
         else:
             built = build.dense_build(points3, origin, inv_size, n_periodic, n_cells,
                                       *_sort_outputs(n))
@@ -120,25 +122,75 @@ def build_state(points3, lowest, highest, cell_size, box, one_cell, index_dtype,
                           (cell_start, cell_coords, dense_lookup, dense_start, _NO_HASH_KEYS,
                            _NO_HASH_IDS))
     check_cells_per_axis(n_cells, highest, origin, inv_size, cell_size)
-    coords = build.cell_coords_of(points3, origin, inv_size, n_periodic)
-    cell_id, unique = build.hashed_cell_ids(coords)
-    n_occupied = unique.shape[0]
+    coords = build.cell_coords_of(points3, origin, inv_size, n_periodic,
+                                  _outputs.empty((n, 3), np.int64))
+    cell_id, unique = _outputs.empty(n, np.int64), _outputs.empty((n, 3), np.int64)
+    n_occupied = build.hashed_cell_ids(coords, cell_id, unique)
+    del coords
+    unique = unique[:n_occupied]
     cell_order = np.lexsort((unique[:, 0], unique[:, 1], unique[:, 2]))
-    rank = np.empty(n_occupied, dtype=np.int64)
+    rank = _outputs.empty(n_occupied, np.int64)
     rank[cell_order] = np.arange(n_occupied)
     build.relabel(cell_id, rank)
-    cell_coords = np.take(unique, cell_order, axis=0)  # rows: see `Pairs.sorted`
+    # Rows (see `Pairs.sorted`); "clip" writes straight into ``out``, unbuffered.
+    cell_coords = np.take(unique, cell_order, axis=0, mode="clip",
+                          out=_outputs.empty((n_occupied, 3), np.int64))
+    del unique  # its block, a row per point, back to the pool before the sort
     # Queries look up rows of cells, not cells (see `cells.sparse_row_slice`).
     hash_keys, hash_ids = build.row_table(cell_coords)
+    permutation, columns = _sort_outputs(n)[1:]
+    cell_start = _outputs.empty(n_occupied + 1, np.int64)
     if n_threads > 1 and histograms_fit(n_threads, n_occupied, n):
-        cell_start, permutation, columns = build_parallel.sort_points_parallel(
-            points3, cell_id, n_occupied, n_threads, *_sort_outputs(n)[1:])
+        build_parallel.sort_points_parallel(
+            points3, cell_id, _outputs.empty((n_threads, n_occupied), np.int64), cell_start,
+            permutation, columns)
     else:
-        cell_start, permutation, columns = build.sort_points(points3, cell_id, n_occupied)
+        build.sort_points(points3, cell_id, cell_start, permutation, columns)
     return grid_state((columns, permutation), index_dtype,
                       (origin, size, inv_size, n_cells, box),
                       (cell_start, cell_coords, _NO_DENSE_LOOKUP, _NO_DENSE_LOOKUP, hash_keys,
                        hash_ids))
+
+
+def dense_build_parallel(points3, origin, inv_size, n_periodic, n_cells,
+                         n_threads) -> tuple:
+    """The dense build on ``n_threads`` threads (`build_parallel`): ``(cell_start,
+    permutation, columns, dense_lookup, dense_start, cell_coords)``, equal to
+    `build.dense_build`'s. Every array the kernels write, scratch or kept, is allocated
+    here, where its size is known, and for many points or cells in recycled memory
+    (`_outputs`): those of the occupied cells after the kernel that counts them."""
+    n = points3.shape[0]
+    n_linear = int(np.prod(n_cells))
+    linear, permutation, columns = _sort_outputs(n)
+    dense_start = _outputs.empty(n_linear + 1, np.int64)
+    dense_lookup = _outputs.empty(n_linear, np.int64)
+    counts = _outputs.empty((n_threads, n_linear), np.int64)
+    n_occupied = build_parallel.dense_cells_parallel(
+        points3, origin, inv_size, n_periodic, n_cells, linear, counts, dense_start,
+        dense_lookup)
+    cell_start = _outputs.empty(n_occupied + 1, np.int64)
+    cell_coords = _outputs.empty((n_occupied, 3), np.int64)
+    build_parallel.dense_sort_parallel(points3, n_cells, linear, counts, dense_start,
+                                       dense_lookup, cell_start, cell_coords, permutation,
+                                       columns)
+    return cell_start, permutation, columns, dense_lookup, dense_start, cell_coords
+
+
+def dense_build_sequential(points3, origin, inv_size, n_periodic, n_cells) -> tuple:
+    """`build.dense_build` for a box of many cells: its two kernels, called here so that
+    every array they write comes from recycled memory (`_outputs`), those of the occupied
+    cells once `build.dense_cells` has counted them."""
+    n_linear = int(np.prod(n_cells))
+    linear, permutation, columns = _sort_outputs(points3.shape[0])
+    dense_start = _outputs.empty(n_linear + 1, np.int64)
+    dense_lookup = _outputs.empty(n_linear, np.int64)
+    n_occupied = build.dense_cells(points3, origin, inv_size, n_periodic, n_cells, linear,
+                                   dense_start, dense_lookup)
+    cell_start = _outputs.empty(n_occupied + 1, np.int64)
+    cell_coords = _outputs.empty((n_occupied, 3), np.int64)
+    build.dense_sort(points3, n_cells, linear, dense_start, dense_lookup, cell_start,
+                     cell_coords, permutation, columns)
+    return cell_start, permutation, columns, dense_lookup, dense_start, cell_coords
 
 
 def _sort_outputs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

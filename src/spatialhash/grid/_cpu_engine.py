@@ -142,11 +142,11 @@ class CpuEngine:
         m = query_points.shape[0]
         n_threads = numba.get_num_threads()
         if self.parallel_over_points(m) and n_threads > 1:
-            n_keys = (self.state.dense_lookup.shape[0] or self.n_occupied_cells + 1)
+            n_keys = int(self.state.dense_lookup.shape[0] or self.n_occupied_cells + 1)
             if _build.histograms_fit(n_threads, n_keys, m):
                 return build_parallel.query_order_parallel(
-                    self.state, query_points, n_threads, _outputs.empty(m, np.int64),
-                    _outputs.empty(m, np.int64))
+                    self.state, query_points, _outputs.empty((n_threads, n_keys), np.int64),
+                    _outputs.empty(m, np.int64), _outputs.empty(m, np.int64))
         return build.query_order(self.state, query_points)
 
     def _count_radius(self, query_points, radii, visit_order):

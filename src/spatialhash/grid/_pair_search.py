@@ -204,19 +204,27 @@ def append_pairs_parallel(engine: CpuEngine, r2, radii, reach, return_distances,
 
 def estimate_region_pairs(engine: CpuEngine, r2, radii, reach_cells, region_cells):
     """Pairs of each region, estimated from a count over every `PAIR_SAMPLE_STRIDE`-th
-    cell, scaled by the share of the region's points those cells hold."""
+    cell, scaled by the share of the region's points those cells hold.
+
+    Only the sampled cells' counts are written and read: the array the count pass writes
+    them into is left uninitialized elsewhere (recycled memory, `_outputs`), and the sums
+    over each region run over the samples alone, so a search of many cells allocates
+    nothing else of their number."""
     cell_start = engine.state.cell_start
-    counts = np.zeros(engine.n_occupied_cells, dtype=np.int64)
+    counts = _outputs.empty(engine.n_occupied_cells, np.int64)
     sampled = np.arange(0, counts.shape[0], PAIR_SAMPLE_STRIDE)
     scan_parts(engine, (r2, radii, reach_cells), np.column_stack((sampled, sampled + 1)),
                (0, counts, np.empty((0, 2), engine.index_dtype), _NO_DISTANCES, False, False),
                _NO_POSITIONS, _NO_POSITIONS)
-    sampled_points = np.zeros(engine.n_occupied_cells, dtype=np.int64)
-    sampled_points[::PAIR_SAMPLE_STRIDE] = np.diff(cell_start)[::PAIR_SAMPLE_STRIDE]
-    starts = region_cells[:-1]
+    # Running sums over the samples; region k holds samples first[k] .. first[k + 1] - 1.
+    sampled_pairs = np.zeros(sampled.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts[sampled], out=sampled_pairs[1:])
+    sampled_points = np.zeros(sampled.shape[0] + 1, dtype=np.int64)
+    np.cumsum(cell_start[sampled + 1] - cell_start[sampled], out=sampled_points[1:])
+    first = -(-region_cells // PAIR_SAMPLE_STRIDE)
     points = np.diff(cell_start[region_cells])
-    return (np.add.reduceat(counts, starts) * points
-            / np.maximum(np.add.reduceat(sampled_points, starts), 1))
+    return (np.diff(sampled_pairs[first]) * points
+            / np.maximum(np.diff(sampled_points[first]), 1))
 
 
 def iter_pairs(engine: CpuEngine, r2, radii, reach, chunk_size,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._config import jit, jit_variant
+from ..._config import jit, jit_inline, jit_variant
 from ..._kernels.cells import find_cell, floor_to_int, hash_cell
 
 
@@ -28,31 +28,53 @@ def linear_cell(points, i, origin, inv_cell_size, n_periodic, n_cells):
 def dense_build(points3, origin, inv_cell_size, n_periodic, n_cells, linear, permutation,
                 columns):
     """Dense mode: the whole build of ``points3`` (n, d), d <= 3 (missing coordinates are
-    0), into the box of ``n_cells`` cells.
+    0), into the box of ``n_cells`` cells, in one call: `dense_cells`, then `dense_sort`
+    into cell arrays allocated here (a build of many cells calls the two itself, with the
+    arrays of `_outputs`). Both are inlined here (`jit_inline`): called as functions of
+    their own, they cost the first build of 1,000 points 1.3-1.5 times the compile (CPU
+    time, two runs each).
 
     ``n_cells`` must cover every point's cell coordinate (the caller derives it from the
     largest coordinate with the same arithmetic, monotone); periodic axes (``n_periodic >
     0``) clamp as in `cell_coords_of`. ``linear``, ``permutation`` and ``columns`` as
-    `build_parallel.build_dense_parallel` takes them. Returns ``(cell_start, permutation,
-    columns, dense_lookup, dense_start, cell_coords)`` (see `GridState` and `sort_points`):
-    occupied cells take ids in row-major cell order (x fastest), ``dense_lookup`` maps the
-    linear index of every cell in the box of cells to its id or -1, and ``dense_start``
-    counts the points before each linear index. The counting sort runs on the linear
-    index, computed from the points in the pass that counts them, so neither per-point
-    cell coordinates nor cell ids are stored (ad hoc: 9% less time for 5,000 points, and
-    120 kB less to bring back into the cache each frame); the cells are walked in nested
-    loops, since an integer division per cell to recover its coordinates cost as much as
-    the sort of a small grid (ad hoc: a fifth of the build of 5,000 points).
+    `build_parallel.dense_cells_parallel` and `build_parallel.dense_sort_parallel` take
+    them. Returns ``(cell_start, permutation, columns, dense_lookup, dense_start,
+    cell_coords)`` (see `GridState` and `sort_points`): occupied cells take ids in
+    row-major cell order (x fastest), ``dense_lookup`` maps the linear index of every cell
+    in the box of cells to its id or -1, and ``dense_start`` counts the points before each
+    linear index.
+    """
+    n_linear = n_cells[0] * n_cells[1] * n_cells[2]
+    dense_start = np.empty(n_linear + 1, np.int64)
+    dense_lookup = np.empty(n_linear, np.int64)
+    n_occupied = dense_cells(points3, origin, inv_cell_size, n_periodic, n_cells, linear,
+                             dense_start, dense_lookup)
+    cell_start = np.empty(n_occupied + 1, np.int64)
+    cell_coords = np.empty((n_occupied, 3), np.int64)
+    dense_sort(points3, n_cells, linear, dense_start, dense_lookup, cell_start, cell_coords,
+               permutation, columns)
+    return cell_start, permutation, columns, dense_lookup, dense_start, cell_coords
+
+
+@jit_inline
+def dense_cells(points3, origin, inv_cell_size, n_periodic, n_cells, linear, dense_start,
+                dense_lookup):
+    """The cells of the dense build (see `dense_build`), written whole into the caller's
+    arrays: each point's linear index ``linear`` (n,), then ``dense_start`` (n_linear +
+    1,) and ``dense_lookup`` (n_linear,) int64 as in `GridState`; returns the number of
+    occupied cells, which sizes the arrays of `dense_sort`.
+
+    The counting sort runs on the linear index, computed from the points in the pass that
+    counts them, so neither per-point cell coordinates nor cell ids are stored (ad hoc: 9%
+    less time for 5,000 points, and 120 kB less to bring back into the cache each frame).
     """
     n = points3.shape[0]
-    nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
-    n_linear = nx * ny * nz
-    dense_start = np.zeros(n_linear + 1, np.int64)
+    n_linear = dense_lookup.shape[0]
+    dense_start[:] = 0
     for i in range(n):
         key = linear_cell(points3, i, origin, inv_cell_size, n_periodic, n_cells)
         linear[i] = key
         dense_start[key + 1] += 1
-    dense_lookup = np.empty(n_linear, np.int64)
     n_occupied = 0
     for key in range(n_linear):
         if dense_start[key + 1] != 0:
@@ -61,8 +83,23 @@ def dense_build(points3, origin, inv_cell_size, n_periodic, n_cells, linear, per
         else:
             dense_lookup[key] = -1
         dense_start[key + 1] += dense_start[key]
-    cell_start = np.empty(n_occupied + 1, np.int64)
-    cell_coords = np.empty((n_occupied, 3), np.int64)
+    return n_occupied
+
+
+@jit_inline
+def dense_sort(points3, n_cells, linear, dense_start, dense_lookup, cell_start, cell_coords,
+               permutation, columns):
+    """The rest of the dense build after `dense_cells` (its ``linear``, ``dense_start`` and
+    ``dense_lookup``): the occupied cells' ``cell_start`` (n_occupied + 1,) and
+    ``cell_coords`` (n_occupied, 3) int64, the points' ``permutation`` (n,) int64 and
+    their sorted ``columns`` (3, n) float64, written whole into the caller's arrays.
+
+    The cells are walked in nested loops, since an integer division per cell to recover
+    its coordinates cost as much as the sort of a small grid (ad hoc: a fifth of the build
+    of 5,000 points).
+    """
+    nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
+    n_occupied = cell_coords.shape[0]
     cell = 0
     key = 0
     for z in range(nz):
@@ -75,18 +112,19 @@ def dense_build(points3, origin, inv_cell_size, n_periodic, n_cells, linear, per
                     cell_coords[cell, 2] = z
                     cell += 1
                 key += 1
-    cell_start[n_occupied] = n
+    cell_start[n_occupied] = linear.shape[0]
     # Stable: each cell's points in increasing original index.
     stable_placement(linear, dense_start, permutation)
     gather_columns(points3, permutation, columns)
-    return cell_start, permutation, columns, dense_lookup, dense_start, cell_coords
 
 
 @jit
-def hashed_cell_ids(coords):
+def hashed_cell_ids(coords, cell_id, unique_coords):
     """Sparse mode: provisional occupied-cell ids in order of first appearance.
 
-    Returns ``(cell_id, unique_coords)``. The table of cells is scratch: it starts small
+    Writes each point's id into ``cell_id`` (n,) and the coordinates of each occupied cell
+    into the first rows of ``unique_coords`` (n, 3) int64, both the caller's, and returns
+    the number of occupied cells. The table of cells is scratch: it starts small
     and doubles whenever it is half full, so it stays about the size of the occupied
     cells rather than of the points (a million points in 46,000 cells: a table sized for
     the points, 64 MB, missed the cache on nearly every probe; with the table that grows,
@@ -97,8 +135,6 @@ def hashed_cell_ids(coords):
     capacity = 1024
     mask = capacity - 1
     hash_ids = np.full(capacity, -1, np.int64)
-    cell_id = np.empty(n, np.int64)
-    unique_coords = np.empty((n, 3), np.int64)
     n_occupied = 0
     for i in range(n):
         cx = coords[i, 0]
@@ -131,7 +167,7 @@ def hashed_cell_ids(coords):
                 cell_id[i] = found
                 break
             slot = (slot + 1) & mask
-    return cell_id, unique_coords[:n_occupied].copy()
+    return n_occupied
 
 
 @jit
@@ -180,9 +216,11 @@ def relabel(values, new_label):
 
 
 @jit
-def cell_offsets(cell_id, n_cells):
-    """``cell_start`` of a counting sort: where each cell's entries begin, shape (n + 1,)."""
-    cell_start = np.zeros(n_cells + 1, np.int64)
+def cell_offsets(cell_id, cell_start):
+    """``cell_start`` of a counting sort of ``cell_id`` by its ``n_cells`` ids: where each
+    cell's entries begin, written whole into ``cell_start`` (n_cells + 1,) and returned."""
+    n_cells = cell_start.shape[0] - 1
+    cell_start[:] = 0
     for i in range(cell_id.shape[0]):
         cell_start[cell_id[i] + 1] += 1
     for c in range(n_cells):
@@ -194,12 +232,17 @@ def cell_offsets(cell_id, n_cells):
 def stable_placement(keys, starts, permutation):
     """The placement pass of a stable counting sort: the permutation whose position
     ``starts[k] + m`` holds the ``m``-th index ``i`` (in increasing order) with ``keys[i] ==
-    k``, written into ``permutation`` and returned."""
-    cursor = starts[:-1].copy()
+    k``, written into ``permutation`` and returned. ``starts`` (n_keys + 1,) serves as the
+    cursor, and is given back as it was: no scratch of the keys' number."""
+    first = starts[0]
     for i in range(keys.shape[0]):
         key = keys[i]
-        permutation[cursor[key]] = i
-        cursor[key] += 1
+        permutation[starts[key]] = i
+        starts[key] += 1
+    # Each key's cursor ended at the next key's start: move them back by one key.
+    for key in range(starts.shape[0] - 1, 0, -1):
+        starts[key] = starts[key - 1]
+    starts[0] = first
     return permutation
 
 
@@ -211,7 +254,7 @@ def counting_sort(cell_id, n_occupied):
     ``permutation[s]``, and the points of cell ``c`` fill ``cell_start[c]:cell_start[c + 1]``
     in increasing original index.
     """
-    cell_start = cell_offsets(cell_id, n_occupied)
+    cell_start = cell_offsets(cell_id, np.empty(n_occupied + 1, np.int64))
     permutation = np.empty(cell_id.shape[0], np.int64)
     return cell_start, stable_placement(cell_id, cell_start, permutation)
 
@@ -284,15 +327,14 @@ def query_keys(state, queries, lo, hi, keys):
 
 
 @jit
-def cell_coords_of(points3, origin, inv_cell_size, n_periodic):
+def cell_coords_of(points3, origin, inv_cell_size, n_periodic, coords):
     """Integer cell coordinates of each point of the (n, d) ``points3`` (d <= 3, missing
-    coordinates 0), shape (n, 3).
+    coordinates 0), written whole into ``coords`` (n, 3) int64 and returned.
 
     The arithmetic of `cells.floor_to_int`. Periodic axes (``n_periodic > 0``) are clamped to
     ``[0, n_periodic - 1]``, which only matters for a point rounded onto the box's upper face.
     """
     n, d = points3.shape
-    coords = np.empty((n, 3), np.int64)
     # Axis by axis, with the axis' constants hoisted out of the loop over points.
     for axis in range(3):
         low, inv_size, top = origin[axis], inv_cell_size[axis], n_periodic[axis] - 1
@@ -305,17 +347,16 @@ def cell_coords_of(points3, origin, inv_cell_size, n_periodic):
 
 
 @jit
-def sort_points(points3, cell_id, n_occupied):
-    """Stable counting sort of the points by cell id.
-
-    Returns ``(cell_start, permutation, columns)``: sorted position ``s`` holds point
-    ``permutation[s]`` with coordinates ``columns[:, s]`` (C-contiguous (3, n)), and the
-    points of cell ``c`` fill ``cell_start[c]:cell_start[c + 1]`` in increasing original
-    index.
+def sort_points(points3, cell_id, cell_start, permutation, columns):
+    """Stable counting sort of the points by cell id, written whole into the caller's
+    ``cell_start`` (n_occupied + 1,) and ``permutation`` (n,) int64 and ``columns`` (3, n)
+    float64: sorted position ``s`` holds point ``permutation[s]`` with coordinates
+    ``columns[:, s]``, and the points of cell ``c`` fill ``cell_start[c]:cell_start[c +
+    1]`` in increasing original index.
     """
-    cell_start, permutation = counting_sort(cell_id, n_occupied)
-    columns = np.empty((3, permutation.shape[0]), np.float64)
-    return cell_start, permutation, gather_columns(points3, permutation, columns)
+    cell_offsets(cell_id, cell_start)
+    stable_placement(cell_id, cell_start, permutation)
+    gather_columns(points3, permutation, columns)
 
 
 def gather_columns_source(loop):
