@@ -18,7 +18,7 @@ values, as numba computes them.
 Three modes, the CPU engine's (`ray.MODE_FIRST`, `MODE_COUNT`, `MODE_FILL`): the first
 hit (nearest, ties to the smaller index; the walk stops once it lies before the current
 cell's exit), the number of hits, or every hit, written from the offset the count pass
-gave and then sorted by distance, then index (`sort_hits`: a row's indices are distinct,
+gave and then sorted by distance, then index (`scan.sort_row`: a row's indices are distinct,
 so the sorted row is the CPU engine's whatever the sort). Rays need an open grid (`Grid`
 refuses periodic ones), so no image is taken.
 """
@@ -33,6 +33,7 @@ from ..._kernels.cells import RANGE_ABSOLUTE_TOLERANCE, RANGE_RELATIVE_TOLERANCE
 from .._kernels.ray import MODE_COUNT, MODE_FILL, MODE_FIRST
 from . import MODULE_OPTIONS
 from .cells import DeviceGrid, first_cell_at, floor_to_int
+from .scan import sort_row
 
 wp.set_module_options(MODULE_OPTIONS)
 
@@ -339,61 +340,6 @@ def step_ray(grid: DeviceGrid, ray: Ray, t_exit: wp.float64) -> Ray:
     return ray
 
 
-@wp.func
-def hit_before(distances: wp.array(dtype=wp.float64), indices: wp.array2d(dtype=Any),
-               a: wp.int64, b: wp.int64) -> wp.bool:
-    """Whether hit ``a`` of a row comes before hit ``b``: nearer, or as near with a
-    smaller index."""
-    return distances[a] < distances[b] or (distances[a] == distances[b]
-                                           and indices[a, 0] < indices[b, 0])
-
-
-@wp.func
-def swap_hits(indices: wp.array2d(dtype=Any), distances: wp.array(dtype=wp.float64),
-              a: wp.int64, b: wp.int64):
-    """Exchange hits ``a`` and ``b``."""
-    index = indices[a, 0]
-    indices[a, 0] = indices[b, 0]
-    indices[b, 0] = index
-    distance = distances[a]
-    distances[a] = distances[b]
-    distances[b] = distance
-
-
-@wp.func
-def sift_down(indices: wp.array2d(dtype=Any), distances: wp.array(dtype=wp.float64),
-              start: wp.int64, root: wp.int64, n: wp.int64):
-    """Restore the max-heap (by distance, then index) of ``start .. start + n - 1`` below
-    ``root``."""
-    child = wp.int64(2) * root + wp.int64(1)
-    while child < n:
-        if child + wp.int64(1) < n and hit_before(distances, indices, start + child,
-                                                  start + child + wp.int64(1)):
-            child += wp.int64(1)
-        if not hit_before(distances, indices, start + root, start + child):
-            return
-        swap_hits(indices, distances, start + root, start + child)
-        root = child
-        child = wp.int64(2) * root + wp.int64(1)
-
-
-@wp.func
-def sort_hits(indices: wp.array2d(dtype=Any), distances: wp.array(dtype=wp.float64),
-              start: wp.int64, end: wp.int64):
-    """Sort hits ``start .. end - 1`` by distance, then index: a heap sort, in place, for
-    rows of any length (`ray.sort_hits`'s order; a row's indices are distinct)."""
-    n = end - start
-    root = n / wp.int64(2)
-    while root > wp.int64(0):
-        root -= wp.int64(1)
-        sift_down(indices, distances, start, root, n)
-    last = n - wp.int64(1)
-    while last > wp.int64(0):
-        swap_hits(indices, distances, start, start + last)
-        sift_down(indices, distances, start, wp.int64(0), last)
-        last -= wp.int64(1)
-
-
 @wp.kernel
 def ray_hits(grid: DeviceGrid, order: wp.array(dtype=Any), radii: wp.array(dtype=wp.float64),
              max_radius: wp.float64, walk_limit: wp.float64, origins: wp.array(dtype=wp.vec3d),
@@ -430,7 +376,7 @@ def ray_hits(grid: DeviceGrid, order: wp.array(dtype=Any), radii: wp.array(dtype
         out_indices[q, 0] = out_indices.dtype(ray.best_index)
         out_distances[q] = ray.best_t
     elif mode == _FILL:
-        sort_hits(out_indices, out_distances, row_start, ray.position)
+        sort_row(out_indices, out_distances, row_start, ray.position, True)
     else:
         positions[q] = ray.position
 

@@ -253,7 +253,7 @@ def walk(grid: DeviceGrid, order: wp.array(dtype=Any), probe: Probe,
 @wp.func
 def swap(indices: wp.array2d(dtype=Any), distances: wp.array(dtype=wp.float64),
          a: wp.int64, b: wp.int64):
-    """Exchange rows ``a`` and ``b`` of a radius result."""
+    """Exchange rows ``a`` and ``b`` of a result."""
     index = indices[a, 0]
     indices[a, 0] = indices[b, 0]
     indices[b, 0] = index
@@ -264,15 +264,27 @@ def swap(indices: wp.array2d(dtype=Any), distances: wp.array(dtype=wp.float64),
 
 
 @wp.func
+def row_before(indices: wp.array2d(dtype=Any), distances: wp.array(dtype=wp.float64),
+               a: wp.int64, b: wp.int64, by_distance: wp.bool) -> wp.bool:
+    """Whether row ``a`` of a result sorts before row ``b``: by index, or (``by_distance``)
+    nearer, or as near with a smaller index."""
+    if by_distance:
+        return distances[a] < distances[b] or (distances[a] == distances[b]
+                                               and indices[a, 0] < indices[b, 0])
+    return indices[a, 0] < indices[b, 0]
+
+
+@wp.func
 def sift_down(indices: wp.array2d(dtype=Any), distances: wp.array(dtype=wp.float64),
-              start: wp.int64, root: wp.int64, n: wp.int64):
-    """Restore the max-heap of ``indices[start:start + n, 0]`` below ``root``."""
+              start: wp.int64, root: wp.int64, n: wp.int64, by_distance: wp.bool):
+    """Restore the max-heap (in `row_before`'s order) of ``start .. start + n - 1`` below
+    ``root``."""
     child = wp.int64(2) * root + wp.int64(1)
     while child < n:
-        if (child + wp.int64(1) < n
-                and indices[start + child + wp.int64(1), 0] > indices[start + child, 0]):
+        if child + wp.int64(1) < n and row_before(indices, distances, start + child,
+                                                  start + child + wp.int64(1), by_distance):
             child += wp.int64(1)
-        if indices[start + root, 0] >= indices[start + child, 0]:
+        if not row_before(indices, distances, start + root, start + child, by_distance):
             return
         swap(indices, distances, start + root, start + child)
         root = child
@@ -281,19 +293,20 @@ def sift_down(indices: wp.array2d(dtype=Any), distances: wp.array(dtype=wp.float
 
 @wp.func
 def sort_row(indices: wp.array2d(dtype=Any), distances: wp.array(dtype=wp.float64),
-             start: wp.int64, end: wp.int64):
-    """Sort ``indices[start:end, 0]`` ascending, ``distances`` alongside: a heap sort, in
-    place and in ``n log n`` for rows of any length. The indices of a row are distinct, so
-    the sorted row is unique, whatever the sort."""
+             start: wp.int64, end: wp.int64, by_distance: wp.bool):
+    """Sort rows ``start .. end - 1`` of a result, ``distances`` alongside, by index or
+    (``by_distance``: the ray casts' order, `_kernels/ray.py`) by distance, then index: a
+    heap sort, in place and in ``n log n`` for rows of any length. The indices of a row
+    are distinct, so the sorted row is unique, whatever the sort."""
     n = end - start
     root = n / wp.int64(2)
     while root > wp.int64(0):
         root -= wp.int64(1)
-        sift_down(indices, distances, start, root, n)
+        sift_down(indices, distances, start, root, n, by_distance)
     last = n - wp.int64(1)
     while last > wp.int64(0):
         swap(indices, distances, start, start + last)
-        sift_down(indices, distances, start, wp.int64(0), last)
+        sift_down(indices, distances, start, wp.int64(0), last, by_distance)
         last -= wp.int64(1)
 
 
@@ -311,7 +324,7 @@ def count_or_fill_row(grid: DeviceGrid, order: wp.array(dtype=Any), probe: Probe
     if not probe.write:
         positions[row] = end
     elif sort:
-        sort_row(out_indices, out_distances, start, end)
+        sort_row(out_indices, out_distances, start, end, False)
 
 
 @wp.kernel
