@@ -47,6 +47,23 @@ autodoc_typehints = "none"  # the numpydoc type lines say it, with shapes and dt
 # The class template (_templates/autosummary/class.rst) lists methods and attributes with a
 # page each; numpydoc's own member tables would list them a second time.
 numpydoc_show_class_members = False
+
+
+def _package_base_members() -> list[str]:
+    """The public members the public classes take from base classes of this package (the
+    parts of `Grid` kept in modules of their own): the template lists them as the class's
+    own, and leaves out only what comes from Python's and NumPy's classes."""
+    names = set()
+    for public in vars(spatialhash).values():
+        if not isinstance(public, type):
+            continue
+        for base in public.__mro__[1:]:
+            if base.__module__.startswith("spatialhash."):
+                names.update(name for name in vars(base) if not name.startswith("_"))
+    return sorted(names)
+
+
+autosummary_context = {"package_base_members": _package_base_members()}
 # Docstrings are checked by the build's warnings, not by numpydoc's style validation.
 numpydoc_validation_checks: set[str] = set()
 

@@ -3,7 +3,9 @@
 Where the code is
 -----------------
 ``_grid.py``: `Grid`, the public class: it validates, picks the engine, calls it, and
-returns its result. ``_engine.py``: the engine interface (`GridEngine`) and the registry
+returns its result; its calls of a user's function (`for_each_pair`,
+`for_each_neighbor`) and its ray casts are its base classes in ``_grid_functions.py`` and
+``_grid_rays.py``. ``_engine.py``: the engine interface (`GridEngine`) and the registry
 of engines by ``algorithm``. ``_cpu_engine.py``: the CPU engine and the brute-force
 engine (the radius, k-nearest, box and ray queries). ``_pair_search.py``: the pair
 searches. ``_build.py``: the host side of the build. ``_inputs.py``: the input checks of
@@ -11,10 +13,10 @@ the queries. ``_pair_functions.py``: a user's function over pairs. ``_kernels/``
 numba kernels, one module per query family. A query's whole path, public method to distance loop, is
 ``_grid.py`` -> ``_cpu_engine.py`` -> ``_kernels/<family>.py``; for pairs, ``_grid.py`` ->
 ``_pair_search.py`` (the engine's `query_pairs` and `iter_pairs`) -> ``_kernels/pairs.py``
--> ``_kernels/pair_scan.py``; for a user's function over pairs, ``_grid.py`` ->
+-> ``_kernels/pair_scan.py``; for a user's function over pairs, ``_grid_functions.py`` ->
 ``_pair_functions.py`` -> ``_kernels/pair_functions.py`` -> ``_kernels/pair_scan.py``
 (the one scan of pairs, its consumers as visitors); for ``query_ray``'s function over
-each ray's hits, ``_grid.py`` -> ``_cpu_engine.py`` -> ``_pair_functions.py`` ->
+each ray's hits, ``_grid_rays.py`` -> ``_cpu_engine.py`` -> ``_pair_functions.py`` ->
 ``_kernels/ray_functions.py``.
 The Warp engine (``Grid(..., device="cuda")``, or ``"warp-cpu"`` on Warp's CPU device):
 ``_devices.py`` picks the engine by ``device`` and ``algorithm`` and starts Warp;

@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _config
-from .._results import KNearest, Neighbors, Pairs, RayHits
-from .._user_functions import GRID_RAY_CALL, pair_function, ray_function
+from .._results import KNearest, Neighbors, Pairs
 from .._validation import as_box, as_count, as_points, as_positive_scalar, grid_points
 from ._build import default_cell_size
 from ._devices import choose_engine
+from ._grid_functions import FunctionQueries
+from ._grid_rays import RayQueries
 from ._inputs import (
     box_inputs,
     canonical_queries,
     check_knn_size,
     pair_search_inputs,
     radius_inputs,
-    ray_inputs,
 )
 from ._self_exclusion import knn_without_self, own_queries, radius_without_self
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ._pair_search import FoundPairs
 
 
-class Grid:
+class Grid(FunctionQueries, RayQueries):
     """A spatial hash grid over a fixed set of points, built once and queried many times.
 
     Parameters
@@ -230,84 +230,6 @@ class Grid:
         r2, radii_sorted, reach = self._pair_inputs(r, radii)
         return self._engine.iter_pairs(r2, radii_sorted, reach, chunk_size, return_distances)
 
-    def for_each_pair(self, r: float | None = None, fn=None, *args, radii=None,
-                      once: bool = False) -> None:
-        """Call ``fn(i, j, d2, dx, dy, dz, *args)`` for every pair within ``r``, in both
-        orders, on every thread, storing no list.
-
-        Parameters
-        ----------
-        r, radii
-            As in `query_pairs`, whose pairs these are, each met as ``(i, j)`` and
-            ``(j, i)``, with the same squared distances. With ``radii``, pass ``r=None``:
-            ``for_each_pair(None, fn, *args, radii=radii)``.
-        fn : function compiled with numba's ``njit``
-            Called with ``i``, ``j`` (int64, ``i != j``), ``d2`` (float64, the squared
-            distance), ``dx, dy, dz`` (float64, ``points[i] - points[j]``, the minimum
-            image on periodic axes, 0 on axes the points lack), then ``args``.
-        *args
-            Passed on to ``fn``: arrays, numbers, tuples (what numba compiles).
-        once : bool, default False
-            Call ``fn`` once for each pair, as ``(i, j)`` or as ``(j, i)`` (which one is
-            fixed by the grid), rather than for both orders. ``fn`` may then write rows
-            ``i`` and ``j`` (Newton's third law: the force on ``i`` added, on ``j``
-            taken away), and computes each pair's work once.
-
-        Notes
-        -----
-        The calls that write each row come in an order fixed by the grid, whatever the
-        thread count: sums into ``out[i]`` are the same, bit for bit, for any
-        ``n_threads``. ``fn`` may write to row ``i`` only (or, with ``once``, rows ``i``
-        and ``j``): other writes race. An exception raised in ``fn`` is raised here (the
-        outputs partly updated).
-
-        Most grids are cut into slabs of cells across their slowest axis, at least the
-        reach thick: each pair is then found once, from the lower cell, and ``fn`` called
-        for ``(i, j)`` and right after for ``(j, i)``, the slabs running in two phases so
-        that no two threads write one row. From 2,000 points the scan runs on every
-        thread. Grids with too few planes for 4 slabs scan on the calling thread under
-        2,000 points, and from there on (or where pairs are found by cell id) scan every
-        point's full stencil, each pair met from each side; with ``once`` these scan on
-        the calling thread. The choice depends on the grid and the number of points,
-        never on the threads.
-
-        Numba compiles the scan anew for each ``fn`` (and types of ``args``), ``fn``
-        inlined: the first call with a new ``fn`` waits for a compile of a few seconds,
-        which on the multi-threaded path (from 2,000 points) takes about 1.75 times as
-        long as on one thread, and longer with an empty disk cache. Not cached on disk:
-        numba's cache keys that code by the ``fn`` object, new in every process, and never
-        hits. Define ``fn`` once, at module level.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from numba import njit
-        >>> from spatialhash import Grid
-        >>> @njit
-        ... def count(i, j, d2, dx, dy, dz, counts):
-        ...     counts[i] += 1
-        >>> points = np.random.default_rng(0).random((1000, 3))
-        >>> grid = Grid(points, cell_size=0.1)
-        >>> counts = np.zeros(len(points), dtype=np.int64)
-        >>> grid.for_each_pair(0.1, count, counts)
-        >>> bool(counts.sum() == 2 * len(grid.query_pairs(0.1)))
-        True
-        """
-        fn = pair_function(fn)
-        r2, radii_sorted, reach = self._pair_inputs(r, radii)
-        self._engine.for_each_pair(r2, radii_sorted, reach, fn, args, bool(once))
-
-    def for_each_neighbor(self, queries, r, fn=None, *args) -> None:
-        """Call ``fn(q, j, d2, dx, dy, dz, *args)`` for every point ``j`` within ``r`` of
-        each query ``q`` (the rows of `query_radius`, same arguments), ``dx, dy, dz`` being
-        ``queries[q] - points[j]``. As `for_each_pair`: one thread per query (``fn`` may
-        write to row ``q``), its ``j`` in a fixed order, ``fn``'s exceptions raised here,
-        a compile for each new ``fn`` (twice as long multi-threaded, from 2,000 queries)."""
-        fn = pair_function(fn)
-        query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
-                                              self._periodic)
-        self._engine.for_each_neighbor(query_points, radii, fn, args)
-
     def query_radius(self, queries, r, *, return_distances: bool = False,
                      sort: bool = True, exclude_self: bool = False) -> Neighbors:
         """For each query point, every point within distance ``r``.
@@ -414,85 +336,3 @@ class Grid:
         """
         return self._engine.query_box(*box_inputs(lower, upper, self._n_dims, self._box),
                                       sort)
-
-    def query_ray(self, origins, directions, radii, *, max_distance=None,
-                  all_hits: bool = False, fn=None, args: tuple = ()) -> RayHits | Neighbors:
-        """Cast rays (or segments) against the points taken as spheres (circles in 2-D).
-
-        Parameters
-        ----------
-        origins : array_like of float, shape (m, d) or (d,)
-            Start of each ray.
-        directions : array_like of float, shape (m, d) or (d,)
-            Direction of each ray, any non-zero length: it is normalized, so distances
-            are lengths along the ray, not multiples of ``directions``.
-        radii : float or array_like of float, shape (n,)
-            Radius of the sphere around each point (one for all or one per point), >= 0.
-            Spheres are closed: a ray that grazes one (tangent) hits it.
-        max_distance : float or array_like of float, shape (m,), optional
-            Segment casts: only hits at distance ``<= max_distance`` count (one for all
-            rays or one per ray; ``inf`` or None: unbounded rays).
-        all_hits : bool, default False
-            Return every sphere each ray meets rather than the first.
-        fn : function compiled with numba's ``njit``, optional
-            Decides which hits count: ``fn(ray, index, distance, *args) -> bool`` is called
-            with ``ray`` (int64, the ray's row of ``origins``), ``index`` (int64, the
-            point) and ``distance`` (float64, along the ray) for the ray's hits in order,
-            nearest first, ties by the smaller index (the order of an ``all_hits`` row),
-            until it returns True: that hit is the ray's answer and its walk stops. False
-            passes over the hit. Not with ``all_hits``.
-        args : tuple, default ()
-            Passed to ``fn`` after the hit's values: arrays, numbers, tuples (what numba
-            compiles).
-
-        Returns
-        -------
-        RayHits or Neighbors
-            First hits: `RayHits` with ``indices`` and ``distances`` of shape (m,), -1 and
-            ``inf`` where a ray hits nothing, ties broken by the smaller index; with
-            ``fn``, the first hit it accepts (-1 and ``inf`` where it accepts none). With
-            ``all_hits``: `Neighbors`, one CSR row per ray sorted by distance along the ray,
-            then by index; ``distances`` are the distances along the ray.
-
-        Notes
-        -----
-        The distance of a hit is where the ray enters the sphere; a ray starting inside
-        (or on) a sphere hits it at distance 0. Rays walk the cells (3-D DDA) and test the
-        spheres centred within ``max(radii)`` of each cell, so the cost grows with
-        ``(max(radii) / cell_size) ** d``: build the grid with a cell size near the largest
-        radius or larger. Rays need an open grid (no periodic axes).
-
-        With ``fn``, a ray's walk offers ``fn`` a hit once it has passed the hit's
-        distance (spheres found from a cell can be farther than those of the next), so
-        ``fn`` sees its hits in exact order, each once, and a ray that it accepts early
-        stops early. One thread calls ``fn`` for a ray's hits (``fn`` may write to row
-        ``ray`` of an output), in the same order for any ``n_threads``; an exception raised
-        in ``fn`` is raised here, and a function that does not return a bool for these
-        arguments raises `TypeError` before any ray is cast. Numba compiles the cast anew
-        for each ``fn`` (and types of ``args``), ``fn`` inlined: the first call with a new
-        ``fn`` waits for a compile, about twice as long on the multi-threaded path (from
-        2,000 rays) as on one thread, and a quarter to a third longer again with an empty
-        disk cache. Not cached on disk: numba's cache keys that code by the ``fn`` object,
-        new in every process, and never hits. Define ``fn`` once, at module level.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from numba import njit
-        >>> from spatialhash import Grid
-        >>> @njit
-        ... def not_the_shooter(ray, index, distance, shooters):
-        ...     return index != shooters[ray]
-        >>> points = np.array([[0.0, 0.0], [2.0, 0.0], [4.0, 0.0]])
-        >>> grid = Grid(points, cell_size=1.0)
-        >>> shooters = np.array([0, 1])
-        >>> hits = grid.query_ray(points[shooters], [[1.0, 0.0], [-1.0, 0.0]], 0.5,
-        ...                       fn=not_the_shooter, args=(shooters,))
-        >>> hits.indices.tolist(), hits.distances.tolist()
-        ([1, 0], [1.5, 1.5])
-        """
-        origins3, units3, radii, limit = ray_inputs(self._n_dims, self._n_points,
-                                                    self._periodic, origins, directions,
-                                                    radii, max_distance)
-        fn = ray_function(fn, args, all_hits, GRID_RAY_CALL)
-        return self._engine.query_ray(origins3, units3, radii, limit, all_hits, fn, args)
