@@ -1,7 +1,8 @@
 """The checks that need a GPU, in one run that prints one table: the Warp engine's tests on
 CUDA (the contract suite on ``"warp-cuda"``, `tests/test_warp_engine.py` with its check of
 the PTX for fused multiply-adds and its CUDA test, `tests/test_warp_rays.py`'s ray casts
-against the CPU engine's on CUDA), then `bench_gpu.py`.
+against the CPU engine's on CUDA, `tests/test_device_arrays.py`'s torch and Warp arrays on
+the GPU), then `bench_gpu.py`.
 
 Run from the repository root on a machine with an NVIDIA GPU, warp-lang and the test
 dependencies (pytest, hypothesis)::
@@ -75,9 +76,11 @@ def main(argv=None) -> int:
     else:
         tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                  "-p", "no:xdist", "tests/test_warp_engine.py", "tests/test_warp_rays.py",
-                 "tests/test_contract.py", "-k", "warp"]
+                 "tests/test_device_arrays.py", "tests/test_contract.py", "-k",
+                 "warp or device_arrays"]
         status, seconds = run_step(tests, args.test_seconds, env)
-        rows.append(("tests on CUDA (contract, test_warp_engine, rays, PTX)", status, seconds,
+        rows.append(("tests on CUDA (contract, test_warp_engine, rays, PTX, device arrays)",
+                     status, seconds,
                      "the contract suite on warp-cuda and warp-cpu"))
         bench = [sys.executable, "benchmarks/bench_gpu.py", "--device", "cuda", "--repeat",
                  str(args.repeat), "--sizes", *map(str, args.sizes)]

@@ -9,7 +9,39 @@ import numpy as np
 
 
 def _shape(array: np.ndarray | None) -> str:
-    return "None" if array is None else f"{array.dtype}{list(array.shape)}"
+    if array is None:
+        return "None"
+    dtype = array.dtype
+    if not isinstance(array, np.ndarray) and isinstance(dtype, type):  # a Warp array's
+        dtype = f"warp.{dtype.__name__}"
+    return f"{dtype}{list(array.shape)}"
+
+
+def _kind(array) -> str:
+    """The kind of a result's array, for messages: ``"numpy"``, or the library and type
+    with the device (``"torch.Tensor on cuda:0"``)."""
+    if isinstance(array, np.ndarray):
+        return "numpy"
+    device = getattr(array, "device", None)
+    return f"{type(array).__module__.split('.')[0]}.{type(array).__name__} on {device}"
+
+
+def _require(result, method: str, *, torch_too: bool = False) -> None:
+    """Raise `TypeError` when ``method`` of ``result`` needs NumPy arrays (or, with
+    ``torch_too``, PyTorch tensors on any device) and ``result`` holds another kind: a
+    grid built on a tensor or a Warp array gives results of that kind
+    (``grid/_device_arrays.py``), on which NumPy's functions do not run."""
+    array = next(iter(vars(result).values()))
+    if isinstance(array, np.ndarray):
+        return
+    if torch_too and type(array).__module__.split(".")[0] == "torch":
+        return
+    raise TypeError(
+        f"`{type(result).__name__}.{method}` needs NumPy arrays"
+        f"{' or PyTorch tensors' if torch_too else ''}; this result holds "
+        f"{_kind(array)} arrays (a grid's results have the kind of its points). Build "
+        "one from NumPy arrays on the host for it (e.g. `.cpu().numpy()` of a tensor, "
+        "`.numpy()` of a Warp array).")
 
 
 def _sparse():
@@ -51,7 +83,9 @@ class Pairs:
         )
 
     def sorted(self) -> Pairs:
-        """The same pairs in lexicographic order of ``(indices[:, 0], indices[:, 1])``."""
+        """The same pairs in lexicographic order of ``(indices[:, 0], indices[:, 1])``.
+        NumPy arrays only (a `TypeError` names another kind)."""
+        _require(self, "sorted")
         order = np.lexsort((self.indices[:, 1], self.indices[:, 0]))
         distances = None if self.distances is None else self.distances[order]
         # `np.take`: indexing the rows with ``[order]`` took ten times longer (NumPy 2.4,
@@ -64,8 +98,10 @@ class Pairs:
         A sparse array, not a sparse matrix: ``*`` multiplies elementwise and ``@`` is the
         matrix product, as for NumPy arrays. Entries hold the distances when they were
         computed, else ones. Explicit zeros (pairs at distance 0) are kept. With
-        ``symmetric``, each pair of one point set is also entered as ``(j, i)``.
+        ``symmetric``, each pair of one point set is also entered as ``(j, i)``. NumPy
+        arrays only (a `TypeError` names another kind).
         """
+        _require(self, "to_scipy")
         sparse = _sparse()
         rows, columns = self.indices[:, 0], self.indices[:, 1]
         data = np.ones(len(self)) if self.distances is None else self.distances
@@ -112,6 +148,7 @@ class Neighbors:
 
     def __iter__(self):
         """The rows' index arrays, in query order (views into ``indices``)."""
+        _require(self, "__iter__", torch_too=True)
         # Plain ints: slicing with NumPy scalars costs more per row.
         offsets = self.indptr.tolist()
         indices = self.indices
@@ -127,7 +164,8 @@ class Neighbors:
     @property
     def counts(self) -> np.ndarray:
         """Number of neighbours of each query, shape (m,), int64."""
-        return np.diff(self.indptr)
+        _require(self, "counts", torch_too=True)
+        return self.indptr[1:] - self.indptr[:-1]
 
     def row(self, q: int, return_distances: bool = False):
         """The neighbours of query ``q``.
@@ -157,6 +195,7 @@ class Neighbors:
         ValueError
             When ``return_distances`` is asked of a result without distances.
         """
+        _require(self, "row", torch_too=True)
         m = len(self)
         try:
             position = operator.index(q)
@@ -178,7 +217,9 @@ class Neighbors:
         return self.indices[start:stop], self.distances[start:stop]
 
     def to_pairs(self) -> Pairs:
-        """The neighbours as (query, point) pairs."""
+        """The neighbours as (query, point) pairs. NumPy arrays only (a `TypeError`
+        names another kind)."""
+        _require(self, "to_pairs")
         queries = np.repeat(np.arange(len(self), dtype=self.indices.dtype), self.counts)
         indices = np.column_stack([queries, self.indices])
         return Pairs(indices, self.distances, (len(self), self.n_points))
@@ -188,8 +229,10 @@ class Neighbors:
 
         A sparse array, not a sparse matrix: ``*`` multiplies elementwise and ``@`` is the
         matrix product. Entries hold the distances when they were computed, else ones;
-        explicit zeros (neighbours at distance 0) are kept.
+        explicit zeros (neighbours at distance 0) are kept. NumPy arrays only (a
+        `TypeError` names another kind).
         """
+        _require(self, "to_scipy")
         sparse = _sparse()
         data = np.ones(self.indices.shape[0]) if self.distances is None else self.distances
         return sparse.csr_array(
@@ -234,6 +277,9 @@ class KNearest:
         return iter((self.distances, self.indices))
 
     def __repr__(self) -> str:
+        if not isinstance(self.counts, np.ndarray):
+            return (f"KNearest(n_queries={len(self)}, k={self.indices.shape[1]}, "
+                    f"indices={_shape(self.indices)}, distances={_shape(self.distances)})")
         short = int(np.count_nonzero(self.counts < self.indices.shape[1]))
         return (
             f"KNearest(n_queries={len(self)}, k={self.indices.shape[1]}, "
@@ -265,6 +311,7 @@ class KNearest:
         ValueError
             When ``mode`` is neither, or the result does not know ``n_points``.
         """
+        _require(self, "to_scipy")
         if mode not in ("connectivity", "distance"):
             raise ValueError(f"`mode` must be 'connectivity' or 'distance'; got {mode!r}.")
         if self.n_points is None:
@@ -305,9 +352,12 @@ class RayHits:
     @property
     def hit(self) -> np.ndarray:
         """Which rays hit something, shape (m,), bool."""
+        _require(self, "hit", torch_too=True)
         return self.indices >= 0
 
     def __repr__(self) -> str:
+        if not isinstance(self.indices, np.ndarray):
+            return f"RayHits(n_rays={len(self)}, indices={_shape(self.indices)})"
         return f"RayHits(n_rays={len(self)}, n_hit={int(np.count_nonzero(self.hit))})"
 
 

@@ -47,7 +47,7 @@ def index_dtype(n: int) -> np.dtype:
 
 
 def default_cell_size(points3: np.ndarray, lowest: np.ndarray, highest: np.ndarray,
-                      box: np.ndarray, n_dims: int) -> float:
+                      box: np.ndarray, n_dims: int, n_points: int | None = None) -> float:
     """Cell size putting about `DEFAULT_POINTS_PER_CELL` points in a cell on average over
     the box that holds all but the outermost points.
 
@@ -59,12 +59,15 @@ def default_cell_size(points3: np.ndarray, lowest: np.ndarray, highest: np.ndarr
     whole spread. The sample is sorted column by column: ``np.quantile`` over every point
     of 5,000 costs three times the rest of the build (the ``build5k`` workload of
     ``benchmarks/bench_ab.py`` times the build).
+
+    With ``n_points``, ``points3`` is that sample already, of a grid of ``n_points``
+    points (a grid on a device, whose points stay there: `sample_step` gives the stride).
     """
-    n = points3.shape[0]
+    n = points3.shape[0] if n_points is None else n_points
     if n == 0:
         return 1.0
-    sample = np.sort(np.ascontiguousarray(
-        points3[::max(1, n // DEFAULT_SIZE_SAMPLE), :n_dims].T), axis=1)
+    step = 1 if n_points is not None else sample_step(n)
+    sample = np.sort(np.ascontiguousarray(points3[::step, :n_dims].T), axis=1)
     last = sample.shape[1] - 1
     low = sample[:, round(last * DEFAULT_SIZE_QUANTILE)]
     high = sample[:, round(last * (1.0 - DEFAULT_SIZE_QUANTILE))]
@@ -82,6 +85,11 @@ def default_cell_size(points3: np.ndarray, lowest: np.ndarray, highest: np.ndarr
     # spread: a far outlier (1,000 points in [0, 1] and one at 1e15) would otherwise get a
     # default size the build refuses as too small.
     return max(size, float(spread.max()) / (0.5 * MAX_CELLS_PER_AXIS))
+
+
+def sample_step(n: int) -> int:
+    """The stride of `default_cell_size`'s sample of ``n`` points."""
+    return max(1, n // DEFAULT_SIZE_SAMPLE)
 
 
 def histograms_fit(n_threads: int, n_keys: float, n: int) -> bool:

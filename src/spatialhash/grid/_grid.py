@@ -14,8 +14,8 @@ import numpy as np
 
 from .. import _config
 from .._results import KNearest, Neighbors, Pairs
-from .._validation import as_box, as_count, as_points, as_positive_scalar, grid_points
-from ._build import default_cell_size
+from .._validation import as_box, as_count, as_positive_scalar
+from ._device_arrays import Boundary, grid_device
 from ._devices import choose_engine
 from ._grid_functions import FunctionQueries
 from ._grid_rays import RayQueries
@@ -41,7 +41,9 @@ class Grid(FunctionQueries, RayQueries):
     points : array_like of float, shape (n, d)
         Coordinates, d = 1, 2 or 3, within +-1e150 (squared distances of larger ones
         overflow float64). Any real dtype is accepted and converted to float64 once; the
-        array is never modified.
+        array is never modified. A PyTorch tensor, a Warp array, or another library's
+        CUDA array (CuPy, JAX: DLPack or the CUDA array interface) is read where it lies,
+        and the results are of its kind (``docs/gpu.md``, "Arrays of other libraries").
     cell_size : float, optional
         Edge of the cubic cells. Choose the query radius (or the largest one) for radius
         and pair queries. Default: the size that puts about four points in a cell on
@@ -59,12 +61,15 @@ class Grid(FunctionQueries, RayQueries):
     n_threads : int, optional
         Threads for building and querying; default numba's (all cores), -1 for all.
         Results are the same for any thread count. The CPU engine's only.
-    device : {"cpu", "cuda", "cuda:N", "warp-cpu"}, default "cpu"
+    device : {"cpu", "cuda", "cuda:N", "warp-cpu"}, optional
         Where the grid is built and queried: ``"cpu"``, the numba engine; ``"cuda"``
         (``"cuda:N"``: GPU N), the Warp engine on a GPU (the ``gpu`` extra, NVIDIA Warp);
         ``"warp-cpu"``, the Warp engine's kernels compiled for the CPU, to run them where
-        there is no GPU (slower than ``"cpu"``). Same answers on every device; the Warp
-        engine has `query_pairs`, `query_radius` and `count_radius` so far.
+        there is no GPU (slower than ``"cpu"``). Default: where ``points`` lie, ``"cpu"``
+        for host memory and ``"cuda:N"`` for points on GPU N. Points on a GPU with
+        ``device="cpu"`` (or another device) raise `TypeError`: they are not copied
+        without asking. Same answers on every device; the Warp engine answers every query
+        but `for_each_pair`, `for_each_neighbor` and `query_ray` with ``fn``.
 
     Notes
     -----
@@ -85,8 +90,11 @@ class Grid(FunctionQueries, RayQueries):
 
     def __init__(self, points, cell_size: float | None = None, *, box=None, periodic=None,
                  algorithm: str = "auto", n_threads: int | None = None,
-                 device: str = "cpu") -> None:
-        coords = as_points(points, finite=False)
+                 device: str | None = None) -> None:
+        device = grid_device(device, points)
+        # The caller's kind of array: the points read where they lie, results given back.
+        self._io = Boundary.of(points, device)
+        coords = self._io.points(points)
         n, n_dims = coords.shape
         self._n_dims = n_dims
         self._n_points = n
@@ -96,9 +104,9 @@ class Grid(FunctionQueries, RayQueries):
         self._device = device
         # One pass for the finiteness check and the bounds (the spread check, the default
         # cell size and the origin), and the copy where one is made (`grid_points`).
-        points3, lowest, highest = grid_points(coords, self._box)
+        points3, lowest, highest = self._io.grid_points(coords, self._box)
         if cell_size is None:
-            cell_size = default_cell_size(points3, lowest, highest, self._box, n_dims)
+            cell_size = self._io.default_cell_size(points3, lowest, highest, self._box, n_dims)
         self._cell_size = as_positive_scalar(cell_size, "cell_size")
         self._engine = engine(points3, lowest, highest, self._cell_size, self._box, n_threads)
 
@@ -187,15 +195,16 @@ class Grid(FunctionQueries, RayQueries):
         if queries is not None:
             if radii is not None:
                 raise TypeError("`radii` applies to pairs among the points, not with `queries`.")
-            return self.query_radius(queries, r, return_distances=return_distances,
-                                     sort=False).to_pairs()
+            found = self._radius(queries, r, return_distances, False, False)
+            return self._io.results(self._io.host_results(found).to_pairs())
         r2, radii_sorted, reach = self._pair_inputs(r, radii)
-        return self._engine.query_pairs(r2, radii_sorted, reach, return_distances)
+        return self._io.results(self._engine.query_pairs(r2, radii_sorted, reach,
+                                                         return_distances))
 
     def _pair_inputs(self, r, radii) -> tuple[float, np.ndarray, float]:
         """``(r2, radii, reach)`` of a pair search, validated (`pair_search_inputs`)."""
         return pair_search_inputs(self._engine, self._n_points, self._box, self._periodic,
-                                  r, radii)
+                                  r, self._io.host_argument(radii, "radii"))
 
     def _found_pairs(self, r: float | None = None, radii=None) -> FoundPairs:
         """The pairs of ``query_pairs(r)`` (or ``query_pairs(radii=radii)``) as the
@@ -228,7 +237,8 @@ class Grid(FunctionQueries, RayQueries):
         # Arguments are checked now, not at the first next(): this is not a generator.
         chunk_size = as_count(chunk_size, "chunk_size")
         r2, radii_sorted, reach = self._pair_inputs(r, radii)
-        return self._engine.iter_pairs(r2, radii_sorted, reach, chunk_size, return_distances)
+        return map(self._io.results, self._engine.iter_pairs(r2, radii_sorted, reach,
+                                                             chunk_size, return_distances))
 
     def query_radius(self, queries, r, *, return_distances: bool = False,
                      sort: bool = True, exclude_self: bool = False) -> Neighbors:
@@ -255,12 +265,18 @@ class Grid(FunctionQueries, RayQueries):
         Neighbors
             CSR rows: ``indptr`` (int64, shape (m + 1,)), ``indices``, ``distances``.
         """
-        queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
+        return self._io.results(self._radius(queries, r, return_distances, sort,
+                                             exclude_self))
+
+    def _radius(self, queries, r, return_distances, sort, exclude_self) -> Neighbors:
+        """`query_radius` as the engine answers it (on its device)."""
+        queries, exclude_self = own_queries(self._engine.state, self._n_dims,
+                                            self._io.host_argument(queries, "queries"),
                                             exclude_self)
-        query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
-                                              self._periodic)
+        query_points, radii = radius_inputs(queries, self._io.host_argument(r, "r"),
+                                            self._n_dims, self._box, self._periodic)
         found = self._engine.query_radius(query_points, radii, return_distances, sort)
-        return radius_without_self(found) if exclude_self else found
+        return radius_without_self(self._io.host_results(found)) if exclude_self else found
 
     def count_radius(self, queries, r, *, exclude_self: bool = False) -> np.ndarray:
         """Number of points within ``r`` of each query, shape (m,), int64.
@@ -268,14 +284,15 @@ class Grid(FunctionQueries, RayQueries):
         Parameters are as in `query_radius` (with ``exclude_self``, one less: each point
         lies within ``r`` of itself); nothing but the counts is stored.
         """
-        queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
+        queries, exclude_self = own_queries(self._engine.state, self._n_dims,
+                                            self._io.host_argument(queries, "queries"),
                                             exclude_self)
-        query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
-                                              self._periodic)
+        query_points, radii = radius_inputs(queries, self._io.host_argument(r, "r"),
+                                            self._n_dims, self._box, self._periodic)
         counts = self._engine.count_radius(query_points, radii)
         if exclude_self:
-            counts -= 1
-        return counts
+            counts = self._io.host_results(counts) - 1
+        return self._io.results(counts)
 
     def query_knn(self, queries, k: int, *, r_max: float | None = None,
                   exclude_self: bool = False) -> KNearest:
@@ -306,16 +323,18 @@ class Grid(FunctionQueries, RayQueries):
             ``r_max`` excludes them, in which case the remaining slots hold -1 and
             ``inf``.
         """
-        queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
+        queries, exclude_self = own_queries(self._engine.state, self._n_dims,
+                                            self._io.host_argument(queries, "queries"),
                                             exclude_self)
         query_points = canonical_queries(queries, self._n_dims, self._box)
         k = as_count(k, "k")
         limit = np.inf if r_max is None else as_positive_scalar(
             r_max, "r_max", allow_zero=True, allow_inf=True)
         if exclude_self:
-            return knn_without_self(self._engine, query_points, k, limit)
+            return self._io.results(knn_without_self(self._engine, query_points, k, limit,
+                                                     self._io.host_results))
         check_knn_size(query_points.shape[0], k, self._n_points)
-        return self._engine.query_knn(query_points, k, limit)
+        return self._io.results(self._engine.query_knn(query_points, k, limit))
 
     def query_box(self, lower, upper, *, sort: bool = True) -> Neighbors:
         """Every point inside each of ``m`` axis-aligned boxes (closed: faces included).
@@ -334,5 +353,7 @@ class Grid(FunctionQueries, RayQueries):
         Neighbors
             CSR rows of point indices, one row per box; ``distances`` is None.
         """
-        return self._engine.query_box(*box_inputs(lower, upper, self._n_dims, self._box),
-                                      sort)
+        lower, upper = (self._io.host_argument(value, name)
+                        for value, name in ((lower, "lower"), (upper, "upper")))
+        return self._io.results(self._engine.query_box(
+            *box_inputs(lower, upper, self._n_dims, self._box), sort))

@@ -12,7 +12,8 @@ from ._inputs import ray_inputs
 
 class RayQueries:
     """`Grid`'s ray casts. They use the grid's validated state: ``_engine``, ``_n_dims``,
-    ``_n_points`` and ``_periodic``, which `Grid` sets."""
+    ``_n_points``, ``_periodic`` and ``_io`` (its caller's kind of array), which `Grid`
+    sets."""
 
     def query_ray(self, origins, directions, radii, *, max_distance=None,
                   all_hits: bool = False, fn=None, args: tuple = ()) -> RayHits | Neighbors:
@@ -90,9 +91,14 @@ class RayQueries:
         >>> hits.indices.tolist(), hits.distances.tolist()
         ([1, 0], [1.5, 1.5])
         """
+        origins, directions, radii, max_distance = (
+            self._io.host_argument(value, name) for value, name in (
+                (origins, "origins"), (directions, "directions"), (radii, "radii"),
+                (max_distance, "max_distance")))
         origins3, units3, radii, limit = ray_inputs(self._n_dims, self._n_points,
                                                     self._periodic, origins, directions,
                                                     radii, max_distance)
         fn = ray_function(fn, args, all_hits, GRID_RAY_CALL)
-        return self._engine.query_ray(origins3, units3, radii, limit, all_hits, fn, args)
+        return self._io.results(self._engine.query_ray(origins3, units3, radii, limit,
+                                                       all_hits, fn, args))
 

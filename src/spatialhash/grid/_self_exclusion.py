@@ -78,7 +78,7 @@ def own_queries(state: GridState, n_dims: int, queries, exclude_self):
 
 
 def knn_without_self(engine: GridEngine, query_points: np.ndarray, k: int,
-                     limit: float) -> KNearest:
+                     limit: float, on_host=None) -> KNearest:
     """`GridEngine.query_knn` of the grid's own points, each left out of its own row.
 
     Parameters
@@ -91,6 +91,9 @@ def knn_without_self(engine: GridEngine, query_points: np.ndarray, k: int,
         Neighbours wanted per point, >= 1.
     limit : float
         ``r_max``, or ``inf``.
+    on_host : callable, optional
+        Brings the engine's result to NumPy arrays on the host (an engine on a device);
+        default: the result as it is.
 
     Returns
     -------
@@ -102,6 +105,7 @@ def knn_without_self(engine: GridEngine, query_points: np.ndarray, k: int,
     # The (n, k + 1) search pads as many slots as a k search among n - 1 points would.
     check_knn_size(n, k, n - 1)
     found = engine.query_knn(query_points, k + 1, limit)
+    found = found if on_host is None else on_host(found)
     own = found.indices == np.arange(n, dtype=found.indices.dtype)[:, np.newaxis]
     absent = ~own.any(axis=1)
     # Rows without their own index are k + 1 points ranked before it: the last one goes.

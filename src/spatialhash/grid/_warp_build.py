@@ -17,6 +17,8 @@ from typing import NamedTuple
 import numpy as np
 import warp as wp
 
+from .._kernels.cells import COORDINATE_FLOOR, COORDINATE_LIMIT
+from .._validation import grid_points
 from . import _build
 from ._warp_kernels import build as kernels
 from ._warp_kernels.cells import DeviceGrid
@@ -33,19 +35,23 @@ class DeviceBuild(NamedTuple):
     geometry: tuple
 
 
-def build_device_grid(points3: np.ndarray, lowest, highest, cell_size, box, one_cell,
-                      index_dtype, device) -> DeviceBuild:
-    """Sort ``points3`` (n, d), d <= 3, into the cells of `_build.grid_geometry`, on the
-    Warp ``device``; arguments as `_build.build_state` takes them."""
+def build_device_grid(points3, lowest, highest, cell_size, box, one_cell, index_dtype,
+                      device) -> DeviceBuild:
+    """Sort ``points3`` (an (n, d) NumPy array, d <= 3, or the (n,) vectors of
+    `device_points` on ``device``) into the cells of `_build.grid_geometry`, on the Warp
+    ``device``; arguments as `_build.build_state` takes them."""
     geometry = _build.grid_geometry(lowest, highest, cell_size, box, one_cell)
     origin, size, inv_size, n_periodic, n_cells = geometry
     _build.check_cells_per_axis(n_cells, highest, origin, inv_size, cell_size)
-    n, n_dims = points3.shape
-    padded = np.zeros((n, 3))
-    padded[:, :n_dims] = points3
+    n = points3.shape[0]
     what = f"the build of {n:,} points"
-    points = device_empty(n, wp.vec3d, device, what)
-    points.assign(padded)
+    if isinstance(points3, wp.array):
+        points = points3  # padded and wrapped on the device already (`device_points`)
+    else:
+        padded = np.zeros((n, 3))
+        padded[:, :points3.shape[1]] = points3
+        points = device_empty(n, wp.vec3d, device, what)
+        points.assign(padded)
     coords = device_empty((n, 3), wp.int64, device, what)
     wp.launch(kernels.cell_coords_of, n, (points, wp.vec3d(*origin), wp.vec3d(*inv_size),
                                           wp.vec3l(*n_periodic), coords), device=device)
@@ -111,3 +117,28 @@ def _order(permutation: wp.array, index_dtype: np.dtype, device) -> wp.array:
                          f"the build of {permutation.shape[0]:,} points")
     wp.launch(kernels.narrow_order, permutation.shape[0], (permutation, order), device=device)
     return order
+
+
+def device_points(points: wp.array, box: np.ndarray, device) -> tuple[wp.array, np.ndarray,
+                                                                   np.ndarray]:
+    """The points of a grid whose caller's (n, d) float32 or float64 ``points`` lie on the
+    Warp ``device``: ``(points3, lowest, highest)`` as `_validation.grid_points` gives
+    them, ``points3`` the (n,) float64 vectors on the device (`kernels.points_in`: padded,
+    wrapped into the periodic axes of ``box``), the bounds and checks folded there, so that
+    only scalars come to the host. Where a check fails, the points are copied to the host
+    and `grid_points` raises its own error, naming the first bad value."""
+    n = points.shape[0]
+    padded = device_empty(n, wp.vec3d, device, f"the build of {n:,} points")
+    bounds = wp.array(np.array([[np.inf] * 3, [-np.inf] * 3]), dtype=wp.float64,
+                      device=device)
+    smallest = wp.array(np.array([np.inf]), dtype=wp.float64, device=device)
+    n_not_finite = wp.zeros(1, dtype=wp.int64, device=device)
+    if n:
+        with wp.ScopedLogLevel(wp.LOG_WARNING):
+            wp.launch(kernels.points_in, n, (points, wp.vec3d(*box), padded, bounds,
+                                             smallest, n_not_finite), device=device)
+    lowest, highest = bounds.numpy() if n else np.zeros((2, 3))
+    if (n_not_finite.numpy()[0] or smallest.numpy()[0] < COORDINATE_FLOOR
+            or lowest.min() < -COORDINATE_LIMIT or highest.max() > COORDINATE_LIMIT):
+        grid_points(np.ascontiguousarray(points.numpy(), dtype=np.float64), box)
+    return padded, lowest.copy(), highest.copy()

@@ -16,7 +16,10 @@ the output does not depend on the scheduling. An output the device cannot hold i
 (m, k) rows in one pass: each query's thread keeps its heap of candidates in its own
 row, so ``k`` has no cap and needs no scratch (``_warp_kernels/knn.py``). `query_ray`
 walks the cells of each ray as the CPU engine does (``_warp_kernels/ray.py``). Results
-come back to the host as the CPU engine's result types.
+are the CPU engine's result types holding Warp arrays on the device (the grid's points
+in their own order and `found_pairs` excepted, which the host reads); `Grid` gives them
+to its caller in the kind of the points (``_device_arrays.py``), a NumPy caller's copied
+to the host.
 
 So far it answers `query_pairs`, `iter_pairs` and `found_pairs` (one distance or one
 radius per point, open or periodic boxes), `query_radius`, `count_radius`, `query_box`,
@@ -123,11 +126,10 @@ class WarpEngine:
                                                    "iter_pairs")
             rows(first, last - first, True,
                  wp.array(offsets, dtype=wp.int64, device=self.device), indices, distances)
-            return Pairs(_host(indices), _host(distances) if return_distances else None,
-                         (n, n))
+            return Pairs(indices, distances if return_distances else None, (n, n))
 
         yield from chunks_of_cells(running[cell_start[1:]] - running[cell_start[:-1]],
-                                   chunk_size, fill, return_distances)
+                                   chunk_size, fill, return_distances, wp.clone)
 
     def found_pairs(self, r2, radii, reach) -> FoundPairs:
         """The pairs of `query_pairs` as its search found them (`GridEngine.found_pairs`):
@@ -139,7 +141,8 @@ class WarpEngine:
         rows = functools.partial(self._pair_rows(r2, radii, reach, positions), 0, n)
         _, pairs, _ = self._count_and_fill(n, rows, 2, False, "found_pairs")
         points = _host(self._device_build.grid.points).reshape(n, 3)
-        return FoundPairs(pairs, self._order.copy(), np.ascontiguousarray(points), None)
+        return FoundPairs(_host(pairs), self._order.copy(), np.ascontiguousarray(points),
+                          None)
 
     def _pair_rows(self, r2, radii, reach, order=None):
         """``rows(first, n_rows, write, positions, indices, distances)``: the count or fill
@@ -168,7 +171,7 @@ class WarpEngine:
         m = query_points.shape[0]
         counts = wp.zeros(m, dtype=wp.int64, device=self.device)
         self._radius_rows(query_points, radii, False)(False, counts, *self._no_output(1))
-        return _host(counts)
+        return counts
 
     def _radius_rows(self, query_points, radii, sort):
         """The count or fill pass of a radius query, as `_count_and_fill` calls it."""
@@ -196,7 +199,7 @@ class WarpEngine:
             self._device_build.grid, self._device_build.order,
             wp.array(query_points, dtype=wp.vec3d, device=self.device), wp.int64(k),
             wp.float64(limit), indices, distances, counts))
-        return KNearest(_host(indices), _host(distances), _host(counts), self.n_points)
+        return KNearest(indices, distances, counts, self.n_points)
 
     # ------------------------------------------------------------------ boxes
     def query_box(self, lower3, upper3, width, sort) -> Neighbors:
@@ -246,12 +249,12 @@ class WarpEngine:
         self._launch(ray.ray_hits, m, (*inputs, cpu_rays.MODE_FIRST,
                                        wp.empty(0, dtype=wp.int64, device=device), indices,
                                        distances))
-        return RayHits(_host(indices).reshape(-1), _host(distances))
+        return RayHits(indices.reshape(-1), distances)
 
     # ------------------------------------------------------------------ passes
     def _count_and_fill(self, n_rows, rows, n_columns, return_distances, what):
         """Count the rows, scan the counts into offsets, fill the rows: ``(indptr,
-        indices, distances)`` on the host, ``indices`` of shape (nnz, n_columns) and
+        indices, distances)`` on the device, ``indices`` of shape (nnz, n_columns) and
         ``distances`` None unless ``return_distances``. ``rows(write, positions, indices,
         distances)`` runs one pass; ``what`` names the query in an out-of-memory error."""
         indptr = wp.zeros(n_rows + 1, dtype=wp.int64, device=self.device)
@@ -259,11 +262,10 @@ class WarpEngine:
         rows(False, counts, *self._no_output(n_columns))
         if n_rows:
             wp.utils.array_scan(counts, indptr[1:], inclusive=True)
-        host_indptr = _host(indptr)
-        nnz = int(host_indptr[-1])
+        nnz = int(indptr[n_rows:].numpy()[0])  # the one value the host needs
         indices, distances = self._row_outputs(nnz, n_columns, return_distances, what)
         rows(True, indptr, indices, distances)
-        return host_indptr, _host(indices), _host(distances) if return_distances else None
+        return indptr, indices, distances if return_distances else None
 
     def _row_outputs(self, n_rows, n_columns, return_distances, what):
         """The uninitialized (n_rows, n_columns) indices and, with ``return_distances``,

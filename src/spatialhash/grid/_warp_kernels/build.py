@@ -9,6 +9,8 @@ the CPU engine's counting sort, position for position.
 
 from __future__ import annotations
 
+from typing import Any
+
 import warp as wp
 
 from . import MODULE_OPTIONS
@@ -33,6 +35,47 @@ def cell_coords_of(points: wp.array(dtype=wp.vec3d), origin: wp.vec3d,
         if n_periodic[axis] > wp.int64(0):
             c = wp.min(wp.max(c, wp.int64(0)), n_periodic[axis] - wp.int64(1))
         coords[i, axis] = c
+
+
+@wp.kernel
+def points_in(points: wp.array2d(dtype=Any), box: wp.vec3d,
+              padded: wp.array(dtype=wp.vec3d), bounds: wp.array2d(dtype=wp.float64),
+              smallest: wp.array(dtype=wp.float64), n_not_finite: wp.array(dtype=wp.int64)):
+    """The caller's (n, d) float32 or float64 points as (n,) float64 vectors, zeros for
+    the missing axes, wrapped into ``box`` on its finite (periodic) axes with the
+    arithmetic of the CPU engine (`points.wrap_columns`); and what
+    `_validation.grid_points` checks, folded by atomics: the lowest (``bounds[0]``) and
+    highest (``bounds[1]``) coordinate per axis, the smallest non-zero magnitude, the
+    number of coordinates that are NaN or infinite."""
+    i = wp.tid()
+    d = points.shape[1]
+    p = wp.vec3d()
+    for axis in range(3):
+        x = wp.float64(0.0)
+        if axis < d:
+            x = wp.float64(points[i, axis])
+        period = box[axis]
+        if not wp.isfinite(x):
+            wp.atomic_add(n_not_finite, 0, wp.int64(1))
+        elif wp.isfinite(period) and not (x > wp.float64(0.0) and x < period):
+            wrapped = wp.mod(x, period)  # fmod: exact
+            if wrapped == wp.float64(0.0):
+                wrapped = wp.float64(0.0)  # +0 for -0, as NumPy's mod
+            elif wrapped < wp.float64(0.0):
+                wrapped = wrapped + period
+            if wrapped >= period:
+                wrapped = wp.float64(0.0)
+            x = wrapped
+        p[axis] = x
+        wp.atomic_min(bounds, 0, axis, x)
+        wp.atomic_max(bounds, 1, axis, x)
+        if x != wp.float64(0.0):
+            wp.atomic_min(smallest, 0, wp.abs(x))
+    padded[i] = p
+
+
+for _dtype in (wp.float32, wp.float64):
+    wp.overload(points_in, {"points": wp.array2d(dtype=_dtype)})
 
 
 @wp.kernel
