@@ -217,20 +217,47 @@ def test_a_float32_tensor_is_not_modified_and_not_converted_on_the_host():
 
 
 def test_points_on_the_device_are_not_read_on_the_host(monkeypatch):
-    """A host tensor on "warp-cpu" lies in the device's memory: it goes to Warp as it is
-    (``wp.from_torch``), never through NumPy, and so do the results."""
-    points, _, _ = scene()
-    given = torch.from_numpy(points)
+    """A host tensor on "warp-cpu" lies in the device's memory: the points and the
+    queries of radius and k-nearest queries go to Warp as they are (``wp.from_torch``),
+    never through NumPy, and so do the results."""
+    points, queries, _ = scene()
+    given, asked = torch.from_numpy(points), torch.from_numpy(queries)
 
     def refused(*args, **kwargs):
         raise AssertionError("a tensor read through NumPy")
 
     for name in ("numpy", "__array__", "cpu"):
         monkeypatch.setattr(torch.Tensor, name, refused)
-    found = Grid(given, 0.1, device=WARP).query_pairs(0.1, return_distances=True)
+    grid = Grid(given, 0.1, box=1.0, device=WARP)
+    found = (grid.query_pairs(0.1, return_distances=True),
+             grid.query_radius(asked - 0.5, 0.1, return_distances=True),
+             grid.count_radius(asked.float(), 0.1), grid.query_knn(asked, 3, r_max=0.1))
     monkeypatch.undo()
-    assert_same(sorted_pairs(found), sorted_pairs(Grid(points, 0.1).query_pairs(
+    cpu = Grid(points, 0.1, box=1.0)
+    assert_same(sorted_pairs(found[0]), sorted_pairs(cpu.query_pairs(
         0.1, return_distances=True)), np.ndarray, "pairs")
+    assert_same(found[1], cpu.query_radius(queries - 0.5, 0.1, return_distances=True),
+                torch.Tensor, "radius")
+    assert_same(found[2], cpu.count_radius(queries, 0.1), torch.Tensor, "count")
+    assert_same(found[3], cpu.query_knn(queries, 3, r_max=0.1), torch.Tensor, "knn")
+
+
+@pytest.mark.parametrize("make", [as_torch, as_warp], ids=["torch", "warp"])
+def test_bad_queries_on_the_device_raise_as_numpy_queries_do(make):
+    points, queries, _ = scene()
+    grid = Grid(make(points), 0.1, device=WARP)
+    queries[3, 2] = np.inf
+    with pytest.raises(ValueError, match=r"^`queries` must be finite; got inf at "
+                                         r"queries\[3, 2\]\.$"):
+        grid.query_knn(make(queries), 2)
+    queries[3, 2] = 1e-300
+    with pytest.raises(ValueError, match=r"^`queries` must be 0 or at least"):
+        grid.query_radius(make(queries), 0.1)
+    with pytest.raises(ValueError, match=r"^`queries` must have 3 columns, like the grid's "
+                                         r"points; got shape \(40, 2\)\.$"):
+        grid.count_radius(make(queries[:, :2].copy()), 0.1)
+    one = grid.query_knn(make(points[5].copy()), 1)  # one point, 1-D: the host's path
+    assert host(one.indices).tolist() == [[5]]
 
 
 # ---------------------------------------------------------------------- errors

@@ -21,8 +21,10 @@ The rules (`Grid`'s docstring and ``docs/gpu.md`` say them to users):
   there (`_warp_build.device_points`): only scalars cross to the host, and a sample of at
   most `_build.DEFAULT_SIZE_SAMPLE` * 2 points where the default cell size is asked for.
 - A query's array arguments may be of any kind on the host, or on the grid's device; an
-  array on another device is a `TypeError` naming the parameter and both devices. They
-  are checked on the host (`host_argument`): an argument on a GPU is copied there first.
+  array on another device is a `TypeError` naming the parameter and both devices. The
+  ``queries`` of radius and k-nearest queries take the points' path on the device
+  (`Boundary.queries`); the others are checked on the host (`host_argument`): an
+  argument on a GPU is copied there first.
 - Results are of the points' kind, in the points' memory: NumPy in, NumPy out (exactly as
   before); a tensor in, tensors out (``wp.to_torch`` over the Warp engine's output, or
   ``torch.from_numpy`` over the CPU engine's: no copy); a Warp array in, Warp arrays out;
@@ -231,6 +233,28 @@ class Boundary(NamedTuple):
         if _arrays_module().is_tensor(value):
             return value.detach().cpu().numpy()
         return as_warp(value, name, self.warp_device).numpy()
+
+    def queries(self, value, n_dims: int, box: np.ndarray):
+        """The ``queries`` of a radius or k-nearest query: an (m, n_dims) float32 or
+        float64 array in the memory of the grid's Warp device as its (m,) float64 vectors
+        there, padded, wrapped and checked as `_inputs.canonical_queries` checks them on
+        the host (`_warp_build.device_points`); anything else as `host_argument` gives it,
+        for `canonical_queries`."""
+        if (value is None or isinstance(value, _PLAIN) or self.warp_device is None
+                or kind_of(value) == NUMPY):
+            return self.host_argument(value, "queries")
+        memory = memory_of(value)
+        if not (self.warp_device == "cpu" if memory is None else self._on_grid_gpu(memory)):
+            return self.host_argument(value, "queries")  # which raises naming them
+        coords = as_warp(value, "queries", self.warp_device)
+        if (coords.dtype.__name__ not in _DEVICE_FLOATS or coords.ndim != 2
+                or coords.shape[1] != n_dims):
+            return self.host_argument(value, "queries")  # converted or refused there
+        from ._inputs import canonical_queries
+        from ._warp_build import device_points
+
+        return device_points(coords, box, self.warp_device, lambda host: canonical_queries(
+            host, n_dims, box))[0]
 
     def _on_grid_gpu(self, memory: str) -> bool:
         """Whether ``memory`` (a device's, not the host's) is the GPU the grid runs on."""

@@ -4,6 +4,7 @@ and the value seen. They take values (the grid's sizes, box and engine), never t
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -89,10 +90,19 @@ def check_knn_size(m: int, k: int, n_points: int) -> None:
 
 def canonical_queries(queries, n_dims: int, box: np.ndarray, name: str = "queries") -> np.ndarray:
     """``queries`` as a C-contiguous (m, 3) float64 array wrapped into ``box`` (a single
-    point may be 1-D: one query)."""
+    point may be 1-D: one query). Queries on a Warp device come checked already, as
+    (m,) float64 vectors (`_device_arrays.Boundary.queries`), and pass as they are."""
+    if not isinstance(queries, np.ndarray) and getattr(queries, "dtype", None) is _vec3d():
+        return queries
     coords = wrap_into_box(pad_to_3d(as_rows(queries, name, n_dims)), box)
     check_magnitude(coords, name)
     return coords
+
+
+def _vec3d():
+    """Warp's float64 vector type where the caller imported Warp, else None."""
+    warp = sys.modules.get("warp")
+    return None if warp is None else warp.vec3d
 
 
 def radius_inputs(queries, r, n_dims: int, box: np.ndarray, periodic: np.ndarray):

@@ -119,14 +119,16 @@ def _order(permutation: wp.array, index_dtype: np.dtype, device) -> wp.array:
     return order
 
 
-def device_points(points: wp.array, box: np.ndarray, device) -> tuple[wp.array, np.ndarray,
-                                                                   np.ndarray]:
-    """The points of a grid whose caller's (n, d) float32 or float64 ``points`` lie on the
-    Warp ``device``: ``(points3, lowest, highest)`` as `_validation.grid_points` gives
-    them, ``points3`` the (n,) float64 vectors on the device (`kernels.points_in`: padded,
-    wrapped into the periodic axes of ``box``), the bounds and checks folded there, so that
-    only scalars come to the host. Where a check fails, the points are copied to the host
-    and `grid_points` raises its own error, naming the first bad value."""
+def device_points(points: wp.array, box: np.ndarray, device, check=None
+                  ) -> tuple[wp.array, np.ndarray, np.ndarray]:
+    """The points of a grid (or the queries of a query) whose caller's (n, d) float32 or
+    float64 ``points`` lie on the Warp ``device``: ``(points3, lowest, highest)`` as
+    `_validation.grid_points` gives them, ``points3`` the (n,) float64 vectors on the
+    device (`kernels.points_in`: padded, wrapped into the periodic axes of ``box``), the
+    bounds and checks folded there, so that only scalars come to the host. Where a check
+    fails, the points are copied to the host and ``check`` (default `grid_points` with
+    ``box``), the host's check of the same values, raises its own error, naming the first
+    bad value."""
     n = points.shape[0]
     padded = device_empty(n, wp.vec3d, device, f"the build of {n:,} points")
     bounds = wp.array(np.array([[np.inf] * 3, [-np.inf] * 3]), dtype=wp.float64,
@@ -140,5 +142,6 @@ def device_points(points: wp.array, box: np.ndarray, device) -> tuple[wp.array, 
     lowest, highest = bounds.numpy() if n else np.zeros((2, 3))
     if (n_not_finite.numpy()[0] or smallest.numpy()[0] < COORDINATE_FLOOR
             or lowest.min() < -COORDINATE_LIMIT or highest.max() > COORDINATE_LIMIT):
-        grid_points(np.ascontiguousarray(points.numpy(), dtype=np.float64), box)
+        host = np.ascontiguousarray(points.numpy(), dtype=np.float64)
+        grid_points(host, box) if check is None else check(host)
     return padded, lowest.copy(), highest.copy()

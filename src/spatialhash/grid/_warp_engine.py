@@ -175,7 +175,7 @@ class WarpEngine:
 
     def _radius_rows(self, query_points, radii, sort):
         """The count or fill pass of a radius query, as `_count_and_fill` calls it."""
-        queries = wp.array(query_points, dtype=wp.vec3d, device=self.device)
+        queries = self._vectors(query_points)
         query_radii = wp.array(radii, dtype=wp.float64, device=self.device)
         no_radii = wp.empty(0, dtype=wp.float64, device=self.device)
 
@@ -197,7 +197,7 @@ class WarpEngine:
         counts = wp.zeros(m, dtype=wp.int64, device=self.device)
         self._launch(knn.knn_rows, m, (
             self._device_build.grid, self._device_build.order,
-            wp.array(query_points, dtype=wp.vec3d, device=self.device), wp.int64(k),
+            self._vectors(query_points), wp.int64(k),
             wp.float64(limit), indices, distances, counts))
         return KNearest(indices, distances, counts, self.n_points)
 
@@ -280,6 +280,13 @@ class WarpEngine:
         """The empty outputs of a count pass."""
         return (wp.empty((0, n_columns), dtype=self._index_type(), device=self.device),
                 wp.empty(0, dtype=wp.float64, device=self.device))
+
+    def _vectors(self, points3):
+        """(m, 3) float64 points as vectors on the device: copied there from NumPy, or
+        as they are, the vectors `_device_arrays` made there of a caller's array."""
+        if isinstance(points3, wp.array):
+            return points3
+        return wp.array(points3, dtype=wp.vec3d, device=self.device)
 
     def _index_type(self):
         return wp.int32 if self.index_dtype == np.int32 else wp.int64
