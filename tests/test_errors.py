@@ -205,8 +205,9 @@ def test_bad_device_raises_value_error(device):
         Grid(POINTS, 0.5, device=device)
 
 
-@pytest.mark.parametrize("device", [None, 0, b"cpu"])
+@pytest.mark.parametrize("device", [0, b"cpu"])
 def test_device_not_a_str_raises_type_error(device):
+    # None is the default: the points' device (tests/test_device_arrays.py).
     with raises(TypeError, rf"`device` must be a str: {DEVICES}; got "
                            rf"{type(device).__name__} {re.escape(repr(device))}\."):
         Grid(POINTS, 0.5, device=device)

@@ -244,14 +244,16 @@ def iter_pairs(engine: CpuEngine, r2, radii, reach, chunk_size,
 
 
 def chunks_of_cells(counts: np.ndarray, chunk_size: int, fill,
-                    return_distances, copy=np.copy) -> Iterator[Pairs]:
+                    return_distances, take=None) -> Iterator[Pairs]:
     """Consecutive chunks of at most ``chunk_size`` pairs (or the pairs found from one
     cell), ``counts`` being the pairs found from each cell and ``fill(begin, end)`` the
     `Pairs` found from cells ``begin .. end - 1``, in order: chunks are filled together,
     up to ``max(chunk_size, ITER_PAIRS_BATCH_ROWS)`` rows (or one chunk, when larger),
     and copied out one by one, so that a small ``chunk_size`` costs a copy per chunk
-    rather than a fill pass, ``copy`` (the engine's own: `warp.clone` on a device) making
-    each chunk's arrays its own. Every engine's `iter_pairs` cuts its chunks here."""
+    rather than a fill pass, ``take(array, rows)`` (the engine's own, for arrays on a
+    device; default a NumPy copy of ``array[rows]``) making each chunk's arrays its own.
+    Every engine's `iter_pairs` cuts its chunks here."""
+    take = _copy_rows if take is None else take
     ends = chunk_ends(counts, chunk_size)
     offsets = [0, *np.cumsum(counts).tolist()]
     batch_rows = max(chunk_size, ITER_PAIRS_BATCH_ROWS)
@@ -272,10 +274,14 @@ def chunks_of_cells(counts: np.ndarray, chunk_size: int, fill,
         for end in ends[k:stop]:
             rows = slice(offsets[begin] - base, offsets[end] - base)
             begin = end
-            yield Pairs(copy(batch.indices[rows]),
-                        copy(batch.distances[rows]) if return_distances else None,
+            yield Pairs(take(batch.indices, rows),
+                        take(batch.distances, rows) if return_distances else None,
                         batch.shape)
         k = stop
+
+
+def _copy_rows(array: np.ndarray, rows: slice) -> np.ndarray:
+    return array[rows].copy()
 
 
 def count_pairs(engine: CpuEngine, r2, radii, reach):

@@ -129,7 +129,7 @@ class WarpEngine:
             return Pairs(indices, distances if return_distances else None, (n, n))
 
         yield from chunks_of_cells(running[cell_start[1:]] - running[cell_start[:-1]],
-                                   chunk_size, fill, return_distances, wp.clone)
+                                   chunk_size, fill, return_distances, _take_rows)
 
     def found_pairs(self, r2, radii, reach) -> FoundPairs:
         """The pairs of `query_pairs` as its search found them (`GridEngine.found_pairs`):
@@ -309,6 +309,13 @@ def _host(array: wp.array) -> np.ndarray:
     gives a view of the Warp array's memory)."""
     values = array.numpy()
     return values.copy() if array.device.is_cpu else values
+
+
+def _take_rows(array: wp.array, rows: slice) -> wp.array:
+    """A copy of ``array[rows]`` on its device (Warp refuses an empty slice)."""
+    if rows.stop <= rows.start:
+        return wp.empty((0, *array.shape[1:]), dtype=array.dtype, device=array.device)
+    return wp.clone(array[rows])
 
 
 def _not_yet(name: str):
