@@ -274,6 +274,11 @@ class Boundary(NamedTuple):
         memory (see the module docstring)."""
         if self.kind == NUMPY and self.warp_device is None:
             return found  # the CPU engine's NumPy results, as they are
+        if self.memory is not None:
+            import warp  # imported already: the grid is on a Warp device
+
+            # Warp's kernels run on Warp's stream; the caller's library reads on its own.
+            warp.synchronize_device(self.warp_device)
         if isinstance(found, Pairs | Neighbors | KNearest | RayHits):
             changes = {field.name: self.array(getattr(found, field.name))
                        for field in dataclasses.fields(found)
@@ -327,6 +332,10 @@ def as_warp(value, name: str, warp_device: str):
         return value
     try:
         if _arrays_module().is_tensor(value):
+            if value.device.type == "cuda":
+                # Written on torch's stream, read on Warp's: wait for the writes. (DLPack
+                # makes the producer wait for the consumer's stream itself.)
+                sys.modules["torch"].cuda.current_stream(value.device).synchronize()
             return warp.from_torch(value.detach(), requires_grad=False)
         if hasattr(value, "__dlpack__"):
             return warp.from_dlpack(value)
