@@ -10,6 +10,7 @@ byte. The CUDA tests run where a GPU is present (``benchmarks/gpu_check.py``).
 from __future__ import annotations
 
 import gc
+import sys
 
 import numpy as np
 import pytest
@@ -176,6 +177,14 @@ def test_strided_empty_and_brute_force_points_on_the_device():
     assert empty.n_points == 0 and empty.cell_size == Grid(np.zeros((0, 3))).cell_size
     assert_same(empty.query_knn(queries, 2), Grid(np.zeros((0, 3))).query_knn(queries, 2),
                 torch.Tensor, "knn")
+
+
+def test_lists_of_queries_without_warp_imported(monkeypatch):
+    # Regression: a list was taken for checked vectors where Warp was not imported.
+    points, queries, _ = scene()
+    monkeypatch.delitem(sys.modules, "warp")
+    found = Grid(points, 0.1).query_knn(queries.tolist(), 2)
+    assert found.indices.tolist() == Grid(points, 0.1).query_knn(queries, 2).indices.tolist()
 
 
 def test_the_cpu_engine_gives_tensors_over_its_own_arrays():

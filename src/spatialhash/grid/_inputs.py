@@ -92,17 +92,18 @@ def canonical_queries(queries, n_dims: int, box: np.ndarray, name: str = "querie
     """``queries`` as a C-contiguous (m, 3) float64 array wrapped into ``box`` (a single
     point may be 1-D: one query). Queries on a Warp device come checked already, as
     (m,) float64 vectors (`_device_arrays.Boundary.queries`), and pass as they are."""
-    if not isinstance(queries, np.ndarray) and getattr(queries, "dtype", None) is _vec3d():
+    if not isinstance(queries, np.ndarray) and _is_vectors(queries):
         return queries
     coords = wrap_into_box(pad_to_3d(as_rows(queries, name, n_dims)), box)
     check_magnitude(coords, name)
     return coords
 
 
-def _vec3d():
-    """Warp's float64 vector type where the caller imported Warp, else None."""
+def _is_vectors(value) -> bool:
+    """Whether ``value`` is a Warp array of float64 vectors (found without importing
+    Warp: where the caller has not imported it, nothing is)."""
     warp = sys.modules.get("warp")
-    return None if warp is None else warp.vec3d
+    return warp is not None and isinstance(value, warp.array) and value.dtype is warp.vec3d
 
 
 def radius_inputs(queries, r, n_dims: int, box: np.ndarray, periodic: np.ndarray):
