@@ -238,10 +238,13 @@ def test_points_on_the_device_are_not_read_on_the_host(monkeypatch):
     for name in ("numpy", "__array__", "cpu"):
         monkeypatch.setattr(torch.Tensor, name, refused)
     grid = Grid(given, 0.1, box=1.0, device=WARP)
+    shifted = asked - 0.5  # wrapped into the box on the device, never in place
+    kept = shifted.clone()
     found = (grid.query_pairs(0.1, return_distances=True),
-             grid.query_radius(asked - 0.5, 0.1, return_distances=True),
+             grid.query_radius(shifted, 0.1, return_distances=True),
              grid.count_radius(asked.float(), 0.1), grid.query_knn(asked, 3, r_max=0.1))
     monkeypatch.undo()
+    assert torch.equal(shifted, kept)
     cpu = Grid(points, 0.1, box=1.0)
     assert_same(sorted_pairs(found[0]), sorted_pairs(cpu.query_pairs(
         0.1, return_distances=True)), np.ndarray, "pairs")
