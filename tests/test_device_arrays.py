@@ -268,6 +268,9 @@ def test_bad_queries_on_the_device_raise_as_numpy_queries_do(make):
     with pytest.raises(ValueError, match=r"^`queries` must have 3 columns, like the grid's "
                                          r"points; got shape \(40, 2\)\.$"):
         grid.count_radius(make(queries[:, :2].copy()), 0.1)
+    with pytest.raises(TypeError, match=r"got exclude_self=True and `queries` an array of "
+                                        r"shape \(40, 2\)\."):
+        grid.query_knn(make(queries[:, :2].copy()), 2, exclude_self=True)
     one = grid.query_knn(make(points[5].copy()), 1)  # one point, 1-D: the host's path
     assert host(one.indices).tolist() == [[5]]
 

@@ -270,9 +270,9 @@ class Grid(FunctionQueries, RayQueries):
 
     def _radius(self, queries, r, return_distances, sort, exclude_self) -> Neighbors:
         """`query_radius` as the engine answers it (on its device)."""
-        queries, exclude_self = own_queries(self._engine.state, self._n_dims,
-                                            self._io.queries(queries, self._n_dims,
-                                                             self._box), exclude_self)
+        queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
+                                            exclude_self)
+        queries = self._io.queries(queries, self._n_dims, self._box)
         query_points, radii = radius_inputs(queries, self._io.host_argument(r, "r"),
                                             self._n_dims, self._box, self._periodic)
         found = self._engine.query_radius(query_points, radii, return_distances, sort)
@@ -284,9 +284,9 @@ class Grid(FunctionQueries, RayQueries):
         Parameters are as in `query_radius` (with ``exclude_self``, one less: each point
         lies within ``r`` of itself); nothing but the counts is stored.
         """
-        queries, exclude_self = own_queries(self._engine.state, self._n_dims,
-                                            self._io.queries(queries, self._n_dims,
-                                                             self._box), exclude_self)
+        queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
+                                            exclude_self)
+        queries = self._io.queries(queries, self._n_dims, self._box)
         query_points, radii = radius_inputs(queries, self._io.host_argument(r, "r"),
                                             self._n_dims, self._box, self._periodic)
         counts = self._engine.count_radius(query_points, radii)
@@ -323,9 +323,9 @@ class Grid(FunctionQueries, RayQueries):
             ``r_max`` excludes them, in which case the remaining slots hold -1 and
             ``inf``.
         """
-        queries, exclude_self = own_queries(self._engine.state, self._n_dims,
-                                            self._io.queries(queries, self._n_dims,
-                                                             self._box), exclude_self)
+        queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
+                                            exclude_self)
+        queries = self._io.queries(queries, self._n_dims, self._box)
         query_points = canonical_queries(queries, self._n_dims, self._box)
         k = as_count(k, "k")
         limit = np.inf if r_max is None else as_positive_scalar(
