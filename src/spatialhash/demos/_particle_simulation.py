@@ -260,6 +260,43 @@ class ParticleSystem:
         clone._search = ContactSearch(search or self.search, self.n_threads)
         return clone
 
+    def to_device(self, device: str):
+        """This state on a Warp device, as a `DeviceParticleSystem` (this one unchanged).
+
+        Parameters
+        ----------
+        device : {"warp-cpu", "cuda", "cuda:N"}
+            Where the copy's state lives and its step runs (the library's device names:
+            ``"warp-cpu"`` is Warp's kernels compiled for the CPU).
+
+        Returns
+        -------
+        DeviceParticleSystem
+            Its step is the host step's with a Jacobi contact projection (see
+            ``spatialhash.demos._particle_device``).
+
+        Raises
+        ------
+        ValueError, TypeError
+            For a ``device`` that is not one of those.
+        ImportError
+            Without Warp (the ``gpu`` extra), in one line naming it.
+        RuntimeError
+            For a CUDA device without a CUDA driver or that GPU.
+        """
+        from ..grid import _devices
+
+        warp_device = _devices.warp_device_name(device)
+        if warp_device is None:
+            raise ValueError(f"`device` must be a Warp device ('warp-cpu', 'cuda' or "
+                             f"'cuda:N'); got {device!r}. The host step runs on 'cpu'.")
+        # Imports Warp, or raises the line naming the extra, before the module that
+        # imports Warp at its top.
+        _devices.load_warp(device, warp_device)
+        from ._particle_device import DeviceParticleSystem
+
+        return DeviceParticleSystem(self, device)
+
     def candidate_pairs(self) -> np.ndarray:
         """The pairs `step` would resolve now: within ``r_i + r_j + 2 * skin``."""
         return self._search(self.positions, self._search_radii).copy()

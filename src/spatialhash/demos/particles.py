@@ -149,6 +149,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_threads_argument(parser, "the spatial hash's queries: the hash search, the overlap "
                          "check and the window's highlight; the solver and the other "
                          "searches run on one")
+    parser.add_argument("--device", default="cpu",
+                        help="where the simulation runs: cpu (the host step, default), or a "
+                        "Warp device, headless only: warp-cpu (Warp's kernels on the CPU), "
+                        "cuda or cuda:N; the table then times the device step against the "
+                        "CPU engine's (needs the gpu extra)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -159,8 +164,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     write = str(args.output).lower() != "none"
+    from . import _particle_device_run as device_run
     from . import _particle_view as view
 
+    problem = device_run.device_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if args.device != "cpu":
+        return device_run.run(args, COMMAND, write, view)
     if args.interactive:
         problem = view.display_problem(args.headless)
         if problem:
