@@ -25,6 +25,9 @@ The two other searches are demo-side baselines in numba (`_particle_kernels`): b
 over all pairs, and a sorted index (particles sorted by packed cell key, neighbouring cells
 found by binary search). All three return the same pairs, in different orders; the solver
 sorts them before its sweeps, so the trajectory does not depend on the search.
+
+`ParticleSystem.to_device` copies the state to a Warp device, whose step is Warp kernels
+with Jacobi sweeps in place of the Gauss-Seidel ones (`_particle_device`).
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@
 `run` checks the options, steps a `ParticleSystem` (the simulation, in `_particle_simulation`)
 for ``--steps`` steps while drawing animation frames (`_particle_view`), times every contact
 search on copies of the final state (`time_searches`, `format_table`), writes the GIF and,
-where a display is or with ``--interactive``, opens the window. `add_arguments` adds its
-options to the ``spatialhash demo particles`` parser.
+where a display is or with ``--interactive``, opens the window. With ``--device`` a Warp
+device, `run` hands the run to `_particle_device_run` (the simulation on that device, and
+a table of its step against the CPU engine's). `add_arguments` adds its options to the
+``spatialhash demo particles`` parser.
 
 This module is the demo's import path: tests, ``benchmarks/bench_particles.py`` and
 ``benchmarks/bench_ab.py`` (which also imports it from the revisions it compares against)
