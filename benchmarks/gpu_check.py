@@ -1,7 +1,8 @@
 """The checks that need a GPU, in one run that prints one table: the Warp engine's tests on
 CUDA (the contract suite on ``"warp-cuda"``, `tests/test_warp_engine.py` with its check of
 the PTX for fused multiply-adds and its CUDA test, `tests/test_warp_rays.py`'s ray casts
-against the CPU engine's on CUDA), then the particle demo on CUDA (a few steps of a
+against the CPU engine's on CUDA, `tests/test_particle_demo_device.py`'s demo step on CUDA
+against the same on ``"warp-cpu"``), then the particle demo on CUDA (a few steps of a
 million particles, ``spatialhash demo particles --device cuda``: its table's CUDA row goes
 into the summary), then `bench_gpu.py`.
 
@@ -98,9 +99,10 @@ def main(argv=None) -> int:
     else:
         tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                  "-p", "no:xdist", "tests/test_warp_engine.py", "tests/test_warp_rays.py",
-                 "tests/test_contract.py", "-k", "warp"]
+                 "tests/test_contract.py", "tests/test_particle_demo_device.py", "-k", "warp"]
         status, seconds, _ = run_step(tests, args.test_seconds, env)
-        rows.append(("tests on CUDA (contract, test_warp_engine, rays, PTX)", status, seconds,
+        rows.append(("tests on CUDA (contract, test_warp_engine, rays, PTX, demo step)",
+                     status, seconds,
                      "the contract suite on warp-cuda and warp-cpu"))
         demo = [sys.executable, "-m", "spatialhash", "demo", "particles", "--device", "cuda",
                 "--count", str(args.demo_count), "--steps", "3", "--timing-steps", "3",

@@ -7,6 +7,7 @@ extra."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import sys
 
@@ -21,6 +22,9 @@ from test_demo_particles import contacts_oracle, keys, max_overlap_oracle, parse
 DEVICE = "warp-cpu"
 needs_warp = pytest.mark.skipif(importlib.util.find_spec("warp") is None,
                                 reason="the gpu extra")
+#: CUDA devices to compare with ``warp-cpu``: a GPU with ``SPATIALHASH_TEST_CUDA=1``
+#: (`benchmarks/gpu_check.py`), none otherwise.
+CUDA_DEVICES = ["cuda"] if os.environ.get("SPATIALHASH_TEST_CUDA") == "1" else []
 
 
 def device_contacts(positions: np.ndarray, radii: np.ndarray) -> np.ndarray:
@@ -153,6 +157,21 @@ def test_device_step_is_deterministic_whatever_the_order_of_the_pairs(monkeypatc
     for system in runs[1:]:
         for got, expected in zip(host_state(system), host_state(runs[0]), strict=True):
             np.testing.assert_array_equal(got, expected)
+
+
+@needs_warp
+@pytest.mark.parametrize("cuda", CUDA_DEVICES)
+def test_warp_cpu_and_cuda_steps_give_the_same_positions(cuda):
+    # The same pairs (the grid engine's promise), each contact list in one order, no
+    # fused multiply-adds (fuse_fp off) and IEEE square roots and divisions on both.
+    start = ParticleSystem(2000, seed=3)
+    for _ in range(150):
+        start.step()
+    runs = [start.to_device(device) for device in (DEVICE, cuda)]
+    n_pairs = [sum(system.step().n_pairs for _ in range(20)) for system in runs]
+    assert n_pairs[0] == n_pairs[1] > 20 * 2000
+    for got, expected in zip(host_state(runs[1]), host_state(runs[0]), strict=True):
+        np.testing.assert_array_equal(got, expected)
 
 
 @needs_warp
