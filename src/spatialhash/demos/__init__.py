@@ -2,5 +2,6 @@
 
 They need the ``demo`` extra (Pillow for animations, tqdm for progress bars):
 ``pip install "spatialhash[demo]"``; the particle demo's interactive window needs the
-``window`` extra (pygame) besides.
+``window`` extra (pygame) besides, and its run on a Warp device (``--device``) the ``gpu``
+extra (warp-lang).
 """

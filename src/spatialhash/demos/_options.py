@@ -28,6 +28,7 @@ EXTRAS = {
     "tqdm": ("tqdm", "demo"),  # progress bars, the demos' and the command line's
     "pygame": ("pygame", "window"),  # the particle demo's interactive window
     "pyarrow": ("pyarrow", "parquet"),  # .parquet files on the command line
+    "warp": ("warp-lang", "gpu"),  # the particle demo on a Warp device (--device)
 }
 
 

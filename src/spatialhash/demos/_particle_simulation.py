@@ -25,6 +25,9 @@ The two other searches are demo-side baselines in numba (`_particle_kernels`): b
 over all pairs, and a sorted index (particles sorted by packed cell key, neighbouring cells
 found by binary search). All three return the same pairs, in different orders; the solver
 sorts them before its sweeps, so the trajectory does not depend on the search.
+
+`ParticleSystem.to_device` copies the state to a Warp device, whose step is Warp kernels
+with Jacobi sweeps in place of the Gauss-Seidel ones (`_particle_device`).
 """
 
 from __future__ import annotations
@@ -259,6 +262,43 @@ class ParticleSystem:
             setattr(clone, name, getattr(self, name).copy())
         clone._search = ContactSearch(search or self.search, self.n_threads)
         return clone
+
+    def to_device(self, device: str):
+        """This state on a Warp device, as a `DeviceParticleSystem` (this one unchanged).
+
+        Parameters
+        ----------
+        device : {"warp-cpu", "cuda", "cuda:N"}
+            Where the copy's state lives and its step runs (the library's device names:
+            ``"warp-cpu"`` is Warp's kernels compiled for the CPU).
+
+        Returns
+        -------
+        DeviceParticleSystem
+            Its step is the host step's with a Jacobi contact projection (see
+            ``spatialhash.demos._particle_device``).
+
+        Raises
+        ------
+        ValueError, TypeError
+            For a ``device`` that is not one of those.
+        ImportError
+            Without Warp (the ``gpu`` extra), in one line naming it.
+        RuntimeError
+            For a CUDA device without a CUDA driver or that GPU.
+        """
+        from ..grid import _devices
+
+        warp_device = _devices.warp_device_name(device)
+        if warp_device is None:
+            raise ValueError(f"`device` must be a Warp device ('warp-cpu', 'cuda' or "
+                             f"'cuda:N'); got {device!r}. The host step runs on 'cpu'.")
+        # Imports Warp, or raises the line naming the extra, before the module that
+        # imports Warp at its top.
+        _devices.load_warp(device, warp_device)
+        from ._particle_device import DeviceParticleSystem
+
+        return DeviceParticleSystem(self, device)
 
     def candidate_pairs(self) -> np.ndarray:
         """The pairs `step` would resolve now: within ``r_i + r_j + 2 * skin``."""

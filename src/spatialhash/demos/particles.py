@@ -3,8 +3,10 @@
 `run` checks the options, steps a `ParticleSystem` (the simulation, in `_particle_simulation`)
 for ``--steps`` steps while drawing animation frames (`_particle_view`), times every contact
 search on copies of the final state (`time_searches`, `format_table`), writes the GIF and,
-where a display is or with ``--interactive``, opens the window. `add_arguments` adds its
-options to the ``spatialhash demo particles`` parser.
+where a display is or with ``--interactive``, opens the window. With ``--device`` a Warp
+device, `run` hands the run to `_particle_device_run` (the simulation on that device, and
+a table of its step against the CPU engine's). `add_arguments` adds its options to the
+``spatialhash demo particles`` parser.
 
 This module is the demo's import path: tests, ``benchmarks/bench_particles.py`` and
 ``benchmarks/bench_ab.py`` (which also imports it from the revisions it compares against)
@@ -149,6 +151,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_threads_argument(parser, "the spatial hash's queries: the hash search, the overlap "
                          "check and the window's highlight; the solver and the other "
                          "searches run on one")
+    parser.add_argument("--device", default="cpu",
+                        help="where the simulation runs: cpu (the host step, default), or a "
+                        "Warp device, headless only: warp-cpu (Warp's kernels on the CPU), "
+                        "cuda or cuda:N; the table then times the device step against the "
+                        "CPU engine's (needs the gpu extra)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -159,8 +166,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     write = str(args.output).lower() != "none"
+    from . import _particle_device_run as device_run
     from . import _particle_view as view
 
+    problem = device_run.device_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if args.device != "cpu":
+        return device_run.run(args, COMMAND, write, view)
     if args.interactive:
         problem = view.display_problem(args.headless)
         if problem:
