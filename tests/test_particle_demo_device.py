@@ -37,7 +37,7 @@ def device_contacts(positions: np.ndarray, radii: np.ndarray) -> np.ndarray:
     on = system.positions.device
     found = _particle_device.device_contacts(
         DEVICE, wp.array(positions, dtype=wp.vec2d, device=on),
-        wp.array(radii, dtype=wp.float64, device=on))
+        wp.array(radii, dtype=wp.float64, device=on), _particle_device.contact_cell_size(radii))
     assert found.dtype == wp.int32 and found.device == on
     return found.numpy()
 
@@ -142,8 +142,8 @@ def test_device_step_is_deterministic_whatever_the_order_of_the_pairs(monkeypatc
     search = _particle_device.device_contacts
     rng = np.random.default_rng(0)
 
-    def shuffled(grid_device, positions, radii):
-        pairs = search(grid_device, positions, radii).numpy()
+    def shuffled(grid_device, positions, radii, cell_size):
+        pairs = search(grid_device, positions, radii, cell_size).numpy()
         pairs = pairs[rng.permutation(pairs.shape[0])][:, ::-1]
         return wp.array(np.ascontiguousarray(pairs), dtype=wp.int32, device=positions.device)
 

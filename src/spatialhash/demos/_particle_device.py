@@ -43,13 +43,14 @@ from ._particle_simulation import ParticleSystem, StepTimes
 SWEEPS_PER_ITERATION = 2
 
 
-def device_contacts(grid_device: str, positions: wp.array, radii: wp.array) -> wp.array:
+def device_contacts(grid_device: str, positions: wp.array, radii: wp.array,
+                    cell_size: float) -> wp.array:
     """Every pair within ``radii[i] + radii[j]`` of each other, on ``positions``' device.
 
-    The search is `spatialhash.Grid` on ``grid_device`` and its ``query_pairs(radii=...)``:
-    the grid is built from a host copy of the positions (``positions.numpy()``), with cell
-    size twice the largest radius as on the host, and its pairs are copied back to the
-    device as int32.
+    The search is `spatialhash.Grid` on ``grid_device`` over the device's positions and its
+    ``query_pairs(radii=...)``: the grid reads the positions where they lie and answers in
+    their kind, a Warp array on their device, so only scalars and the radii (which `Grid`
+    checks on the host) cross to the host.
 
     Parameters
     ----------
@@ -60,19 +61,25 @@ def device_contacts(grid_device: str, positions: wp.array, radii: wp.array) -> w
         Centres.
     radii : warp.array of float64, shape (n,)
         Radii, >= 0.
+    cell_size : float
+        The grid's cell size: twice the largest radius (any positive size when every
+        radius is 0), computed once by the caller, whose radii do not change.
 
     Returns
     -------
     warp.array of int32, shape (n_pairs, 2)
-        Each pair once with ``i < j``, in the grid engine's order, on ``positions.device``.
+        Each pair once with ``i < j``, in the grid engine's order, on ``positions.device``
+        (the library's indices are int32 below 2**31 points).
     """
-    points = positions.numpy()
-    host_radii = radii.numpy()
-    reach = 2.0 * float(host_radii.max()) if host_radii.size else 0.0
-    grid = spatialhash.Grid(points, cell_size=reach if reach > 0.0 else 1.0,
-                            device=grid_device)
-    pairs = np.ascontiguousarray(grid.query_pairs(radii=host_radii).indices, dtype=np.int32)
-    return wp.array(pairs.reshape(-1, 2), dtype=wp.int32, device=positions.device)
+    grid = spatialhash.Grid(positions, cell_size=cell_size, device=grid_device)
+    return grid.query_pairs(radii=radii).indices
+
+
+def contact_cell_size(radii: np.ndarray) -> float:
+    """The cell size of a contact search with ``radii``: twice the largest, or 1 where every
+    radius is 0 (any positive size then finds the coincident pairs)."""
+    reach = 2.0 * float(radii.max()) if radii.size else 0.0
+    return reach if reach > 0.0 else 1.0
 
 
 def load(device: str) -> str:
@@ -122,6 +129,8 @@ class DeviceParticleSystem:
         self.radii = wp.array(system.radii, dtype=wp.float64, device=on)
         self._inverse_mass = wp.array(1.0 / system.radii**2, dtype=wp.float64, device=on)
         self._search_radii = wp.array(system.radii + system.skin, dtype=wp.float64, device=on)
+        self._search_cell = contact_cell_size(system.radii + system.skin)
+        self._contact_cell = contact_cell_size(system.radii)
         n = system.n_particles
         self._previous = wp.empty(n, dtype=wp.vec2d, device=on)
         self._moved = wp.empty(n, dtype=wp.vec2d, device=on)
@@ -160,7 +169,8 @@ class DeviceParticleSystem:
     def candidate_pairs(self) -> wp.array:
         """The pairs `step` would resolve now: within ``r_i + r_j + 2 * skin`` (int32,
         shape (n_pairs, 2), on the device)."""
-        return device_contacts(self.device, self.positions, self._search_radii)
+        return device_contacts(self.device, self.positions, self._search_radii,
+                               self._search_cell)
 
     def step(self) -> StepTimes:
         """Advance one step; returns how long the search and the whole step took (the
@@ -210,7 +220,7 @@ class DeviceParticleSystem:
     def max_overlap(self) -> float:
         """Largest overlap of two discs now, as a fraction of the smaller radius (a fresh
         contact search, on the device)."""
-        pairs = device_contacts(self.device, self.positions, self.radii)
+        pairs = device_contacts(self.device, self.positions, self.radii, self._contact_cell)
         if pairs.shape[0] == 0:
             return 0.0
         overlaps = wp.empty(pairs.shape[0], dtype=wp.float64, device=self._warp_device)

@@ -85,8 +85,8 @@ def run(args: argparse.Namespace, command: str, write: bool, view) -> int:
         return 1
     print(f"\nPer-step wall-clock time from the final state, {args.timing_steps} steps each, "
           f"medians. {CPU_ENGINE}: the host step (the hash search on the CPU engine, "
-          f"Gauss-Seidel sweeps);\n{args.device}: the device step (the search through a "
-          f"host copy of the positions, {system.n_substeps} substeps of "
+          f"Gauss-Seidel sweeps);\n{args.device}: the device step (the search on the "
+          f"device's positions, {system.n_substeps} substeps of "
           f"{system.n_sweeps} Jacobi sweeps):")
     print(format_device_table(rows))
     if write:
