@@ -69,8 +69,7 @@ def system_cells(cell, pbc, n_dims: int, n_systems: int | None, name: str = "cel
     count = n_systems if batch else 1
     flags = _as_pbc(pbc, n_dims, n_systems, cell is not None)
     if cell is None:
-        open_cell = np.zeros((n_dims, n_dims))
-        return [geometry(open_cell, flags[b], "cell") for b in range(count)]
+        return geometries(np.zeros((count, n_dims, n_dims)), flags, ["cell"] * count)
     values = as_float_array(cell, name)
     check_finite(values, name)
     if batch and (values.ndim < 2 or values.shape[0] != n_systems):
@@ -82,11 +81,46 @@ def system_cells(cell, pbc, n_dims: int, n_systems: int | None, name: str = "cel
             f"`np.broadcast_to(cell, ({n_systems}, {n_dims}, {n_dims}))`."
         )
     systems = values if batch else values[np.newaxis]
-    cells = []
+    names = [f"{name}[{b}]" if batch else name for b in range(count)]
+    vectors = []
     for b in range(count):
-        system_name = f"{name}[{b}]" if batch else name
-        cells.append(geometry(cell_vectors(systems[b], n_dims, system_name), flags[b],
-                              system_name))
+        try:
+            vectors.append(cell_vectors(systems[b], n_dims, names[b]))
+        except ValueError:
+            geometries(np.array(vectors).reshape(b, n_dims, n_dims), flags[:b], names[:b])
+            raise  # the earlier systems' errors first, as one system after another
+    return geometries(np.array(vectors), flags, names)
+
+
+def geometries(vectors: np.ndarray, periodic: np.ndarray, names: list[str]
+               ) -> list[CellGeometry]:
+    """`geometry` of each of the cells ``vectors`` (B, d, d) with their periodic axes
+    ``periodic`` (B, d), measured together for the cells of each pattern of periodic axes
+    (NumPy's stacked linear algebra, the same arithmetic cell by cell), so that a batch of
+    many systems costs no Python work per system but the making of its result. The first
+    cell, in order, that `geometry` refuses is refused with its message."""
+    if not len(vectors):
+        return []
+    cells = [None] * len(vectors)
+    patterns, pattern_of = np.unique(periodic, axis=0, return_inverse=True)
+    for k, pattern in enumerate(patterns):
+        members = np.flatnonzero(pattern_of.reshape(-1) == k)
+        axes = np.flatnonzero(pattern)
+        group = vectors[members]
+        rows = group[:, axes]
+        failed = ((_relative_volumes(rows) <= DEGENERATE_VOLUME)
+                  | (_signed_relative_volumes(group) < -DEGENERATE_VOLUME))
+        if failed.any():
+            first = members[np.argmax(failed)]
+            geometry(vectors[first], periodic[first], names[first])  # raises
+        if axes.size:
+            duals = np.linalg.solve(rows @ rows.transpose(0, 2, 1), rows)
+        else:
+            duals = np.zeros((len(members), 0, vectors.shape[2]))
+        widths = 1.0 / np.sqrt((duals * duals).sum(axis=2))
+        flags = np.array(pattern, dtype=bool)
+        for member, cell, dual, width in zip(members, group, duals, widths, strict=True):
+            cells[member] = CellGeometry(cell, flags, axes, dual, width)
     return cells
 
 
@@ -213,3 +247,32 @@ def _signed_relative_volume(vectors: np.ndarray) -> float:
     if not (norms > 0).all():
         return 0.0
     return float(np.linalg.det(vectors / norms[:, np.newaxis]))
+
+
+def _relative_volumes(rows: np.ndarray) -> np.ndarray:
+    """`_relative_volume` of each of the stacked rows (B, p, d), together."""
+    if not rows.shape[1]:
+        return np.ones(len(rows))
+    norms = np.sqrt((rows * rows).sum(axis=2))
+    zero = ~(norms > 0).all(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        unit = rows / norms[:, :, np.newaxis]
+    unit[zero] = 0.0
+    if rows.shape[1] == rows.shape[2]:
+        volumes = np.abs(np.linalg.det(unit)) if len(rows) else np.zeros(0)
+    elif rows.shape[1] == 1:
+        volumes = np.ones(len(rows))
+    else:  # two rows in 3-D
+        volumes = np.sqrt((np.cross(unit[:, 0], unit[:, 1]) ** 2).sum(axis=1))
+    return np.where(zero, 0.0, volumes)
+
+
+def _signed_relative_volumes(vectors: np.ndarray) -> np.ndarray:
+    """`_signed_relative_volume` of each of the stacked vectors (B, d, d), together."""
+    norms = np.sqrt((vectors * vectors).sum(axis=2))
+    zero = ~(norms > 0).all(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        unit = vectors / norms[:, :, np.newaxis]
+    unit[zero] = 0.0
+    volumes = np.linalg.det(unit) if len(vectors) else np.zeros(0)
+    return np.where(zero, 0.0, volumes)

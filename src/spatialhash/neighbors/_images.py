@@ -37,8 +37,11 @@ concatenation, filtering), one system after another; the row building took most 
 time and memory. Shifted queries store no copy; the bins are a plain cell list per
 system (wrapped points fill a box about their cell, so a dense array of bins, capped at a
 few per point, is as compact as a hash table and needs no lookup), built for all systems
-by one counting sort; a count pass and a fill pass write only the arrays asked for,
-straight into their places. `Grid` is not used: its cells are one set per grid, where a
+by one counting sort. A first pass scans and keeps each chunk's hits (8 bytes each, where
+a row takes up to 72) in memory sized from the density its atoms see (`_hit_share`) and
+counts each atom's rows; a second writes only the arrays asked for from the hits,
+straight into their places, without scanning again (a chunk whose hits did not fit
+scans again). `Grid` is not used: its cells are one set per grid, where a
 batch needs one per system, and its radius search returns indices where the rows need
 the shift each was found at.
 
@@ -49,12 +52,15 @@ same distance, and a half list is a subset of the full one.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _outputs
 from .._config import threads
 from ._cells import CellGeometry
 from ._kernels.molecular import (
+    ATOMS_PER_CHUNK,
     MolecularState,
     bin_atoms,
     pair_rows,
@@ -85,6 +91,8 @@ MAX_IMAGES = 5 * 10**7
 #: points are spread thinner than one per bin of the search radius (an open system).
 BINS_PER_POINT = 4
 EXTRA_BINS = 64
+#: A chunk of atoms may store this many times the hits expected of it in the first pass.
+HIT_ROOM = 1.25
 #: The letters the kernels write, in the order of their output tuple.
 KERNEL_LETTERS = "ijSDdb"
 
@@ -105,14 +113,45 @@ def batch_rows(positions: np.ndarray, cells: list[CellGeometry], offsets: np.nda
     their cell and of more than `MAX_IMAGES` images (`ValueError`)."""
     n, n_dims = positions.shape
     state = _state(positions, cells, offsets, reach, radii, names)
+    n_chunks = -(-n // ATOMS_PER_CHUNK)
+    hits = _outputs.empty((n_chunks * _hit_share(state, np.diff(offsets), full_list),),
+                          dtype=np.int64)
+    totals, counts = np.empty(n_chunks, np.int64), np.empty(n, np.int64)
+    # A hit is its candidate's place in `order` in the low `bits` bits, the rank of its
+    # shift above: an atom asks far fewer than 2**(63 - bits) shifts (`MAX_IMAGES`).
+    bits = max(1, n.bit_length())
     with threads(None):
         none = _row_arrays("", 0, n_dims)
-        counts = pair_rows(state, reach, full_list, np.empty(0, np.int64), none)
+        pair_rows(state, reach, full_list, hits, bits, totals, counts, np.empty(0, np.int64),
+                  none)
         starts = np.cumsum(counts) - counts
         out = _row_arrays(letters, int(counts.sum()), n_dims)
-        pair_rows(state, reach, full_list, starts, out)
+        pair_rows(state, reach, full_list, hits, bits, totals, counts, starts, out)
     return {letter: array for letter, array in zip(KERNEL_LETTERS, out, strict=True)
             if letter in letters}
+
+
+def _hit_share(state: MolecularState, n: np.ndarray, full_list: bool) -> int:
+    """The hits a chunk of `ATOMS_PER_CHUNK` atoms may store in the first pass (a chunk
+    with more finds them again in the second): `HIT_ROOM` times the rows expected per
+    atom in the system with the most, the atoms of a ball of the search radius at the
+    density its atoms see: the larger of the mean over its atoms of their own bin's
+    count over a bin's volume (which follows clusters) and, in a cell periodic on every
+    axis, its atoms over its volume (an atom's images within a cell thinner than the
+    bins count too)."""
+    occupancy = np.diff(state.bin_start).astype(np.float64)
+    bin_system = np.repeat(np.arange(len(n)), np.diff(state.bin_offset))
+    n_dims = state.positions.shape[1]
+    seen = np.bincount(bin_system, occupancy * occupancy, minlength=len(n)) / np.maximum(n, 1)
+    density = seen * state.inv_bin**n_dims
+    periodic = state.periodic.all(axis=1)
+    if periodic.any():
+        volume = np.abs(np.linalg.det(state.vectors[periodic]))
+        density[periodic] = np.maximum(density[periodic], n[periodic] / volume)
+    ball = {1: 2.0 * state.search, 2: np.pi * state.search**2,
+            3: 4.0 / 3.0 * np.pi * state.search**3}[n_dims]
+    per_atom = density * ball * (1.0 if full_list else 0.5)
+    return int(math.ceil(ATOMS_PER_CHUNK * HIT_ROOM * per_atom.max(initial=0.0))) + 16
 
 
 def _row_arrays(letters: str, m: int, n_dims: int) -> tuple[np.ndarray, ...]:

@@ -1,6 +1,7 @@
 """Molecular neighbour lists' kernels: the atoms of one or many systems wrapped into their
 cells, given their query shifts and binned, and their rows ``(i, j, S)`` within reach
-counted, then written straight into the arrays asked for (the design: ``_images.py``).
+found and counted, then written straight into the arrays asked for (the design:
+``_images.py``).
 
 Atom ``i`` scans, for each shift ``s`` of its range (`shift_ranges`), the bins of its
 system near ``q = wrapped[i] - s @ cell`` (`bin_atoms`: cubic bins as wide as the search
@@ -15,8 +16,11 @@ positions in a fixed order of floating-point operations (`_pair_vector`, that of
 oracle ``tests/molecular_oracle.py``) and ``d`` from ``D``; the row is kept when ``d``
 is within the pair's bound.
 
-One kernel, `pair_rows`, counts each atom's rows, then writes them at offsets fixed by
-the counts; an atom is scanned by one thread in a fixed order (its shifts in
+One kernel, `pair_rows`, called twice: first it scans, keeping each row found as a hit
+(its candidate's place in ``order`` and the rank of its shift, one int64) in its chunk's
+share of one array, and counts each atom's rows; then it writes each atom's rows from its
+hits at offsets fixed by the counts, scanning again only a chunk whose hits overflowed
+its share. An atom is scanned by one thread in a fixed order (its shifts in
 lexicographic order, its bins in row-major order, a bin's atoms in increasing index), so
 the output is the same for any thread count. The atoms are handed out in bin order
 (``order``), not the caller's: the atoms of a chunk are neighbours, which scan the same
@@ -257,18 +261,18 @@ def _pair_vector(positions, vectors, periodic, i, positions_j, j, b, pair_shift,
 
 
 @jit_inline
-def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
-    """The rows of atom ``i`` at the query shift ``scratch[0]``, written from ``row``:
-    the atoms of the bins within the search radius of the shifted query, in row-major
-    order of bins (a run of bins along the last axis is one slice of ``order``). Returns
-    their number. The arrays are taken out of their tuples before the loops: an access
-    inside them costs a reference count per candidate."""
+def _shift_hits(state, i, b, reach, full_list, tag, hits, at, scratch):
+    """The hits of atom ``i`` at the query shift ``scratch[0]``: the atoms of the bins
+    within the search radius of the shifted query that make a row, in row-major order of
+    bins (a run of bins along the last axis is one slice of ``order``), each stored from
+    ``hits[at]`` (while ``hits`` has room) as ``tag | t``, ``t`` its place in ``order``.
+    Returns their number. The arrays are taken out of their tuples before the loops: an
+    access inside them costs a reference count per candidate."""
     shifts, query, first, last, pair_shift, vector, run_d2, near = scratch
     positions, wraps, radii = state.positions, state.wraps, state.radii
     binned_positions, binned_wraps = state.binned_positions, state.binned_wraps
     vectors, periodic, binned, order = state.vectors, state.periodic, state.binned, state.order
     bin_start = state.bin_start
-    out_i, out_j, out_shifts, out_vectors, out_distances, out_systems = out
     n_dims = positions.shape[1]
     search = state.search[b]
     inv_bin = state.inv_bin[b]
@@ -295,8 +299,7 @@ def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
     margin = search - reach
     query_x, query_y, query_z = query[0], query[1], query[2]  # zeros past n_dims
     with_radii = radii.shape[0] > 0
-    wants_shift = out_shifts.shape[0] > 0
-    wants_vector = out_vectors.shape[0] > 0 or out_distances.shape[0] > 0
+    room = hits.shape[0]
     count = 0
     for k0 in range(first[0], last[0] + 1):
         for k1 in range(first[1], last[1] + 1):
@@ -328,64 +331,50 @@ def _shift_rows(state, i, b, reach, full_list, out, row, scratch):
                         continue
                     # Within the bound less the margin on the search's distance, the exact
                     # one is within the bound too (the margin is far above the rounding of
-                    # either): its test is skipped, and its vector only made if asked for.
+                    # either): its test is skipped.
                     certain = bound > margin and d2 <= (bound - margin) * (bound - margin)
-                    if i == j or wants_shift or wants_vector or not certain:
+                    if i == j or not certain:
                         zero = True
                         for a in range(n_dims):
                             pair_shift[a] = shifts[a] + binned_wraps[t, a] - wraps[i, a]
                             zero = zero and pair_shift[a] == 0
                         if i == j and (zero or not (full_list or _positive(pair_shift, n_dims))):
                             continue
-                        distance = 0.0
-                        if wants_vector or not certain:
-                            distance = math.sqrt(_pair_vector(positions, vectors, periodic, i,
-                                                              binned_positions, t, b,
-                                                              pair_shift, vector))
-                            if not (certain or distance <= bound):
-                                continue
-                    at = row + count
+                        if not certain and math.sqrt(_pair_vector(
+                                positions, vectors, periodic, i, binned_positions, t, b,
+                                pair_shift, vector)) > bound:
+                            continue
+                    if at + count < room:
+                        hits[at + count] = tag | t
                     count += 1
-                    if out_i.shape[0]:
-                        out_i[at] = i
-                    if out_j.shape[0]:
-                        out_j[at] = j
-                    for a in range(n_dims if wants_shift else 0):
-                        out_shifts[at, a] = pair_shift[a]
-                    for a in range(n_dims if out_vectors.shape[0] else 0):
-                        out_vectors[at, a] = vector[a]
-                    if out_distances.shape[0]:
-                        out_distances[at] = distance
-                    if out_systems.shape[0]:
-                        out_systems[at] = b
     return count
 
 
 @jit
-def chunk_rows(state, lo, hi, reach, full_list, out, starts, counts):
-    """The rows of the atoms ``order[lo:hi]``, their numbers into ``counts`` and, with
-    ``starts`` (none to count only), the rows written from ``starts[i]``: each atom's
-    query shifts in lexicographic order, the last axis fastest. A kernel of its own, not
-    inlined, so that the count and fill passes share one compiled scan (inlined into
-    both, it doubled the first call's compile time), called once per chunk of atoms (a
-    call updates the reference counts of every array it is passed)."""
+def chunk_hits(state, lo, hi, reach, full_list, hits, bits, counts):
+    """The hits of the atoms ``order[lo:hi]`` (`_shift_hits`), stored one after another
+    into ``hits`` while it has room, each atom's query shifts in lexicographic order (the
+    last axis fastest) tagged with their rank in that order shifted up by ``bits``; each
+    atom's number of hits into ``counts``. Returns their total (above the length of
+    ``hits``: they did not all fit)."""
     scratch = (np.zeros(3, np.int64), np.zeros(3, np.float64), np.zeros(3, np.int64),
                np.zeros(3, np.int64), np.zeros(3, np.int64), np.zeros(3, np.float64),
                np.empty(RUN_BLOCK, np.float64), np.empty(RUN_BLOCK, np.int64))
     shifts = scratch[0]
     lower, upper = state.lower, state.upper
     n_dims = lower.shape[1]
-    fill = starts.shape[0] > 0
     order = state.order
+    total = 0
     for t in range(lo, hi):
         i = order[t]
         b = state.system[i]
-        row = starts[i] if fill else 0
         for a in range(n_dims):
             shifts[a] = lower[i, a]
         count = 0
+        rank = 0
         while True:
-            count += _shift_rows(state, i, b, reach, full_list, out, row + count, scratch)
+            count += _shift_hits(state, i, b, reach, full_list, rank << bits, hits,
+                                 total + count, scratch)
             a = n_dims - 1
             while a >= 0 and shifts[a] == upper[i, a]:
                 shifts[a] = lower[i, a]
@@ -393,21 +382,89 @@ def chunk_rows(state, lo, hi, reach, full_list, out, starts, counts):
             if a < 0:
                 break
             shifts[a] += 1
+            rank += 1
         counts[i] = count
+        total += count
+    return total
+
+
+@jit
+def chunk_rows(state, lo, hi, hits, bits, counts, starts, out):
+    """The rows of the atoms ``order[lo:hi]`` written from their hits (`chunk_hits`, in
+    that order in ``hits``): atom ``i``'s from ``starts[i]``, in the order found. Each
+    hit's shift is found by stepping through the atom's shifts in the order of their
+    ranks; ``S``, ``D`` and ``d`` are computed only where asked for."""
+    shifts, pair_shift = np.zeros(3, np.int64), np.zeros(3, np.int64)
+    vector = np.zeros(3, np.float64)
+    positions, wraps, lower, upper = state.positions, state.wraps, state.lower, state.upper
+    binned_positions, binned_wraps = state.binned_positions, state.binned_wraps
+    vectors, periodic, order = state.vectors, state.periodic, state.order
+    out_i, out_j, out_shifts, out_vectors, out_distances, out_systems = out
+    n_dims = positions.shape[1]
+    wants_vector = out_vectors.shape[0] > 0 or out_distances.shape[0] > 0
+    wants_shift = out_shifts.shape[0] > 0 or wants_vector
+    mask = (1 << bits) - 1
+    at = 0
+    for place in range(lo, hi):
+        i = order[place]
+        b = state.system[i]
+        for a in range(n_dims):
+            shifts[a] = lower[i, a]
+        rank = 0
+        row = starts[i]
+        for k in range(counts[i]):
+            hit = hits[at + k]
+            while rank < hit >> bits:  # the next shift in lexicographic order
+                a = n_dims - 1
+                while shifts[a] == upper[i, a]:
+                    shifts[a] = lower[i, a]
+                    a -= 1
+                shifts[a] += 1
+                rank += 1
+            t = hit & mask
+            if out_i.shape[0]:
+                out_i[row + k] = i
+            if out_j.shape[0]:
+                out_j[row + k] = order[t]
+            if out_systems.shape[0]:
+                out_systems[row + k] = b
+            if wants_shift:
+                for a in range(n_dims):
+                    pair_shift[a] = shifts[a] + binned_wraps[t, a] - wraps[i, a]
+                for a in range(n_dims if out_shifts.shape[0] else 0):
+                    out_shifts[row + k, a] = pair_shift[a]
+            if wants_vector:
+                squared = _pair_vector(positions, vectors, periodic, i, binned_positions, t,
+                                       b, pair_shift, vector)
+                for a in range(n_dims if out_vectors.shape[0] else 0):
+                    out_vectors[row + k, a] = vector[a]
+                if out_distances.shape[0]:
+                    out_distances[row + k] = math.sqrt(squared)
+        at += counts[i]
 
 
 @jit_parallel
-def pair_rows(state, reach, full_list, starts, out):
+def pair_rows(state, reach, full_list, hits, bits, totals, counts, starts, out):
     """Each atom's rows within ``reach`` (or the sum of the radii), both directions or
-    with ``full_list`` false each pair once: their number per atom (int64, (n,)) is
-    returned, and with ``starts`` (the running sum of those numbers; (0,) to count only)
-    they are written from ``starts[i]`` into ``out``, ``(i, j, S, D, d, b)``: int64 (m,),
-    int64 (m,), int64 (m, d), float64 (m, d), float64 (m,), int64 (m,), each with m rows
-    or none (not asked for). One kernel for both passes: one parallel loop to compile."""
+    with ``full_list`` false each pair once, in two calls over chunks of
+    `ATOMS_PER_CHUNK` atoms. Without ``starts`` ((0,)): each chunk's hits (`chunk_hits`)
+    into its share of ``hits`` (int64, a multiple of the chunks' number), their number
+    into ``totals`` (int64 (n_chunks,)) and each atom's into ``counts`` (int64 (n,)).
+    With ``starts`` (the running sum of ``counts``): the rows written from ``starts[i]``
+    into ``out``, ``(i, j, S, D, d, b)``: int64 (m,), int64 (m,), int64 (m, d),
+    float64 (m, d), float64 (m,), int64 (m,), each with m rows or none (not asked for);
+    a chunk whose hits did not fit its share finds them again first, into memory of its
+    own. One kernel for both calls: one parallel loop to compile."""
     n = state.positions.shape[0]
-    counts = np.zeros(n, np.int64)
-    n_chunks = (n + ATOMS_PER_CHUNK - 1) // ATOMS_PER_CHUNK
+    n_chunks = totals.shape[0]
+    share = hits.shape[0] // max(n_chunks, 1)
     for chunk in prange(n_chunks):
-        chunk_rows(state, chunk * ATOMS_PER_CHUNK, min(n, (chunk + 1) * ATOMS_PER_CHUNK),
-                   reach, full_list, out, starts, counts)
-    return counts
+        lo, hi = chunk * ATOMS_PER_CHUNK, min(n, (chunk + 1) * ATOMS_PER_CHUNK)
+        mine = hits[chunk * share:(chunk + 1) * share]
+        if starts.shape[0] == 0:
+            totals[chunk] = chunk_hits(state, lo, hi, reach, full_list, mine, bits, counts)
+            continue
+        if totals[chunk] > share:
+            mine = np.empty(totals[chunk], np.int64)
+            chunk_hits(state, lo, hi, reach, full_list, mine, bits, counts)
+        chunk_rows(state, lo, hi, mine, bits, counts, starts, out)
