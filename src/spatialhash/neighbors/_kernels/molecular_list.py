@@ -99,6 +99,12 @@ def chunk_rows(positions, cells, candidates, radii, cutoff, lo, hi, keep, start,
     out_i, out_j, out_shifts, out_vectors, out_distances, out_systems = out
     n_dims = positions.shape[1]
     vector = np.zeros(n_dims, np.float64)
+    # The cell of the rows' system, copied as system 0 of a batch of one: the vectors are
+    # then read at a fixed place, as for one system (read at system[i] for each row,
+    # they made the passes of one system measurably slower).
+    cell_vectors = np.zeros((1, n_dims, n_dims), np.float64)
+    cell_periodic = np.zeros((1, n_dims), np.bool_)
+    b = -1
     with_radii = radii.shape[0] > 0
     fill = start >= 0
     count = 0
@@ -107,8 +113,11 @@ def chunk_rows(positions, cells, candidates, radii, cutoff, lo, hi, keep, start,
             continue
         i = cand_i[r]
         j = cand_j[r]
-        b = system[i]
-        squared = _pair_vector(positions, vectors, periodic, i, positions, j, b,
+        if system[i] != b:  # candidates come grouped by system: seldom
+            b = system[i]
+            cell_vectors[0] = vectors[b]
+            cell_periodic[0] = periodic[b]
+        squared = _pair_vector(positions, cell_vectors, cell_periodic, i, positions, j, 0,
                                cand_shifts[r], vector)
         distance = math.sqrt(squared)
         if not fill:
