@@ -381,7 +381,8 @@ class MolecularNeighborList:
         n_dims = coords.shape[1]
         letters = self._letters + gradients
         radii = np.empty(0) if self._radii is None else self._radii
-        args = (coords, self._cell_arrays, self._candidates, radii, self._cutoff, self._keep)
+        args = (coords, self._cell_arrays, (*self._candidates, self._candidate_offsets),
+                radii, self._cutoff, self._keep)
         with threads(None):
             counts = listed_rows(*args, np.empty(0, np.int64), _row_arrays("", 0, n_dims))
             starts = np.cumsum(counts) - counts

@@ -93,60 +93,63 @@ def shift_candidates(cand_i, cand_j, cand_shifts, delta):
 def chunk_rows(positions, cells, candidates, radii, cutoff, lo, hi, keep, start, out):
     """The candidates ``lo`` to ``hi - 1`` within reach at ``positions``: with ``start``
     < 0, each one's test into ``keep`` and their number returned; else the rows of those
-    ``keep`` marks written from ``start`` into ``out`` (as `listed_rows`)."""
+    ``keep`` marks written from ``start`` into ``out`` (as `listed_rows`). Taken a run of
+    one system's candidates at a time, its cell copied as system 0 of a batch of one: the
+    cell is then read at a fixed place, as for a single system (read at each row's system,
+    it made the passes over a single system's candidates measurably slower)."""
     vectors, periodic, system = cells
-    cand_i, cand_j, cand_shifts = candidates
+    cand_i, cand_j, cand_shifts, cand_offsets = candidates
     out_i, out_j, out_shifts, out_vectors, out_distances, out_systems = out
     n_dims = positions.shape[1]
     vector = np.zeros(n_dims, np.float64)
-    # The cell of the rows' system, copied as system 0 of a batch of one: the vectors are
-    # then read at a fixed place, as for one system (read at system[i] for each row,
-    # they made the passes of one system measurably slower).
     cell_vectors = np.zeros((1, n_dims, n_dims), np.float64)
     cell_periodic = np.zeros((1, n_dims), np.bool_)
-    b = -1
     with_radii = radii.shape[0] > 0
     fill = start >= 0
     count = 0
-    for r in range(lo, hi):
-        if fill and not keep[r]:
-            continue
-        i = cand_i[r]
-        j = cand_j[r]
-        if system[i] != b:  # candidates come grouped by system: seldom
-            b = system[i]
-            cell_vectors[0] = vectors[b]
-            cell_periodic[0] = periodic[b]
-        squared = _pair_vector(positions, cell_vectors, cell_periodic, i, positions, j, 0,
-                               cand_shifts[r], vector)
-        distance = math.sqrt(squared)
-        if not fill:
-            bound = radii[i] + radii[j] if with_radii else cutoff
-            keep[r] = distance <= bound
-            count += keep[r]
-            continue
-        at = start + count
-        count += 1
-        if out_i.shape[0]:
-            out_i[at] = i
-        if out_j.shape[0]:
-            out_j[at] = j
-        for a in range(n_dims if out_shifts.shape[0] else 0):
-            out_shifts[at, a] = cand_shifts[r, a]
-        for a in range(n_dims if out_vectors.shape[0] else 0):
-            out_vectors[at, a] = vector[a]
-        if out_distances.shape[0]:
-            out_distances[at] = distance
-        if out_systems.shape[0]:
-            out_systems[at] = b
+    run = lo
+    while run < hi:
+        b = system[cand_i[run]]
+        run_end = min(hi, cand_offsets[b + 1])
+        cell_vectors[0] = vectors[b]
+        cell_periodic[0] = periodic[b]
+        for r in range(run, run_end):
+            if fill and not keep[r]:
+                continue
+            i = cand_i[r]
+            j = cand_j[r]
+            squared = _pair_vector(positions, cell_vectors, cell_periodic, i, positions, j, 0,
+                                   cand_shifts[r], vector)
+            distance = math.sqrt(squared)
+            if not fill:
+                bound = radii[i] + radii[j] if with_radii else cutoff
+                keep[r] = distance <= bound
+                count += keep[r]
+                continue
+            at = start + count
+            count += 1
+            if out_i.shape[0]:
+                out_i[at] = i
+            if out_j.shape[0]:
+                out_j[at] = j
+            for a in range(n_dims if out_shifts.shape[0] else 0):
+                out_shifts[at, a] = cand_shifts[r, a]
+            for a in range(n_dims if out_vectors.shape[0] else 0):
+                out_vectors[at, a] = vector[a]
+            if out_distances.shape[0]:
+                out_distances[at] = distance
+            if out_systems.shape[0]:
+                out_systems[at] = b
+        run = run_end
     return count
 
 
 @jit_parallel
 def listed_rows(positions, cells, candidates, radii, cutoff, keep, starts, out):
-    """The candidates ``(i, j, S)`` (int64 (m,), (m,), (m, d); ``S`` the shift at the
-    current positions) whose rows at ``positions`` (in the cell of ``system[i]``, ``cells``
-    as `molecular._pair_vector` takes them) have ``d <= cutoff`` (with ``radii`` (n,),
+    """The candidates ``(i, j, S, offsets)`` (int64 (m,), (m,), (m, d), (B + 1,); ``S``
+    the shift at the current positions; system ``b``'s candidates from ``offsets[b]`` up
+    to ``offsets[b + 1]``) whose rows at ``positions`` (in the cell of ``system[i]``,
+    ``cells`` as `atom_moves` takes them) have ``d <= cutoff`` (with ``radii`` (n,),
     ``d <= radii[i] + radii[j]``; (0,) without). Two passes: with ``starts`` (0,), each
     candidate's test into ``keep`` (bool (m,)) and the number kept in each chunk of
     `ROWS_PER_CHUNK` candidates returned; with ``starts`` (the running sum of those
