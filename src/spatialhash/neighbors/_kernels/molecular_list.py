@@ -111,8 +111,10 @@ def chunk_rows(positions, cells, candidates, radii, cutoff, lo, hi, keep, start,
     while run < hi:
         b = system[cand_i[run]]
         run_end = min(hi, cand_offsets[b + 1])
-        cell_vectors[0] = vectors[b]
-        cell_periodic[0] = periodic[b]
+        for a in range(n_dims):  # element by element: a slice's copy compiles slowly
+            cell_periodic[0, a] = periodic[b, a]
+            for c in range(n_dims):
+                cell_vectors[0, a, c] = vectors[b, a, c]
         for r in range(run, run_end):
             if fill and not keep[r]:
                 continue
