@@ -302,3 +302,280 @@ def test_the_rows_are_the_same_for_any_thread_count_and_equal_a_fresh_search(ful
             assert first.tobytes() == second.tobytes()  # the sign of a zero included
             assert first.shape == expected.shape
         assert oracle.as_rows(*one) == oracle.as_rows(*fresh)
+
+
+# ---------------------------------------------------------------------- batches (ptr)
+def _assert_same_bits(got, expected):
+    """Every array of ``got`` is that of ``expected``: dtype, shape and bits."""
+    assert len(got) == len(expected)
+    for array, wanted in zip(got, expected, strict=True):
+        array, wanted = np.asarray(array), np.asarray(wanted)
+        assert array.dtype == wanted.dtype and array.shape == wanted.shape
+        assert array.tobytes() == wanted.tobytes()
+
+
+def _moved_batch(rng, positions, cells, pbcs, ptr, largest_move):
+    """Each system's atoms moved by up to ``largest_move`` sixteenths, some of them by
+    whole cell vectors of their system, and now and then wrapped into their cell."""
+    positions = positions + rng.integers(-largest_move, largest_move + 1,
+                                         positions.shape) * (STEP / 2)
+    for b in range(len(ptr) - 1):
+        part = slice(ptr[b], ptr[b + 1])
+        jumps = rng.integers(-1, 2, positions[part].shape) * pbcs[b]
+        positions[part] += jumps @ cells[b]
+        if rng.random() < 0.3:
+            positions[part] = _wrapped(positions[part], cells[b], pbcs[b])
+    return positions
+
+
+@given(n_dims=st.integers(1, 3), data=st.data(), full_list=st.booleans(),
+       sorted=st.booleans())
+def test_every_update_of_a_batch_equals_a_fresh_batched_search(n_dims, data, full_list,
+                                                                sorted):
+    parts = [data.draw(systems(n_dims=n_dims, max_points=5))
+             for _ in range(data.draw(st.integers(1, 3)))]
+    cells = np.stack([cell for _, cell, _ in parts])
+    pbcs = np.stack([pbc for _, _, pbc in parts])
+    cutoff = data.draw(cutoffs(*[(cell, pbc) for _, cell, pbc in parts]))
+    narrowest = min(oracle.widths(cell, pbc).min(initial=np.inf) for _, cell, pbc in parts)
+    mic = 2 * cutoff < narrowest * (1 - 1e-9) and data.draw(st.booleans())
+    skin = data.draw(st.integers(0, 8)) * STEP
+    ptr = np.cumsum([0] + [len(positions) for positions, _, _ in parts])
+    positions = np.concatenate([p for p, _, _ in parts]).reshape(-1, n_dims)
+    options = {"full_list": full_list, "sorted": sorted, "mic": mic}
+    neighbors = MolecularNeighborList("ijSdDb", cutoff, skin, cells, pbcs, ptr=ptr,
+                                      **options)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    for step in range(data.draw(st.integers(1, 5))):
+        if step:
+            positions = _moved_batch(rng, positions, cells, pbcs, ptr,
+                                     data.draw(st.integers(0, 6)))
+        if step and rng.random() < 0.25:  # one system's cell grown by an eighth
+            cells = cells.copy()
+            cells[rng.integers(len(parts))] *= 1.125
+        got = neighbors.update(positions, cells)
+        fresh = neighbor_list("ijSdDb", positions, cutoff, cells, pbcs, ptr=ptr, **options)
+        assert oracle.as_rows(*got[:5]) == oracle.as_rows(*fresh[:5])
+        if sorted:
+            _assert_same_bits(got, fresh)
+        for b in range(len(parts)):  # each row in its system, with its system's letter
+            rows = (ptr[b] <= got[0]) & (got[0] < ptr[b + 1])
+            assert (got[5][rows] == b).all()
+            assert ((ptr[b] <= got[1][rows]) & (got[1][rows] < ptr[b + 1])).all()
+        assert (np.diff(got[0]) >= 0).all()
+
+
+def test_a_batch_searches_again_only_the_systems_that_moved_or_changed_cell():
+    rng = np.random.default_rng(21)
+    cells = np.stack([TRICLINIC, TRICLINIC * 1.25, np.eye(3) * 5.0])
+    ptr = np.array([0, 40, 40, 100, 130])  # system 1 is empty
+    cells = np.concatenate([cells[:1], cells])
+    positions = np.concatenate([rng.random((ptr[b + 1] - ptr[b], 3)) @ cells[b]
+                                for b in range(4)])
+    pbcs = np.array([[True] * 3, [True] * 3, [True, True, False], [True] * 3])
+    neighbors = MolecularNeighborList("ijSdDb", 1.5, 0.5, cells, pbcs, ptr=ptr, sorted=True)
+    neighbors.update(positions)
+    assert neighbors.rebuilt_systems.tolist() == [0, 1, 2, 3] and neighbors.n_builds == 1
+
+    def check(expected_systems, positions, cells, pbcs=pbcs):
+        got = neighbors.update(positions, cells, pbcs)
+        assert neighbors.rebuilt_systems.tolist() == expected_systems
+        _assert_same_bits(got, neighbor_list("ijSdDb", positions, 1.5, cells, pbcs,
+                                             ptr=ptr, sorted=True))
+
+    small = positions + rng.uniform(-0.1, 0.1, positions.shape)
+    small[100:] += cells[3, 0]  # a whole cell vector: not a move
+    check([], small, cells)
+    far = small.copy()
+    far[45] += [0.3, 0.0, 0.0]  # beyond skin / 2, in system 2 only
+    check([2], far, cells)
+    strained = cells.copy()
+    strained[0] *= 1.125
+    check([0], far, strained)
+    slab = pbcs.copy()
+    slab[3, 2] = False
+    check([3], far, strained, slab)
+    check([], far + 0.01, strained, slab)
+    assert neighbors.n_builds == 4
+
+
+def test_a_batch_with_radii_equals_a_fresh_batched_search():
+    rng = np.random.default_rng(22)
+    ptr = np.array([0, 30, 70])
+    cells = np.stack([TRICLINIC, np.eye(3) * 4.5])
+    positions = np.concatenate([rng.random((30, 3)) @ cells[0], rng.random((40, 3)) @ cells[1]])
+    radii = rng.uniform(0.2, 0.9, 70)
+    neighbors = MolecularNeighborList("ijSdDb", None, 0.4, cells, radii=radii, ptr=ptr,
+                                      full_list=False, sorted=True)
+    for step in range(6):
+        got = neighbors.update(positions)
+        _assert_same_bits(got, neighbor_list("ijSdDb", positions, None, cells, radii=radii,
+                                             ptr=ptr, full_list=False, sorted=True))
+        positions = positions + rng.normal(0.0, 0.02 if step < 4 else 0.2, positions.shape)
+    assert neighbors.n_builds == 2 and neighbors.rebuilt_systems.tolist() == [0, 1]
+
+
+def test_ptr_is_fixed_for_the_lists_life():
+    positions = np.zeros((5, 3))
+    cells = np.stack([np.eye(3) * 4] * 2)
+    neighbors = MolecularNeighborList("ij", 1.0, 0.5, cells, ptr=[0, 2, 5])
+    neighbors.update(positions, ptr=np.array([0, 2, 5]))  # the same offsets: taken
+    with pytest.raises(ValueError, match=r"^`ptr` must stay the offsets the list was given "
+                                         r"\(\[0, 2, 5\]\) for the list's life; got "
+                                         r"ptr=\[0, 3, 5\]\. Make a new list"):
+        neighbors.update(positions, ptr=[0, 3, 5])
+    with pytest.raises(ValueError, match=r"`points` must keep the shape \(5, 3\)"):
+        neighbors.update(np.zeros((6, 3)), ptr=[0, 3, 6])
+    with pytest.raises(ValueError, match=r"^`ptr` must stay the offsets the list was given "
+                                         r"\(\[0, 2, 5\]\)"):
+        MolecularNeighborList("ij", 1.0, 0.5, cells, ptr=[0, 2, 5]).update(
+            positions, ptr=[0, 1, 5])
+    single = MolecularNeighborList("ij", 1.0, 0.5, np.eye(3) * 4)
+    single.update(positions)
+    with pytest.raises(ValueError, match=r"^`ptr` must stay the offsets the list was given "
+                                         r"\(None\)"):
+        single.update(positions, ptr=[0, 5])
+    with pytest.raises(ValueError, match=r"`ptr` must run from 0 to the number of points "
+                                         r"\(5\); got ptr\[0\] = 0 and ptr\[-1\] = 4"):
+        MolecularNeighborList("ij", 1.0, 0.5, np.eye(3) * 4, ptr=[0, 4]).update(positions)
+    with pytest.raises(ValueError, match=r"`cell` must hold one cell per system"):
+        MolecularNeighborList("ij", 1.0, 0.5, np.eye(3) * 4, ptr=[0, 2, 5]).update(positions)
+    batch = MolecularNeighborList("ij", 1.0, 0.5, cells, ptr=[0, 2, 5])
+    batch.update(positions)
+    with pytest.raises(ValueError, match=r"`cell` must hold one cell per system"):
+        batch.update(positions, np.eye(3) * 4)
+    assert batch.update(positions)[0].size == 2 + 6  # the list kept its cells
+
+
+# ---------------------------------------------------------------------- mic
+def test_mic_refuses_a_cutoff_beyond_half_a_width_at_the_first_update_and_new_cells():
+    rng = np.random.default_rng(23)
+    positions = rng.random((20, 3)) * 4.0
+    message = (r"`cutoff` must be at most half the cell's shortest perpendicular width with "
+               r"`mic=True` \(2, across axis 0\); got 2\.5\. Pass mic=False")
+    with pytest.raises(ValueError, match=message):
+        MolecularNeighborList("ij", 2.5, 0.5, np.eye(3) * 4, mic=True).update(positions)
+    # The skin may reach past half the width: the rows are those of mic=True.
+    neighbors = MolecularNeighborList("ijSdD", 1.75, 1.0, np.eye(3) * 4, mic=True,
+                                      sorted=True)
+    _assert_same_bits(neighbors.update(positions),
+                      neighbor_list("ijSdD", positions, 1.75, np.eye(3) * 4, mic=True,
+                                    sorted=True))
+    with pytest.raises(ValueError, match=r"`cutoff` must be at most half .* \(1\.5, across "
+                                         r"axis 1\); got 1\.75"):
+        neighbors.update(positions, [4.0, 3.0, 4.0])
+    assert neighbors.update(positions + 0.01)[0].size  # the list kept its cell
+    batch = MolecularNeighborList("ij", None, 0.5, np.stack([np.eye(3) * 4, np.eye(3) * 3]),
+                                  radii=np.full(20, 0.875), mic=True, ptr=[0, 10, 20])
+    with pytest.raises(ValueError, match=r"`radii` must be at most half .* \(1\.5, across "
+                                         r"axis 0 of cell\[1\]\); got 2 \* max\(radii\) = "
+                                         r"1\.75"):
+        batch.update(positions)
+
+
+# ---------------------------------------------------------------------- inputs
+def test_an_ase_atoms_gives_positions_cell_and_pbc_at_each_update():
+    from ase import build
+
+    atoms = build.bulk("Cu", "fcc", a=3.6) * (3, 3, 3)
+    atoms.rattle(0.05, rng=np.random.default_rng(24))
+    neighbors = MolecularNeighborList("ijSdD", 3.0, 0.4, sorted=True)
+    rng = np.random.default_rng(25)
+    for step in range(6):
+        got = neighbors.update(atoms)
+        _assert_same_bits(got, neighbor_list("ijSdD", atoms, 3.0, sorted=True))
+        atoms.positions += rng.normal(0.0, 0.03, atoms.positions.shape)
+        if step == 2:
+            atoms.wrap()
+        if step == 3:
+            atoms.set_cell(atoms.cell * 1.01, scale_atoms=True)
+        if step == 4:
+            atoms.pbc = [True, True, False]
+    assert 2 <= neighbors.n_builds <= 5
+    with pytest.raises(TypeError, match=r"`cell` must be left out with an ase.Atoms"):
+        neighbors.update(atoms, cell=np.eye(3))
+    batch = MolecularNeighborList("ij", 3.0, 0.4, np.stack([atoms.cell[:]] * 2),
+                                  ptr=[0, 10, len(atoms)])
+    with pytest.raises(TypeError, match=r"`ptr` must be left out with an ase.Atoms or an "
+                                        r"MDAnalysis group as `points`"):
+        batch.update(atoms)
+    batch.update(atoms.positions)
+    with pytest.raises(TypeError, match=r"`points` must be an array with the `ptr` the "
+                                        r"list was given"):
+        batch.update(atoms)
+
+
+def test_an_mdanalysis_universe_gives_positions_and_box_at_each_update():
+    from test_molecular import MDANALYSIS_BOX, _universe
+
+    rng = np.random.default_rng(26)
+    positions = (rng.random((60, 3)) * 9.0).astype(np.float32)
+    universe = _universe(positions, MDANALYSIS_BOX)
+    neighbors = MolecularNeighborList("ijSdD", 3.0, 0.5, sorted=True)
+    for step in range(5):
+        got = neighbors.update(universe.atoms)
+        _assert_same_bits(got, neighbor_list("ijSdD", universe.atoms, 3.0, sorted=True))
+        universe.atoms.positions += rng.normal(0.0, 0.05, (60, 3)).astype(np.float32)
+        if step == 2:
+            universe.dimensions = None  # no box: every axis open
+    assert neighbors.n_builds >= 2
+    universe.dimensions = [5.0, 5.0, 5.0, 10.0, 10.0, 90.0]
+    with pytest.raises(ValueError, match=r"`points.dimensions` as \[a, b, c, alpha, beta, "
+                                         r"gamma\] must describe a cell"):
+        neighbors.update(universe)
+
+
+def test_tensors_give_tensors_equal_to_a_fresh_call_with_the_same_gradients():
+    import torch
+
+    rng = np.random.default_rng(27)
+    cell = torch.from_numpy(TRICLINIC)
+    start = rng.random((40, 3)) @ TRICLINIC
+    for sorted in (True, False):
+        neighbors = MolecularNeighborList("ijSdDb", 1.5, 0.3, cell, sorted=sorted)
+        for step in range(5):
+            moved = start + rng.normal(0.0, 0.02 if step < 4 else 0.3, start.shape)
+            results = []
+            for new_call in (False, True):
+                points = torch.from_numpy(moved).requires_grad_()
+                got = (neighbor_list("ijSdDb", points, 1.5, cell, sorted=sorted) if new_call
+                       else neighbors.update(points))
+                assert all(isinstance(tensor, torch.Tensor) for tensor in got)
+                i, j, S, d, D, b = got
+                assert d.requires_grad and D.requires_grad and not i.requires_grad
+                (d.sum() + (D**2).sum()).backward()
+                results.append(([tensor.detach().numpy() for tensor in got], points.grad))
+            (ours, our_grad), (fresh, fresh_grad) = results
+            if sorted:
+                _assert_same_bits(ours, fresh)
+                assert torch.equal(our_grad, fresh_grad)
+            else:
+                assert oracle.as_rows(*ours[:5]) == oracle.as_rows(*fresh[:5])
+                torch.testing.assert_close(our_grad, fresh_grad, rtol=1e-12, atol=1e-12)
+        assert neighbors.n_builds == 2
+    with pytest.raises(TypeError, match=r"^`cell` must not require grad with 'D' and 'd'"):
+        MolecularNeighborList("dD", 1.5, 0.3, cell.clone().requires_grad_())
+    neighbors = MolecularNeighborList("ijS", 1.5, 0.3, cell)
+    neighbors.update(torch.from_numpy(start))
+    with pytest.raises(TypeError, match=r"^`cell` must not require grad with 'D'"):
+        MolecularNeighborList("D", 1.5, 0.3).update(start, cell.clone().requires_grad_())
+
+
+def test_dlpack_objects_and_float32_tensors_are_read_as_neighbor_list_reads_them():
+    import torch
+
+    from test_molecular_torch import DLPackOnly
+
+    rng = np.random.default_rng(28)
+    positions = rng.random((30, 3)) @ TRICLINIC
+    neighbors = MolecularNeighborList("ijSdD", 1.5, 0.3, DLPackOnly(TRICLINIC), sorted=True)
+    got = neighbors.update(DLPackOnly(positions))
+    assert all(type(array) is np.ndarray for array in got)
+    _assert_same_bits(got, neighbor_list("ijSdD", positions, 1.5, TRICLINIC, sorted=True))
+    single = torch.from_numpy(positions).float()
+    neighbors = MolecularNeighborList("ijSdD", 1.5, 0.3, TRICLINIC, sorted=True)
+    _assert_same_bits([t.numpy() for t in neighbors.update(single)],
+                      [t.numpy() for t in neighbor_list("ijSdD", single, 1.5, TRICLINIC,
+                                                         sorted=True)])
+    with pytest.raises(TypeError, match=r"`points` must be on the CPU"):
+        neighbors.update(DLPackOnly(positions, device=(2, 0)))

@@ -12,6 +12,8 @@ straight into the arrays asked for. The conventions are set out in ``docs/molecu
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._validation import as_array, as_points, as_positive_scalar, as_radii
@@ -149,17 +151,11 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     True
     """
     letters = _as_quantities(quantities)
-    kind = callers_kind(points)
-    gradients, differentiated = gradient_letters(letters, points, cell), points
-    points, cell, pbc, ptr, radii, cutoff = (
-        to_numpy(value, name) for value, name in ((points, "points"), (cell, "cell"),
-                                                  (pbc, "pbc"), (ptr, "ptr"),
-                                                  (radii, "radii"), (cutoff, "cutoff")))
-    positions, cell, pbc, cell_name = _unpack_atoms(points, cell, pbc, ptr)
-    positions = as_points(positions, "points")
+    given = read_inputs(letters, points, cell, pbc, ptr)
+    positions, cell, pbc, cell_name = given.positions, given.cell, given.pbc, given.cell_name
     n, n_dims = positions.shape
-    reach, radii, name, seen = _reach(cutoff, radii, n)
-    offsets = _as_ptr(ptr, n)
+    reach, radii, name, seen = _reach(to_numpy(cutoff, "cutoff"), to_numpy(radii, "radii"), n)
+    offsets = _as_ptr(given.ptr, n)
     batch = offsets is not None
     if offsets is None:
         offsets = np.array([0, n], dtype=np.int64)
@@ -167,13 +163,71 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
     if mic:
         _check_minimum_image(cells, reach, name, seen, batch)
     shown = f"cutoff = {seen}" if name == "cutoff" else seen
-    computed = "".join(set(letters + ("ijS" if sorted else "") + gradients))
+    computed = "".join(set(letters + ("ijS" if sorted else "") + given.gradients))
     arrays = batch_rows(positions, cells, offsets, reach, radii, bool(full_list), computed,
                         (name, shown, cell_name, batch))
     if sorted:
         arrays = _sorted(arrays)
-    outputs = to_callers_kind(_outputs(letters, arrays), kind)
-    return with_gradients(letters, outputs, differentiated, arrays) if gradients else outputs
+    return give_back(letters, arrays, given)
+
+
+class CallersInputs(NamedTuple):
+    """What `read_inputs` makes of the caller's points, cell, periodicity and offsets:
+    the boundary `neighbor_list` and `MolecularNeighborList.update` share.
+
+    Attributes
+    ----------
+    positions : ndarray of float64, shape (n, d)
+        The positions, checked (those of an ``Atoms``, ``AtomGroup`` or ``Universe``).
+    cell, pbc, ptr
+        As given, as NumPy arrays where they were tensors or DLPack objects; the cell
+        and periodicity of an ``Atoms``, ``AtomGroup`` or ``Universe`` in its place.
+    cell_name : str
+        The cell's name in messages (``points.dimensions`` for MDAnalysis' box).
+    from_atoms : bool
+        Whether ``points`` was an ``Atoms``, ``AtomGroup`` or ``Universe``: its cell and
+        periodicity are then those given, None meaning open.
+    kind : str
+        The kind of arrays the results go back as (`_arrays.callers_kind`).
+    gradients : str
+        The letters the rows need for `_arrays.with_gradients` (none without it).
+    points : object
+        The caller's ``points``, which the gradients are taken with respect to.
+    """
+
+    positions: np.ndarray
+    cell: object
+    pbc: object
+    ptr: object
+    cell_name: str
+    from_atoms: bool
+    kind: str
+    gradients: str
+    points: object
+
+
+def read_inputs(letters: str, points, cell, pbc, ptr) -> CallersInputs:
+    """The caller's points, cell, periodicity and offsets read once (`CallersInputs`):
+    tensors and DLPack objects as NumPy arrays (``_arrays.py``), an ASE ``Atoms`` or an
+    MDAnalysis ``AtomGroup`` or ``Universe`` unpacked, the positions checked; a ``cell``
+    tensor that requires grad refused where ``letters`` asks for ``d`` or ``D``."""
+    kind = callers_kind(points)
+    gradients = gradient_letters(letters, points, cell)
+    arrays, cell, pbc, ptr = (to_numpy(value, name) for value, name in (
+        (points, "points"), (cell, "cell"), (pbc, "pbc"), (ptr, "ptr")))
+    positions, cell, pbc, cell_name = _unpack_atoms(arrays, cell, pbc, ptr)
+    # `_unpack_atoms` gives anything but those objects back as it came.
+    return CallersInputs(as_points(positions, "points"), cell, pbc, ptr, cell_name,
+                         positions is not arrays, kind, gradients, points)
+
+
+def give_back(letters: str, arrays: dict[str, np.ndarray], given: CallersInputs):
+    """The arrays of ``letters`` (`_outputs`) as the caller gave its points: tensors for
+    tensors, with ``d`` and ``D`` differentiable where the points require grad."""
+    outputs = to_callers_kind(_outputs(letters, arrays), given.kind)
+    if not given.gradients:
+        return outputs
+    return with_gradients(letters, outputs, given.points, arrays)
 
 
 def _as_quantities(quantities) -> str:

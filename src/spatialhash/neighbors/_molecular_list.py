@@ -1,5 +1,5 @@
 """`MolecularNeighborList`: the molecular list of `neighbor_list` kept between steps with a
-skin, for atoms that move in a periodic cell of any shape.
+skin, for atoms that move in periodic cells of any shape, one system or a batch (``ptr``).
 
 How
 ---
@@ -32,6 +32,24 @@ of one ``(i, j)`` all add the same ``n[i] - n[j]`` to their shifts.
 A changed cell rebuilds (the simplest exact rule: shifts are whole cells, and a strained
 cell moves every image). So does a coordinate grown far beyond those of the build (by
 `GROWTH_LIMIT`), which would outgrow the margin of the reach.
+
+Batches. Everything above holds system by system: no pair crosses systems, each atom's
+move is measured in its own system's cell, and a candidate's vector uses the cell of its
+system. So a rebuild is per system: the systems with an atom beyond ``skin / 2`` (or a new
+cell, or a coordinate grown too far) are searched again, by one `batch_rows` call over
+all systems in which the others hold no atoms (so that its messages name each system's
+cell by its own index), and their candidates replace theirs in place (`_spliced`); the
+candidates stay grouped by system and by ``i`` in increasing order, sorted within each
+system when ``sorted=True``, so the rows are a new batched search's, in its order when
+sorted. Per system rather than all at once: in a batch of many small systems some system
+is nearly always due, and searching all of them at each such step would leave the skin
+little to save.
+
+Inputs. `update` reads its arguments with `neighbor_list`'s own code (``_molecular.
+read_inputs`` and ``give_back``): tensors, DLPack objects, ASE and MDAnalysis objects in,
+tensors out with the same gradients. ``mic`` only refuses, on the cutoff (not on
+``cutoff + skin``: the candidates may reach further, the rows are the same), at the first
+update and at each new cell.
 """
 
 from __future__ import annotations
@@ -39,26 +57,38 @@ from __future__ import annotations
 import numpy as np
 
 from .._config import threads
-from .._validation import as_points, as_positive_scalar
+from .._validation import as_positive_scalar
+from ._arrays import gradient_letters, to_numpy
 from ._cells import CellGeometry, system_cells
 from ._images import batch_rows
 from ._kernels.molecular_list import atom_moves, listed_rows, shift_candidates
-from ._molecular import _as_quantities, _outputs, _reach, _sorted
+from ._molecular import (
+    CallersInputs,
+    _as_ptr,
+    _as_quantities,
+    _check_minimum_image,
+    _reach,
+    _sorted,
+    give_back,
+    read_inputs,
+)
 
 #: The candidates reach a relative 2**-30 of the largest coordinate (plus the reach)
 #: beyond ``cutoff + skin``: rounding in the vectors, at the build and at an update, and in
 #: the leftovers of the moves, is about 2**-52 of those, and can never drop a row.
 REACH_MARGIN = 2.0**-30
-#: A current coordinate larger than this many times the build's largest (plus the reach)
-#: rebuilds: its rounding would approach the margin.
+#: A current coordinate larger than this many times the largest of its system's last
+#: search (plus the reach) searches that system again: its rounding would approach the
+#: margin.
 GROWTH_LIMIT = 2.0**10
 
 
 class MolecularNeighborList:
-    """The rows of `neighbor_list` for moving atoms in a periodic cell of any shape, kept
-    between steps with a skin: each `update` returns what a new `neighbor_list` call with
-    the same options returns at the new positions, and searches again only when some atom
-    moved more than ``skin / 2`` since the last search, or the cell changed.
+    """The rows of `neighbor_list` for moving atoms in periodic cells of any shape, one
+    system or a batch of them, kept between steps with a skin: each `update` returns what
+    a new `neighbor_list` call with the same arguments returns at the new positions, and
+    searches a system again only when one of its atoms moved more than ``skin / 2`` since
+    its last search, or its cell changed.
 
     Parameters
     ----------
@@ -70,10 +100,10 @@ class MolecularNeighborList:
         Extra reach of the stored candidates, finite and >= 0. A larger skin searches less
         often and checks more candidates at each update.
     cell : array_like of float, optional
-        The cell, as in `neighbor_list` (one system): (d, d) rows, d lengths, one length, or
-        ``[a, b, c, alpha, beta, gamma]``. `update` may give a new one. Default None: open.
+        The cell, in any form `neighbor_list` takes (with ``ptr``, one per system);
+        `update` may give a new one. Default None: open.
     pbc : bool or array_like of bool, optional
-        Periodic axes, as in `neighbor_list`; fixed for the list's life.
+        Periodic axes, as in `neighbor_list`; `update` may give new ones.
     radii : array_like of float, shape (n,), optional
         Instead of ``cutoff``: rows with ``d <= radii[i] + radii[j]``.
     full_list : bool, default True
@@ -82,21 +112,40 @@ class MolecularNeighborList:
         Rows in lexicographic order of ``(i, j, S)``, as `neighbor_list` sorts them.
         Unsorted rows come grouped by ``i`` in increasing order, but in an order of their
         own within each ``i`` (not that of a new `neighbor_list` call).
+    mic : bool, default False
+        Refuse (`ValueError`, at the first `update` and at each new cell) a cutoff above
+        half a cell's shortest perpendicular width, as `neighbor_list` does; the rows are
+        the same.
+    ptr : array_like of int, shape (B + 1,), optional
+        A batch of systems, as in `neighbor_list`: the offsets of each system's atoms in
+        the concatenated points, fixed for the list's life (or given at the first
+        `update`).
 
     Attributes
     ----------
     n_builds : int
-        Searches so far (the first `update` makes the first).
+        Searches so far (the first `update` makes the first; a search of some systems of
+        a batch counts one).
     rebuilt : bool
         Whether the last `update` searched again (True after the first).
+    rebuilt_systems : ndarray of int64
+        The systems the last `update` searched (all after the first; ``[0]`` or none
+        without ``ptr``).
 
     Notes
     -----
     An atom's move is measured up to whole cell vectors: an atom wrapped back into the
     cell between steps (jumping by a lattice vector) has not moved, and the shifts ``S``
-    of its rows change by its jump, as a new search's do. Any change of the cell's
-    periodic vectors rebuilds. Batches (``ptr``), ``mic`` and ASE or MDAnalysis objects
-    are not taken: give the positions as an array.
+    of its rows change by its jump, as a new search's do. Any change of a system's
+    periodic vectors or periodicity searches that system again. In a batch, a system
+    whose atoms all stayed within ``skin / 2`` keeps its candidates while others are
+    searched: no pair crosses systems, so each system's candidates are its own.
+
+    Positions, cells and periodicity are read as `neighbor_list` reads them (the same
+    code): arrays, PyTorch CPU tensors and DLPack objects (tensors in, tensors out, with
+    ``d`` and ``D`` differentiable with respect to points that require grad), an ASE
+    ``Atoms`` or an MDAnalysis ``AtomGroup`` or ``Universe``, whose cell and periodicity
+    then replace the last ones.
 
     Examples
     --------
@@ -118,21 +167,25 @@ class MolecularNeighborList:
 
     def __init__(self, quantities: str, cutoff: float | None = None, skin: float | None = None,
                  cell=None, pbc=None, *, radii=None, full_list: bool = True,
-                 sorted: bool = False) -> None:
+                 sorted: bool = False, mic: bool = False, ptr=None) -> None:
         self._letters = _as_quantities(quantities)
         if skin is None:
             raise TypeError("give `skin`, the extra reach of the candidates (>= 0).")
-        self._skin = as_positive_scalar(skin, "skin", allow_zero=True)
+        self._skin = as_positive_scalar(to_numpy(skin, "skin"), "skin", allow_zero=True)
+        gradient_letters(self._letters, None, cell)  # a cell that requires grad: refused
+        cutoff, radii = to_numpy(cutoff, "cutoff"), to_numpy(radii, "radii")
         # Checked now (radii against their own length), and against the atoms at the first
         # update.
         self._cutoff, self._radii, _, _ = _reach(cutoff, radii, _length(radii))
         self._radii_argument = radii
-        self._cell, self._pbc = cell, pbc
-        self._full_list, self._sorted = bool(full_list), bool(sorted)
-        self._geometry: CellGeometry | None = None
+        # The cell and periodicity last given, and the name of the cell in messages.
+        self._given = (to_numpy(cell, "cell"), to_numpy(pbc, "pbc"), "cell")
+        self._ptr = to_numpy(ptr, "ptr")
+        self._full_list, self._sorted, self._mic = bool(full_list), bool(sorted), bool(mic)
         self._shape: tuple[int, int] | None = None
         self.n_builds = 0
         self.rebuilt = False
+        self.rebuilt_systems = np.empty(0, np.int64)
 
     @property
     def cutoff(self) -> float | None:
@@ -144,132 +197,266 @@ class MolecularNeighborList:
         """The extra reach of the candidates."""
         return self._skin
 
-    def update(self, points, cell=None):
-        """Take the positions now (and the cell, if it changed); returns the rows of
-        ``neighbor_list(quantities, points, cutoff, cell, pbc, ...)`` at them.
+    def update(self, points, cell=None, pbc=None, *, ptr=None):
+        """Take the positions now (and the cell and periodicity, if they changed); returns
+        the rows of ``neighbor_list(quantities, points, cutoff, cell, pbc, ...)`` at them.
 
         Parameters
         ----------
-        points : array_like of float, shape (n, d)
+        points : array_like of float, shape (n, d), tensor, ase.Atoms, or MDAnalysis AtomGroup
             The positions, anywhere (wrapped into the cell or not), never modified; the
-            same shape at every update.
+            same shape at every update. As `neighbor_list` takes them: tensors give
+            tensors; an ``Atoms``, ``AtomGroup`` or ``Universe`` gives its cell and
+            periodicity too (``cell``, ``pbc`` and ``ptr`` must then be left out).
         cell : array_like of float, optional
             The cell now, in any form `neighbor_list` takes; default None: the cell last
-            given. A cell whose periodic vectors changed rebuilds.
+            given. A system whose periodic vectors changed is searched again.
+        pbc : bool or array_like of bool, optional
+            The periodic axes now; default None: those last given.
+        ptr : array_like of int, shape (B + 1,), optional
+            The offsets of the batch's systems; default None: those given before. Fixed
+            for the list's life: a different ``ptr`` is refused (make a new list).
 
         Returns
         -------
-        ndarray or tuple of ndarray
+        ndarray, torch.Tensor, or tuple of them
             The arrays of ``quantities``, in that order, as `neighbor_list` returns them:
             new arrays at each update.
         """
-        coords = as_points(points, "points")
-        if self._shape is None:
-            self._first(coords)
+        given = read_inputs(self._letters, points, cell, pbc, ptr)
+        coords = given.positions
+        if self.n_builds == 0:
+            self._first(coords, given)
         elif coords.shape != self._shape:
             raise ValueError(
                 f"`points` must keep the shape {self._shape} of the first positions (the "
                 f"same atoms); got shape {coords.shape}. Make a new list for other atoms.")
-        geometry = self._geometry
-        if cell is not None:
-            geometry = system_cells(cell, self._pbc, coords.shape[1], None)[0]
-        rebuild = self._moved(coords, geometry)
-        if rebuild:
-            self._build(coords, geometry)
-        elif not np.array_equal(self._jumps, self._applied):
+        elif given.ptr is not None and not (self._batch and _same(given.ptr, self._offsets)):
+            raise _changed_ptr(self._offsets if self._batch else None, given.ptr)
+        latest, geometries = self._cells(coords, given)
+        search = self._due(coords, geometries)
+        if search.any():
+            self._search(coords, geometries, search, latest[2])
+        # Kept only now: a refused update leaves the list as it was.
+        self._given, self._geometries = latest, geometries
+        if not np.array_equal(self._jumps, self._applied):
             # The candidates' shifts follow the jumps: their rows at these positions.
             with threads(None):
                 shift_candidates(*self._candidates, self._jumps - self._applied)
             self._applied = self._jumps.copy()
-        self.rebuilt = rebuild
-        return self._rows(coords)
+        self.rebuilt = bool(search.any())
+        self.rebuilt_systems = np.flatnonzero(search)
+        return give_back(self._letters, self._rows(coords, given.gradients), given)
 
-    def _first(self, coords: np.ndarray) -> None:
-        """Check the radii against the first positions, and resolve the cell."""
-        if self._radii is not None:
-            self._cutoff, self._radii, _, _ = _reach(None, self._radii_argument, len(coords))
-        self._geometry = system_cells(self._cell, self._pbc, coords.shape[1], None)[0]
-        self._shape = coords.shape  # last: a refused first update leaves no state
+    def _first(self, coords: np.ndarray, given: CallersInputs) -> None:
+        """Check the radii and the offsets against the first positions, and set up the
+        list's arrays (again, after a refused first update)."""
+        n = len(coords)
+        self._cutoff, self._radii, name, seen = _reach(
+            self._cutoff if self._radii is None else None, self._radii_argument, n)
+        self._bound = (self._cutoff, name, seen)  # what `mic` refuses, as named
+        if self._ptr is not None and given.ptr is not None and not _same(given.ptr, self._ptr):
+            raise _changed_ptr(self._ptr, given.ptr)
+        ptr = self._ptr if given.ptr is None else given.ptr
+        if given.from_atoms and ptr is not None:
+            raise TypeError(
+                f"`ptr` must be left out with an ase.Atoms or an MDAnalysis group as "
+                f"`points`, which holds one system; got ptr={ptr!r:.80}.")
+        offsets = _as_ptr(ptr, n)
+        self._batch = offsets is not None
+        self._offsets = np.array([0, n], np.int64) if offsets is None else offsets
+        n_systems = len(self._offsets) - 1
+        self._system = np.repeat(np.arange(n_systems, dtype=np.int64),
+                                 np.diff(self._offsets))
+        self._geometries: list[CellGeometry] | None = None
+        self._limits = np.zeros(n_systems)  # GROWTH_LIMIT times each system's scale
+        self._built_at = np.array(coords)
+        self._jumps = np.zeros(coords.shape, dtype=np.int64)
+        self._applied = self._jumps.copy()  # the jumps the candidates' shifts include
+        self._far = np.zeros(n, dtype=np.bool_)
+        self._candidates = (np.empty(0, np.int64), np.empty(0, np.int64),
+                            np.empty((0, coords.shape[1]), np.int64))
+        self._candidate_offsets = np.zeros(n_systems + 1, np.int64)
+        self._shape = coords.shape
 
-    def _moved(self, coords: np.ndarray, geometry: CellGeometry) -> bool:
-        """Whether a search is due: none yet, a changed cell, or a move beyond the skin
-        (the jumps of the moves into ``self._jumps`` otherwise)."""
+    def _cells(self, coords: np.ndarray, given: CallersInputs
+               ) -> tuple[tuple, list[CellGeometry]]:
+        """``(latest, geometries)``: the cell, periodicity and cell name now (given, or
+        those last given), and each system's checked cell (those of the last update where
+        neither changed); with ``mic``, refused beyond half a width."""
+        last_cell, last_pbc, last_name = self._given
+        if given.from_atoms:
+            if self._batch:
+                raise TypeError(
+                    "`points` must be an array with the `ptr` the list was given: an "
+                    "ase.Atoms or an MDAnalysis group holds one system; got "
+                    f"{type(given.points).__name__}.")
+            latest = (given.cell, given.pbc, given.cell_name)
+        else:
+            latest = (last_cell if given.cell is None else given.cell,
+                      last_pbc if given.pbc is None else given.pbc,
+                      last_name if given.cell is None else "cell")
+        if (self._geometries is not None and _same(latest[0], last_cell)
+                and _same(latest[1], last_pbc)):
+            return latest, self._geometries
+        geometries = system_cells(latest[0], latest[1], coords.shape[1],
+                                  len(self._offsets) - 1 if self._batch else None, latest[2])
+        if self._mic:
+            _check_minimum_image(geometries, *self._bound, self._batch)
+        return latest, geometries
+
+    def _due(self, coords: np.ndarray, geometries: list[CellGeometry]) -> np.ndarray:
+        """Which systems to search (bool (B,)): all at first, else those whose cell
+        changed or with an atom moved beyond ``skin / 2`` (the jumps of the moves into
+        ``self._jumps``)."""
+        n_systems = len(self._offsets) - 1
         if self.n_builds == 0:
-            return True
-        built = self._geometry
-        axes = built.axes
-        if not (np.array_equal(geometry.periodic, built.periodic)
-                and np.array_equal(geometry.vectors[axes], built.vectors[axes])):
-            return True
+            return np.ones(n_systems, dtype=bool)
+        search = np.zeros(n_systems, dtype=bool)
+        if geometries is not self._geometries:
+            search[:] = [_changed(old, new) for old, new in zip(self._geometries, geometries,
+                                                                 strict=True)]
         half_skin = 0.5 * self._skin
         with threads(None):
-            n_beyond, largest = atom_moves(coords, self._built_at, built.vectors,
-                                           built.periodic, self._dual, half_skin * half_skin,
-                                           self._jumps)
-        return n_beyond > 0 or largest > GROWTH_LIMIT * self._scale
+            n_far = atom_moves(coords, self._built_at, self._cell_arrays, self._dual,
+                               half_skin * half_skin, self._limits, self._jumps, self._far)
+        if n_far:
+            search[self._system[self._far]] = True
+        return search
 
-    def _build(self, coords: np.ndarray, geometry: CellGeometry) -> None:
-        """Search the candidates at ``cutoff + skin`` (or ``radii + skin / 2``) and the
-        margin, and keep them with these positions and cell."""
-        n, n_dims = coords.shape
-        largest = float(np.abs(coords).max()) if n else 0.0
+    def _search(self, coords: np.ndarray, geometries: list[CellGeometry], search: np.ndarray,
+                cell_name: str) -> None:
+        """Search the candidates of the systems ``search`` marks at ``cutoff + skin`` (or
+        ``radii + skin / 2``) and the margin, and keep them with these positions, in
+        place of those systems' former ones."""
+        offsets = self._offsets
+        sizes = np.diff(offsets)
+        everything = bool(search.all())
+        atoms = np.repeat(search, sizes)
+        sub = coords if everything else coords[atoms]
+        sub_offsets = offsets if everything else np.concatenate(
+            [[0], np.cumsum(np.where(search, sizes, 0))]).astype(np.int64)
+        largest = float(np.abs(sub).max()) if sub.size else 0.0
         reach = self._cutoff + self._skin
         scale = largest + reach
         margin = REACH_MARGIN * scale
         if self._radii is None:
             radii = None
             reach += margin
-            names = ("cutoff", f"cutoff + skin = {self._cutoff + self._skin}", "cell", False)
+            names = ("cutoff", f"cutoff + skin = {self._cutoff + self._skin}", cell_name,
+                     self._batch)
         else:
             # Rows within (r_i + skin / 2) + (r_j + skin / 2): every row within
             # r_i + r_j + skin, with the margin.
-            radii = self._radii + 0.5 * (self._skin + margin)
-            reach = 2.0 * float(radii.max()) if n else 0.0
+            radii = (self._radii if everything else self._radii[atoms]) + 0.5 * (
+                self._skin + margin)
+            reach = 2.0 * float(radii.max()) if len(radii) else 0.0
             names = ("radii", f"2 * max(radii) + skin = {self._cutoff + self._skin}",
-                     "cell", False)
-        found = batch_rows(coords, [geometry], np.array([0, n], dtype=np.int64), reach,
-                           radii, self._full_list, "ijS", names)
+                     cell_name, self._batch)
+        found = batch_rows(sub, geometries, sub_offsets, reach, radii, self._full_list, "ijS",
+                           names)
         if self._sorted:
             found = _sorted(found)
-        self._candidates = (found["i"], found["j"], found["S"])
-        self._scale = scale
-        self._geometry = geometry
-        self._vectors = geometry.vectors[np.newaxis]
-        self._periodic = geometry.periodic[np.newaxis]
-        self._dual = np.zeros((n_dims, n_dims))
-        self._dual[geometry.axes] = geometry.dual
-        self._built_at = coords.copy()
-        self._jumps = np.zeros((n, n_dims), dtype=np.int64)
-        self._applied = self._jumps.copy()  # the jumps the candidates' shifts include
-        self._keep = np.empty(len(found["i"]), dtype=np.bool_)
+        candidates = (found["i"], found["j"], found["S"])
+        row_offsets = np.searchsorted(found["i"], sub_offsets)
+        if not everything:
+            # Back to indices into all the atoms, among the other systems' candidates.
+            moved_by = np.repeat(offsets[:-1] - sub_offsets[:-1], np.diff(row_offsets))
+            candidates[0][:] += moved_by
+            candidates[1][:] += moved_by
+            candidates, row_offsets = _spliced(self._candidates, self._candidate_offsets,
+                                               candidates, row_offsets, search)
+        self._candidates, self._candidate_offsets = candidates, row_offsets
+        self._limits[search] = GROWTH_LIMIT * scale
+        self._built_at[atoms] = coords[atoms]
+        self._jumps[atoms] = 0
+        self._applied[atoms] = 0
+        self._keep = np.empty(len(candidates[0]), dtype=np.bool_)
+        self._cell_arrays, self._dual = _cell_arrays(geometries, self._system)
         self.n_builds += 1
 
-    def _rows(self, coords: np.ndarray):
-        """The candidates within the cutoff at ``coords``, as the letters asked for."""
-        n, n_dims = coords.shape
-        letters = self._letters
+    def _rows(self, coords: np.ndarray, gradients: str) -> dict[str, np.ndarray]:
+        """The candidates within the cutoff at ``coords``: the arrays of the letters asked
+        for and of ``gradients``, by letter."""
+        n_dims = coords.shape[1]
+        letters = self._letters + gradients
         radii = np.empty(0) if self._radii is None else self._radii
-        candidates = self._candidates
-        args = (coords, self._vectors, self._periodic, candidates, radii, self._cutoff,
-                self._keep)
+        args = (coords, self._cell_arrays, (*self._candidates, self._candidate_offsets),
+                radii, self._cutoff, self._keep)
         with threads(None):
-            counts = listed_rows(*args, np.empty(0, np.int64), _empty_out(n_dims))
+            counts = listed_rows(*args, np.empty(0, np.int64), _row_arrays("", 0, n_dims))
             starts = np.cumsum(counts) - counts
-            m = int(counts.sum())
-            out = tuple(np.empty((m if letter in letters else 0,)
-                                 + ((n_dims,) if letter in "SD" else ()),
-                                 dtype=np.float64 if letter in "Dd" else np.int64)
-                        for letter in "ijSDd")
+            out = _row_arrays(letters, int(counts.sum()), n_dims)
             listed_rows(*args, starts, out)
-        arrays = dict(zip("ijSDd", out, strict=True))
-        arrays["b"] = np.zeros(m if "b" in letters else 0, dtype=np.int64)
-        return _outputs(letters, arrays)
+        return dict(zip(ROW_LETTERS, out, strict=True))
 
 
-def _empty_out(n_dims: int) -> tuple[np.ndarray, ...]:
-    """The output arrays of a count pass: no rows."""
-    return (np.empty(0, np.int64), np.empty(0, np.int64), np.empty((0, n_dims), np.int64),
-            np.empty((0, n_dims)), np.empty(0))
+#: The letters `listed_rows` writes, in the order of its output tuple.
+ROW_LETTERS = "ijSDdb"
+
+
+def _row_arrays(letters: str, m: int, n_dims: int) -> tuple[np.ndarray, ...]:
+    """The output arrays of `listed_rows`: m rows for the ``letters``, none for the
+    others."""
+    return tuple(np.empty((m if letter in letters else 0,)
+                          + ((n_dims,) if letter in "SD" else ()),
+                          dtype=np.float64 if letter in "Dd" else np.int64)
+                 for letter in ROW_LETTERS)
+
+
+def _cell_arrays(geometries: list[CellGeometry], system: np.ndarray
+                 ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+    """``((vectors, periodic, system), dual)`` of the kernels: each system's cell vectors
+    (B, d, d), periodic axes (B, d) and dual vectors (B, d, d), zero on open axes."""
+    vectors = np.stack([cell.vectors for cell in geometries])
+    periodic = np.stack([cell.periodic for cell in geometries])
+    dual = np.zeros(vectors.shape)
+    for b, cell in enumerate(geometries):
+        dual[b, cell.axes] = cell.dual
+    return (vectors, periodic, system), dual
+
+
+def _changed(built: CellGeometry, now: CellGeometry) -> bool:
+    """Whether a system's periodic axes or their vectors changed since its search."""
+    return not (np.array_equal(now.periodic, built.periodic)
+                and np.array_equal(now.vectors[built.axes], built.vectors[built.axes]))
+
+
+def _spliced(old: tuple, old_offsets: np.ndarray, new: tuple, new_offsets: np.ndarray,
+             search: np.ndarray) -> tuple[tuple, np.ndarray]:
+    """The candidates of each system, in system order: the ``new`` ones of the systems
+    ``search`` marks, the ``old`` ones of the others (``*_offsets`` (B + 1,): each
+    system's rows), and the offsets of the result. Each run of consecutive systems from
+    the same side is one slice, joined by one copy (a scatter of every row by index took
+    longer than the search)."""
+    edges = np.flatnonzero(np.diff(search.astype(np.int8))) + 1
+    pieces: list[list[np.ndarray]] = [[] for _ in old]
+    for lo, hi in zip(np.concatenate([[0], edges]), np.concatenate([edges, [len(search)]]),
+                      strict=True):
+        source, offsets = (new, new_offsets) if search[lo] else (old, old_offsets)
+        for piece, array in zip(pieces, source, strict=True):
+            piece.append(array[offsets[lo]:offsets[hi]])
+    counts = np.where(search, np.diff(new_offsets), np.diff(old_offsets))
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return tuple(np.concatenate(piece) for piece in pieces), offsets
+
+
+def _same(value, last) -> bool:
+    """Whether a cell or periodicity ``value`` is ``last``, or holds the same values."""
+    if value is last:
+        return True
+    if value is None or last is None:
+        return False
+    value, last = np.asarray(value), np.asarray(last)
+    return value.shape == last.shape and np.array_equal(value, last)
+
+
+def _changed_ptr(kept, ptr) -> ValueError:
+    """The refusal of a ``ptr`` other than the list's."""
+    shown = None if kept is None else np.asarray(kept).tolist()
+    return ValueError(
+        f"`ptr` must stay the offsets the list was given ({shown}) for the list's life; "
+        f"got ptr={np.asarray(ptr).tolist()!r:.80}. Make a new list for other systems.")
 
 
 def _length(radii) -> int:

@@ -1,6 +1,8 @@
 """The molecular skin list's kernels (``_molecular_list.py``): the atoms' moves since the
 build, each split into a whole number of cell vectors and what is left, and the stored
-candidate rows within reach at the current positions.
+candidate rows within reach at the current positions, for the atoms of one system or of a
+batch (each atom in the cell of its system: ``cells = (vectors, periodic, system)``,
+vectors (B, d, d), periodic (B, d) and the system of each atom (n,)).
 
 An atom wrapped back into its cell between steps has jumped by a lattice vector, not
 moved far: `atom_moves` rounds each atom's displacement in fractional coordinates along
@@ -39,38 +41,40 @@ MAX_JUMP = 2.0**62
 
 
 @jit_parallel
-def atom_moves(positions, built_at, vectors, periodic, dual, limit2, jumps):
+def atom_moves(positions, built_at, cells, dual, limit2, limits, jumps, far):
     """The jumps ``n`` (int64 (n, d), 0 on open axes) of each atom since ``built_at``, into
-    ``jumps``: its displacement's fractional coordinates (``dual[a] @ (x - x_built)``,
-    ``dual`` (d, d) with zero rows on open axes) rounded to the nearest integers. Returns
-    ``(n_beyond, largest)``: the number of atoms whose displacement less ``n @ vectors``
-    has a squared length above ``limit2`` (a jump too large to round counts), and the
-    largest magnitude of a current coordinate."""
+    ``jumps``: its displacement's fractional coordinates (``dual[b, a] @ (x - x_built)``,
+    ``dual`` (B, d, d) with zero rows on open axes) rounded to the nearest integers. Marks
+    in ``far`` (bool (n,)) the atoms whose displacement less ``n @ vectors`` has a squared
+    length above ``limit2`` (a jump too large to round counts), or with a coordinate
+    above ``limits`` (float64 (B,)) of its system, and returns their number."""
+    vectors, periodic, system = cells
     n, n_dims = positions.shape
-    n_beyond = 0
-    largest = 0.0
+    n_far = 0
     for i in prange(n):
-        beyond = 0
+        b = system[i]
+        beyond = False
         for a in range(n_dims):
             jumps[i, a] = 0
-            if periodic[a]:
+            if periodic[b, a]:
                 value = 0.0
                 for k in range(n_dims):
-                    value += dual[a, k] * (positions[i, k] - built_at[i, k])
+                    value += dual[b, a, k] * (positions[i, k] - built_at[i, k])
                 if abs(value) < MAX_JUMP:
                     jumps[i, a] = int(round(value))
                 else:
-                    beyond = 1
+                    beyond = True
         squared = 0.0
         for k in range(n_dims):
             left = positions[i, k] - built_at[i, k]
             for a in range(n_dims):
                 if jumps[i, a] != 0:
-                    left -= jumps[i, a] * vectors[a, k]
+                    left -= jumps[i, a] * vectors[b, a, k]
             squared += left * left
-            largest = max(largest, abs(positions[i, k]))
-        n_beyond += 1 if beyond or not squared <= limit2 else 0
-    return n_beyond, largest
+            beyond = beyond or not abs(positions[i, k]) <= limits[b]
+        far[i] = beyond or not squared <= limit2
+        n_far += 1 if far[i] else 0
+    return n_far
 
 
 @jit_parallel
@@ -86,65 +90,82 @@ def shift_candidates(cand_i, cand_j, cand_shifts, delta):
 
 
 @jit
-def chunk_rows(positions, vectors, periodic, candidates, radii, cutoff, lo, hi, keep, start,
-               out):
+def chunk_rows(positions, cells, candidates, radii, cutoff, lo, hi, keep, start, out):
     """The candidates ``lo`` to ``hi - 1`` within reach at ``positions``: with ``start``
     < 0, each one's test into ``keep`` and their number returned; else the rows of those
-    ``keep`` marks written from ``start`` into ``out`` (as `listed_rows`)."""
-    cand_i, cand_j, cand_shifts = candidates
-    out_i, out_j, out_shifts, out_vectors, out_distances = out
+    ``keep`` marks written from ``start`` into ``out`` (as `listed_rows`). Taken a run of
+    one system's candidates at a time, its cell copied as system 0 of a batch of one: the
+    cell is then read at a fixed place, as for a single system (read at each row's system,
+    it made the passes over a single system's candidates measurably slower)."""
+    vectors, periodic, system = cells
+    cand_i, cand_j, cand_shifts, cand_offsets = candidates
+    out_i, out_j, out_shifts, out_vectors, out_distances, out_systems = out
     n_dims = positions.shape[1]
     vector = np.zeros(n_dims, np.float64)
+    cell_vectors = np.zeros((1, n_dims, n_dims), np.float64)
+    cell_periodic = np.zeros((1, n_dims), np.bool_)
     with_radii = radii.shape[0] > 0
     fill = start >= 0
     count = 0
-    for r in range(lo, hi):
-        if fill and not keep[r]:
-            continue
-        i = cand_i[r]
-        j = cand_j[r]
-        squared = _pair_vector(positions, vectors, periodic, i, positions, j, 0, cand_shifts[r],
-                               vector)
-        distance = math.sqrt(squared)
-        if not fill:
-            bound = radii[i] + radii[j] if with_radii else cutoff
-            keep[r] = distance <= bound
-            count += keep[r]
-            continue
-        at = start + count
-        count += 1
-        if out_i.shape[0]:
-            out_i[at] = i
-        if out_j.shape[0]:
-            out_j[at] = j
-        for a in range(n_dims if out_shifts.shape[0] else 0):
-            out_shifts[at, a] = cand_shifts[r, a]
-        for a in range(n_dims if out_vectors.shape[0] else 0):
-            out_vectors[at, a] = vector[a]
-        if out_distances.shape[0]:
-            out_distances[at] = distance
+    run = lo
+    while run < hi:
+        b = system[cand_i[run]]
+        run_end = min(hi, cand_offsets[b + 1])
+        for a in range(n_dims):  # element by element: a slice's copy compiles slowly
+            cell_periodic[0, a] = periodic[b, a]
+            for c in range(n_dims):
+                cell_vectors[0, a, c] = vectors[b, a, c]
+        for r in range(run, run_end):
+            if fill and not keep[r]:
+                continue
+            i = cand_i[r]
+            j = cand_j[r]
+            squared = _pair_vector(positions, cell_vectors, cell_periodic, i, positions, j, 0,
+                                   cand_shifts[r], vector)
+            distance = math.sqrt(squared)
+            if not fill:
+                bound = radii[i] + radii[j] if with_radii else cutoff
+                keep[r] = distance <= bound
+                count += keep[r]
+                continue
+            at = start + count
+            count += 1
+            if out_i.shape[0]:
+                out_i[at] = i
+            if out_j.shape[0]:
+                out_j[at] = j
+            for a in range(n_dims if out_shifts.shape[0] else 0):
+                out_shifts[at, a] = cand_shifts[r, a]
+            for a in range(n_dims if out_vectors.shape[0] else 0):
+                out_vectors[at, a] = vector[a]
+            if out_distances.shape[0]:
+                out_distances[at] = distance
+            if out_systems.shape[0]:
+                out_systems[at] = b
+        run = run_end
     return count
 
 
 @jit_parallel
-def listed_rows(positions, vectors, periodic, candidates, radii, cutoff, keep, starts, out):
-    """The candidates ``(i, j, S)`` (int64 (m,), (m,), (m, d); ``S`` the shift at the
-    current positions) whose rows at ``positions`` (``vectors`` (1, d, d) and ``periodic``
-    (1, d): the cell as `molecular._pair_vector` takes it) have ``d <= cutoff`` (with
-    ``radii`` (n,), ``d <= radii[i] + radii[j]``; (0,) without). Two passes: with
-    ``starts`` (0,), each candidate's test into ``keep`` (bool (m,)) and the number kept in
-    each chunk of `ROWS_PER_CHUNK` candidates returned; with ``starts`` (the running sum
-    of those numbers), the kept rows written, in the candidates' order, into ``out``,
-    ``(i, j, S, D, d)``: int64 (k,), int64 (k,), int64 (k, d), float64 (k, d),
-    float64 (k,), each with k rows or none (not asked for); the second pass computes only
-    the vectors of the rows kept."""
+def listed_rows(positions, cells, candidates, radii, cutoff, keep, starts, out):
+    """The candidates ``(i, j, S, offsets)`` (int64 (m,), (m,), (m, d), (B + 1,); ``S``
+    the shift at the current positions; system ``b``'s candidates from ``offsets[b]`` up
+    to ``offsets[b + 1]``) whose rows at ``positions`` (in the cell of ``system[i]``,
+    ``cells`` as `atom_moves` takes them) have ``d <= cutoff`` (with ``radii`` (n,),
+    ``d <= radii[i] + radii[j]``; (0,) without). Two passes: with ``starts`` (0,), each
+    candidate's test into ``keep`` (bool (m,)) and the number kept in each chunk of
+    `ROWS_PER_CHUNK` candidates returned; with ``starts`` (the running sum of those
+    numbers), the kept rows written, in the candidates' order, into ``out``,
+    ``(i, j, S, D, d, b)``: int64 (k,), int64 (k,), int64 (k, d), float64 (k, d),
+    float64 (k,), int64 (k,), each with k rows or none (not asked for); the second pass
+    computes only the vectors of the rows kept."""
     m = candidates[0].shape[0]
     n_chunks = (m + ROWS_PER_CHUNK - 1) // ROWS_PER_CHUNK
     counts = np.zeros(n_chunks, np.int64)
     fill = starts.shape[0] > 0
     for chunk in prange(n_chunks):
         lo = chunk * ROWS_PER_CHUNK
-        counts[chunk] = chunk_rows(positions, vectors, periodic, candidates, radii, cutoff,
-                                   lo, min(m, lo + ROWS_PER_CHUNK), keep,
+        counts[chunk] = chunk_rows(positions, cells, candidates, radii, cutoff, lo,
+                                   min(m, lo + ROWS_PER_CHUNK), keep,
                                    starts[chunk] if fill else -1, out)
     return counts
