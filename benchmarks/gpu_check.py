@@ -1,7 +1,8 @@
 """The checks that need a GPU, in one run that prints one table: the Warp engine's tests on
 CUDA (the contract suite on ``"warp-cuda"``, `tests/test_warp_engine.py` with its check of
 the PTX for fused multiply-adds and its CUDA test, `tests/test_warp_rays.py`'s ray casts
-against the CPU engine's on CUDA), then `bench_gpu.py`.
+and `tests/test_warp_functions.py`'s calls of a Warp function against the CPU engine's on
+CUDA), then `bench_gpu.py`.
 
 Run from the repository root on a machine with an NVIDIA GPU, warp-lang and the test
 dependencies (pytest, hypothesis)::
@@ -75,10 +76,10 @@ def main(argv=None) -> int:
     else:
         tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                  "-p", "no:xdist", "tests/test_warp_engine.py", "tests/test_warp_rays.py",
-                 "tests/test_contract.py", "-k", "warp"]
+                 "tests/test_warp_functions.py", "tests/test_contract.py", "-k", "warp"]
         status, seconds = run_step(tests, args.test_seconds, env)
-        rows.append(("tests on CUDA (contract, test_warp_engine, rays, PTX)", status, seconds,
-                     "the contract suite on warp-cuda and warp-cpu"))
+        rows.append(("tests on CUDA (contract, test_warp_engine, rays, functions, PTX)",
+                     status, seconds, "the contract suite on warp-cuda and warp-cpu"))
         bench = [sys.executable, "benchmarks/bench_gpu.py", "--device", "cuda", "--repeat",
                  str(args.repeat), "--sizes", *map(str, args.sizes)]
         status, seconds = run_step(bench, args.bench_seconds, env)

@@ -7,6 +7,12 @@ that says how ``fn`` is called (`call_error`, numba's error as its cause). A ray
 must return a bool: `ray_function` types the call before any kernel compiles, so that a
 function returning a number (which numba would take for its truth value) is refused with a
 message rather than compiled.
+
+On the Warp engine (``Grid(..., device="cuda")`` or ``"warp-cpu"``), ``fn`` is a Warp
+function instead (``@wp.func``), which a Warp kernel can call: `pair_function` checks it
+given the grid's device, and `warp_arguments` its parameters against the arguments and
+the arguments themselves (Warp arrays on the grid's device, or numbers, given Warp's
+types as numba gives them: float64 and int64).
 """
 
 from __future__ import annotations
@@ -33,15 +39,76 @@ DYNAMIC_RAY_CALL = ("fn(ray, id, distance, *args), ray (0) and id int64, distanc
 _RETURN_TYPES: dict = {}
 
 
-def pair_function(fn):
-    """``fn`` if it is a compiled numba function (any callable under NUMBA_DISABLE_JIT)."""
+def pair_function(fn, device: str = "cpu"):
+    """``fn`` if it is a compiled numba function (any callable under NUMBA_DISABLE_JIT),
+    or on a Warp ``device`` (any but ``"cpu"``) a Warp function."""
+    if device != "cpu":
+        return warp_function(fn, device)
     if is_dispatcher(fn) or (numba.config.DISABLE_JIT and callable(fn)):
         return fn
     raise TypeError(
         "`fn` must be a function compiled with numba's `njit` (it is called from compiled "
         f"code, on every thread); got {fn!r}. Decorate it with `@njit` (`from numba "
-        "import njit`)."
+        "import njit`); a Warp function (`@wp.func`) runs on a grid with device='cuda' "
+        "or 'warp-cpu'."
     )
+
+
+def warp_function(fn, device: str):
+    """``fn`` if it is a Warp function (``@wp.func``), for a grid on the Warp ``device``
+    (Warp is then imported)."""
+    import warp
+
+    if isinstance(fn, warp.Function) and not fn.is_builtin():
+        return fn
+    kind = " (a numba function)" if is_dispatcher(fn) else ""
+    raise TypeError(
+        f"`fn` must be a Warp function (`@wp.func`) on a grid with device={device!r}, "
+        f"whose kernels call it; got {fn!r}{kind}. Decorate it with `@wp.func` (`import "
+        "warp as wp`), its parameters typed, or build the grid with device='cpu' for a "
+        "numba function."
+    )
+
+
+def warp_arguments(fn, args: tuple, warp_device: str, call: str) -> tuple:
+    """``args`` as the Warp kernels calling the Warp function ``fn`` take them: Python and
+    NumPy numbers as Warp scalars (float64, int64 or bool, as numba types Python's), Warp
+    arrays and values as they are, Warp arrays checked to be on ``warp_device``.
+    ``fn`` must take the six values of ``call`` and then ``args``."""
+    import inspect
+
+    import numpy as np
+    import warp
+
+    n_params = len(inspect.signature(fn.func).parameters)
+    if n_params != 6 + len(args):
+        raise TypeError(
+            f"`fn` must take {call}: {6 + len(args)} parameters with the {len(args)} "
+            f"arguments given after it; got {fn.key!r}, which takes {n_params}."
+        )
+    converted = []
+    for k, arg in enumerate(args):
+        if isinstance(arg, (bool, np.bool_)):
+            arg = warp.bool(bool(arg))
+        elif isinstance(arg, (int, np.integer)):
+            arg = warp.int64(int(arg))
+        elif isinstance(arg, (float, np.floating)):
+            arg = warp.float64(float(arg))
+        elif isinstance(arg, warp.array):
+            if str(arg.device) != str(warp.get_device(warp_device)):
+                raise TypeError(
+                    f"`args[{k}]` must be on the grid's device, {warp_device!r} (a Warp "
+                    f"array `fn` reads or writes there); got an array on {str(arg.device)!r}."
+                    " Create it with `device=` the grid's device."
+                )
+        elif not (warp.types.is_value(arg) or warp.types.is_struct(arg)):
+            raise TypeError(
+                f"`args[{k}]` must be a Warp array or a number (an argument of the Warp "
+                f"function `fn`); got {type(arg).__name__}. Wrap an array as "
+                "`wp.array(values, device=...)`."
+            )
+        converted.append(arg)
+    return tuple(converted)
 
 
 def ray_function(fn, args, all_hits: bool, call: str):

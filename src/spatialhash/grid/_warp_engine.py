@@ -18,11 +18,15 @@ row, so ``k`` has no cap and needs no scratch (``_warp_kernels/knn.py``). `query
 walks the cells of each ray as the CPU engine does (``_warp_kernels/ray.py``). Results
 come back to the host as the CPU engine's result types.
 
+`for_each_pair` and `for_each_neighbor` take a Warp function (``@wp.func``) as ``fn``,
+called from a kernel generated for it (``_warp_kernels/functions.py``): one thread per
+point (or query), its calls in the order of its walk of the cells.
+
 So far it answers `query_pairs`, `iter_pairs` and `found_pairs` (one distance or one
 radius per point, open or periodic boxes), `query_radius`, `count_radius`, `query_box`,
-`query_knn` and `query_ray` without a user's function; the other calls of `GridEngine`,
-and `query_ray` with ``fn``, raise `NotImplementedError` naming the call and the engine
-(`_not_yet`). `n_threads` is accepted and unused.
+`query_knn`, `for_each_pair`, `for_each_neighbor` and `query_ray` without a user's
+function; `query_ray` with ``fn`` raises `NotImplementedError`. `n_threads` is accepted
+and unused.
 """
 
 from __future__ import annotations
@@ -34,11 +38,12 @@ import numpy as np
 import warp as wp
 
 from .._results import KNearest, Neighbors, Pairs, RayHits
+from .._user_functions import PAIR_CALL, warp_arguments
 from . import _build
 from ._kernels import ray as cpu_rays
 from ._pair_search import FoundPairs, chunks_of_cells
 from ._warp_build import build_device_grid
-from ._warp_kernels import knn, ray, scan
+from ._warp_kernels import functions, knn, ray, scan
 from ._warp_memory import device_empty
 
 
@@ -248,6 +253,45 @@ class WarpEngine:
                                        distances))
         return RayHits(_host(indices).reshape(-1), _host(distances))
 
+    # ------------------------------------------------------------------ functions
+    def for_each_pair(self, r2, radii, reach, fn, args, once=False) -> None:
+        """``fn(i, j, d2, dx, dy, dz, *args)``, ``fn`` a Warp function, for every ordered
+        pair within ``r2`` (or ``radii``, in the grid's order), or with ``once`` each pair
+        once (`_warp_kernels/functions.py`): one thread per point, which walks its block
+        of cells and calls ``fn`` for its row ``i``, in the walk's order; with ``once``
+        only for the points after it in the grid's order, so that the calls writing a
+        row ``j`` come from other threads."""
+        args = warp_arguments(fn, args, self.device, PAIR_CALL)
+        inputs = (self._device_build.grid, self._device_build.order,
+                  wp.array(radii, dtype=wp.float64, device=self.device), wp.float64(r2),
+                  wp.float64(reach), bool(once), *args)
+        self._launch_function(functions.pair_kernel(fn, len(args)), self.n_points, inputs,
+                              fn)
+
+    def for_each_neighbor(self, query_points, radii, fn, args) -> None:
+        """``fn(q, j, d2, dx, dy, dz, *args)``, ``fn`` a Warp function, for each point
+        ``j`` within ``radii[q]`` of each query: one thread per query, its ``j`` in the
+        order of the rows of `query_radius`."""
+        args = warp_arguments(fn, args, self.device, PAIR_CALL)
+        inputs = (self._device_build.grid, self._device_build.order,
+                  wp.array(query_points, dtype=wp.vec3d, device=self.device),
+                  wp.array(radii, dtype=wp.float64, device=self.device), *args)
+        self._launch_function(functions.neighbor_kernel(fn, len(args)),
+                              query_points.shape[0], inputs, fn)
+
+    def _launch_function(self, kernel, dim, inputs, fn):
+        """`_launch` of a kernel calling ``fn``, where Warp's failure to compile the call
+        (``fn``'s parameter types against the values passed) is a `TypeError` naming
+        ``fn``, Warp's error as its cause."""
+        try:
+            self._launch(kernel, dim, inputs)
+        except _WARP_CODEGEN_ERRORS as error:
+            raise TypeError(
+                f"`fn` must take {PAIR_CALL}, typed as Warp passes them (wp.int64, "
+                f"wp.float64, then each argument's type); got {fn.key!r}, which Warp could "
+                "not compile for that call (Warp's error is the cause above)."
+            ) from error
+
     # ------------------------------------------------------------------ passes
     def _count_and_fill(self, n_rows, rows, n_columns, return_distances, what):
         """Count the rows, scan the counts into offsets, fill the rows: ``(indptr,
@@ -302,21 +346,10 @@ def _host(array: wp.array) -> np.ndarray:
     return values.copy() if array.device.is_cpu else values
 
 
-def _not_yet(name: str):
-    """A method ``name`` of `GridEngine` that the Warp engine does not answer yet."""
-
-    def method(self, *args, **kwargs):
-        raise NotImplementedError(
-            f"`{name}` is not available on the Warp engine yet (device="
-            f"{self.device_name!r}); build the grid with device='cpu' for it.")
-
-    method.__name__ = name
-    method.__doc__ = "Not yet on the Warp engine: raises `NotImplementedError`."
-    return method
-
-
-for _name in ("for_each_pair", "for_each_neighbor"):
-    setattr(WarpEngine, _name, _not_yet(_name))
+#: Warp's errors of a kernel it cannot generate: here, a call of ``fn`` that does not type.
+_WARP_CODEGEN_ERRORS = (wp.WarpCodegenError, wp.WarpCodegenTypeError,
+                        wp.WarpCodegenAttributeError, wp.WarpCodegenIndexError,
+                        wp.WarpCodegenKeyError, wp.WarpCodegenValueError)
 
 #: The Warp engines by ``algorithm`` (`_devices.choose_engine`).
 ENGINES = {"grid": WarpEngine, "brute": WarpBruteEngine}
