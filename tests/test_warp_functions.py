@@ -1,6 +1,6 @@
-"""`Grid.for_each_pair` and `Grid.for_each_neighbor` on the Warp engine
-(``device="warp-cpu"``), ``fn`` a Warp function: the CPU engine's calls with a numba
-function of the same body.
+"""`Grid.for_each_pair`, `Grid.for_each_neighbor` and `Grid.query_ray` with ``fn`` on the
+Warp engine (``device="warp-cpu"``), ``fn`` a Warp function: the CPU engine's calls with a
+numba function of the same body.
 
 The calls are recorded, each into its own slot of an array (a counter taken by an atomic
 add), and compared with the CPU engine's as sets of rows ``(i, j, d2, dx, dy, dz)``: the
@@ -10,7 +10,9 @@ are its row of `query_radius` in order, so float sums per query equal the CPU en
 bit for bit; `for_each_pair`'s calls of a row come in another order than on the CPU
 engine, so its float sums agree to rounding (exactly on lattice coordinates), its integer
 counts exactly. With ``once``, a pair is called from its point first in the grid's order.
-Then the errors naming ``fn`` and its arguments. With ``SPATIALHASH_TEST_CUDA=1``
+`query_ray` with ``fn`` chooses the CPU engine's hits after the same number of calls a
+ray. Then the errors naming ``fn`` and its arguments, and the compiled code (no fused
+multiply-add). With ``SPATIALHASH_TEST_CUDA=1``
 (`benchmarks/gpu_check.py`) the comparisons run on a CUDA GPU too (``DEVICES``).
 """
 
@@ -391,3 +393,90 @@ def test_cuda_code_of_a_function_has_no_fused_multiply_add():
         for op in ("add", "sub", "mul"):
             assert re.search(rf"\b{op}\.rn\.f64", ptx), (kernel.key, op)
             assert not re.search(rf"\b{op}\.f64", ptx), (kernel.key, op)
+
+
+# ---------------------------------------------------------------------- rays
+@wp.func
+def every_nth(ray: wp.int64, index: wp.int64, distance: wp.float64,
+              offered: wp.array(dtype=wp.int64), n: wp.int64) -> wp.bool:
+    """Accept a point whose index is a multiple of ``n``, counting the hits offered."""
+    offered[ray] += wp.int64(1)
+    return index % n == wp.int64(0)
+
+
+@njit
+def every_nth_cpu(ray, index, distance, offered, n):
+    offered[ray] += 1
+    return index % n == 0
+
+
+@wp.func
+def far_enough(ray: wp.int64, index: wp.int64, distance: wp.float64,
+               least: wp.float64) -> bool:
+    return distance >= least
+
+
+@njit
+def far_enough_cpu(ray, index, distance, least):
+    return distance >= least
+
+
+@pytest.mark.parametrize("n_dims", [2, 3])
+def test_ray_functions_choose_the_cpu_engines_hits_after_its_calls(device, n_dims):
+    rng = np.random.default_rng(n_dims)
+    points = rng.random((2000, n_dims))
+    origins = rng.random((300, n_dims)) * 1.4 - 0.2
+    directions = rng.normal(size=(300, n_dims))
+    radii = rng.random(2000) * 0.03
+    cpu, gpu = grids(points, 0.05, None, device)
+    for n in (1, 3, 10**9):
+        offered = np.zeros(300, dtype=np.int64)
+        a = cpu.query_ray(origins, directions, radii, fn=every_nth_cpu, args=(offered, n))
+        offered_warp = wp.zeros(300, dtype=wp.int64, device=on(device))
+        b = gpu.query_ray(origins, directions, radii, fn=every_nth, args=(offered_warp, n))
+        assert_same_bytes(b.indices, a.indices, f"indices, n={n}")
+        assert_same_bytes(b.distances, a.distances, f"distances, n={n}")
+        assert_same_bytes(offered_warp.numpy(), offered, f"calls, n={n}")
+    every = cpu.query_ray(origins, directions, radii, all_hits=True)
+    assert np.all(offered == np.diff(every.indptr))  # n = 10**9 accepts only index 0
+    a = cpu.query_ray(origins, directions, 0.02, max_distance=0.8, fn=far_enough_cpu,
+                      args=(0.1,))
+    b = gpu.query_ray(origins, directions, 0.02, max_distance=0.8, fn=far_enough,
+                      args=(0.1,))
+    assert np.any(a.indices >= 0) and np.any(a.indices < 0)
+    assert_same_bytes(b.indices, a.indices, "indices, far_enough")
+    assert_same_bytes(b.distances, a.distances, "distances, far_enough")
+
+
+@wp.func
+def returns_a_distance(ray: wp.int64, index: wp.int64, distance: wp.float64) -> wp.float64:
+    return distance
+
+
+@wp.func
+def undeclared_distance(ray: wp.int64, index: wp.int64, distance: wp.float64):
+    return distance
+
+
+def test_ray_function_errors_name_fn():
+    grid = Grid(np.random.default_rng(0).random((20, 3)), 0.2, device="warp-cpu")
+    cast = {"origins": np.zeros((2, 3)), "directions": np.ones((2, 3)), "radii": 0.1}
+    with pytest.raises(TypeError, match=r"^`fn` must be a Warp function .* got "
+                                        r"CPUDispatcher\(.*\) \(a numba function\)"):
+        grid.query_ray(**cast, fn=far_enough_cpu, args=(0.1,))
+    with pytest.raises(TypeError, match=r"^`fn` must return a bool \(True accepts the hit, "
+                                        r"False passes over it\); got 'returns_a_distance', "
+                                        r"declared to return float64\.$"):
+        grid.query_ray(**cast, fn=returns_a_distance)
+    with pytest.raises(TypeError, match=r"^`fn` must take fn\(ray, index, distance, \*args\)"
+                                        r".*\), and return a bool; got 'undeclared_distance', "
+                                        r"which Warp could not compile for that call"):
+        grid.query_ray(**cast, fn=undeclared_distance)
+    with pytest.raises(TypeError, match=r"^`fn` must take fn\(ray, index, distance, \*args\)"
+                                        r".*: 4 parameters with the 1 arguments given after "
+                                        r"it; got 'every_nth', which takes 5\.$"):
+        grid.query_ray(**cast, fn=every_nth, args=(0.1,))
+    with pytest.raises(TypeError, match=r"^`all_hits` must be False with `fn`"):
+        grid.query_ray(**cast, fn=far_enough, args=(0.1,), all_hits=True)
+    with pytest.raises(TypeError, match=r"^`args` must be a tuple"):
+        grid.query_ray(**cast, fn=far_enough, args=0.1)

@@ -70,21 +70,47 @@ def warp_function(fn, device: str):
     )
 
 
+def warp_ray_function(fn, args, all_hits: bool, device: str):
+    """`ray_function`'s checks on a Warp ``device``: ``fn`` a Warp function whose declared
+    return type, if any, is a bool (a kernel that calls it fails to compile otherwise)."""
+    import warp
+
+    fn = warp_function(fn, device)
+    if not isinstance(args, tuple):
+        raise TypeError(f"`args` must be a tuple (the arguments passed to `fn` after the "
+                        f"hit's); got {type(args).__name__} {args!r:.80}. Pass one argument "
+                        "as `args=(value,)`.")
+    if all_hits:
+        raise TypeError("`all_hits` must be False with `fn`: `fn` picks one hit a ray, the "
+                        "first it accepts; got all_hits=True.")
+    # The return type as Warp resolved the annotation (a string under `from __future__
+    # import annotations`); None where there is none.
+    returns = fn.adj.arg_types.get("return")
+    if returns is not None and returns not in (bool, warp.bool):
+        raise TypeError(
+            "`fn` must return a bool (True accepts the hit, False passes over it); got "
+            f"{fn.key!r}, declared to return {warp.types.type_repr(returns)}."
+        )
+    return fn
+
+
 def warp_arguments(fn, args: tuple, warp_device: str, call: str) -> tuple:
     """``args`` as the Warp kernels calling the Warp function ``fn`` take them: Python and
     NumPy numbers as Warp scalars (float64, int64 or bool, as numba types Python's), Warp
     arrays and values as they are, Warp arrays checked to be on ``warp_device``.
-    ``fn`` must take the six values of ``call`` and then ``args``."""
+    ``fn`` must take the values of ``call`` (those before its ``*args``) and then
+    ``args``."""
     import inspect
 
     import numpy as np
     import warp
 
     n_params = len(inspect.signature(fn.func).parameters)
-    if n_params != 6 + len(args):
+    n_values = call[: call.index(")")].count(",")  # before ``*args``
+    if n_params != n_values + len(args):
         raise TypeError(
-            f"`fn` must take {call}: {6 + len(args)} parameters with the {len(args)} "
-            f"arguments given after it; got {fn.key!r}, which takes {n_params}."
+            f"`fn` must take {call}: {n_values + len(args)} parameters with the "
+            f"{len(args)} arguments given after it; got {fn.key!r}, which takes {n_params}."
         )
     converted = []
     for k, arg in enumerate(args):
@@ -111,15 +137,18 @@ def warp_arguments(fn, args: tuple, warp_device: str, call: str) -> tuple:
     return tuple(converted)
 
 
-def ray_function(fn, args, all_hits: bool, call: str):
+def ray_function(fn, args, all_hits: bool, call: str, device: str = "cpu"):
     """``fn`` checked for a ray cast: None without one (and without ``args``), else a
     numba function (any callable under NUMBA_DISABLE_JIT) that numba can call as ``call``
-    says with the tuple ``args`` and that returns a bool; ``all_hits`` must be False."""
+    says with the tuple ``args`` and that returns a bool, or on a Warp ``device`` (any but
+    ``"cpu"``) a Warp function (`warp_ray_function`); ``all_hits`` must be False."""
     if fn is None:
         if not (isinstance(args, tuple) and len(args) == 0):
             raise TypeError(f"`args` are passed to `fn`, which is None; got args={args!r:.80}. "
                             "Give `fn` too, or leave `args` out.")
         return None
+    if device != "cpu":
+        return warp_ray_function(fn, args, all_hits, device)
     if not (is_dispatcher(fn) or (numba.config.DISABLE_JIT and callable(fn))):
         raise TypeError(
             "`fn` must be a function compiled with numba's `njit` (it is called from compiled "

@@ -1,13 +1,14 @@
-"""A user's Warp function called over pairs and over each query's neighbours: the kernels
-of `WarpEngine.for_each_pair` and `WarpEngine.for_each_neighbor`.
+"""A user's Warp function called over pairs, over each query's neighbours and over each
+ray's hits: the kernels of `WarpEngine.for_each_pair`, `WarpEngine.for_each_neighbor` and
+`WarpEngine.query_ray` with ``fn``.
 
 A Warp kernel calls only Warp functions it names in its source, and takes a fixed list of
 typed parameters, while ``fn`` is the caller's and comes with any number of arguments. So
 each kernel is generated, once for each ``fn`` and number of arguments (`pair_kernel`,
-`neighbor_kernel`): a short source, ``fn`` a closure variable, its arguments parameters
-typed ``Any``, which Warp specializes at the first launch with each set of argument types
-(and index dtype), compiles, and keeps on disk under a name hashed from the source and
-``fn``'s, so that a later process loads it.
+`neighbor_kernel`, `ray_kernel`): a short source, ``fn`` a closure variable, its
+arguments parameters typed ``Any``, which Warp specializes at the first launch with each
+set of argument types (and index dtype), compiles, and keeps on disk under a name hashed
+from the source and ``fn``'s, so that a later process loads it.
 
 The kernels share the walk of ``scan.py`` through `RunWalk`, an iterator of the runs of
 sorted points in a probe's block of cells (`first_run`, `next_run`): the same runs, in
@@ -19,7 +20,9 @@ a run's points and the call of ``fn``, which must be in the kernel's own source.
 One thread per probe: a point (its full block of cells, every other point within reach)
 or a query. A thread makes its calls in the walk's order, so the calls of a row come in
 an order fixed by the grid; with ``once`` a point meets only the points after it in the
-sorted order, and ``fn``'s writes to row ``j`` come from other threads.
+sorted order, and ``fn``'s writes to row ``j`` come from other threads. A ray's hits are
+offered from its row of every hit (``ray.py``'s fill pass, sorted by distance, then
+index), the order in which the CPU engine offers them.
 """
 
 from __future__ import annotations
@@ -220,6 +223,28 @@ def make_kernel(fn):
     return neighbor_calls
 '''
 
+#: The kernel of `ray_kernel`: thread ``q`` offers ``fn`` the hits of ray ``q``'s row of
+#: every hit (sorted by distance, then index) until ``fn`` accepts one, and writes it.
+_RAY_SOURCE = '''
+def make_kernel(fn):
+    def ray_choices(indptr: wp.array(dtype=wp.int64), indices: wp.array2d(dtype=Any),
+                    distances: wp.array(dtype=wp.float64), out_indices: wp.array2d(dtype=Any),
+                    out_distances: wp.array(dtype=wp.float64){params}):
+        q = wp.tid()
+        k = indptr[q]
+        end = indptr[q + 1]
+        accepted = wp.bool(False)
+        while k < end:
+            # Assigned to a bool: a number returned does not compile.
+            accepted = fn(wp.int64(q), wp.int64(indices[k, 0]), distances[k]{args})
+            if accepted:
+                out_indices[q, 0] = indices[k, 0]
+                out_distances[q] = distances[k]
+                k = end
+            k += wp.int64(1)
+    return ray_choices
+'''
+
 #: The kernels made so far, by (source, fn, number of arguments): Warp's kernel objects,
 #: generic in the arguments' types, whose overloads Warp adds and keeps.
 _KERNELS: dict = {}
@@ -236,6 +261,14 @@ def neighbor_kernel(fn, n_args: int):
     """The kernel calling ``fn(q, j, d2, dx, dy, dz, *args)`` for each query's neighbours,
     launched over the queries with ``(grid, order, queries, query_radii, *args)``."""
     return _kernel(_NEIGHBOR_SOURCE, fn, n_args)
+
+
+def ray_kernel(fn, n_args: int):
+    """The kernel calling ``fn(ray, index, distance, *args)`` for the hits of each ray in
+    order until it returns True, launched over the rays with ``(indptr, indices,
+    distances, out_indices, out_distances, *args)``: the rows of every hit in, the first
+    accepted hit out (rows of no accepted hit left as they are)."""
+    return _kernel(_RAY_SOURCE, fn, n_args)
 
 
 def _kernel(template: str, fn, n_args: int):
