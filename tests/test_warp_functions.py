@@ -282,6 +282,17 @@ def test_once_writing_both_rows_counts_every_ordered_pair(device):
     assert_same_bytes(counts.numpy(), 2 * expected // 3, "both orders, both rows")
 
 
+def test_brute_force_on_the_warp_engine_makes_the_grids_calls(device):
+    points, queries, radii = scene(4, n=600)
+    grid = Grid(points, 0.1, device=device)
+    brute = Grid(points, 0.1, device=device, algorithm="brute")
+    for method, args in (("for_each_pair", (0.1,)), ("for_each_neighbor", (queries, 0.1))):
+        a, b = (as_rows(warp_calls(g, method, *args, n_max=len(points) ** 2))
+                for g in (grid, brute))
+        assert len(a) > len(queries)
+        assert_same_bytes(b, a, method)
+
+
 def test_no_points_no_pairs_and_no_queries_make_no_calls(device):
     for points in (np.zeros((0, 3)), np.array([[0.0, 0.0, 0.0], [0.5, 0.5, 0.5]])):
         grid = Grid(points, 0.1, device=device)
