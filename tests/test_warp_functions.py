@@ -276,9 +276,9 @@ def test_once_writing_both_rows_counts_every_ordered_pair(device):
     counts = wp.zeros(len(points), dtype=wp.int64, device=on(device))
     gpu.for_each_pair(0.06, count_both, counts, 3, once=True)
     assert_same_bytes(counts.numpy(), expected, "counts")
-    # An integer from NumPy is a Warp int64 as well; rows i and j, in both orders.
+    # A NumPy integer keeps its dtype; rows i and j, in both orders.
     counts.zero_()
-    gpu.for_each_pair(0.06, count_both, counts, np.int32(1))
+    gpu.for_each_pair(0.06, count_both, counts, np.int64(1))
     assert_same_bytes(counts.numpy(), 2 * expected // 3, "both orders, both rows")
 
 
@@ -365,6 +365,11 @@ def test_arguments_warp_cannot_take_are_type_errors_naming_them():
                                         r"ndarray\. Wrap an array as `wp\.array\(values, "
                                         r"device=\.\.\.\)`\.$"):
         grid.for_each_pair(0.2, count_both, np.zeros(20, dtype=np.int64), 1)
+    # A NumPy int32 is an int32, as numba types it: `count_both` takes an int64.
+    with pytest.raises(TypeError, match=r"^`fn` must take .* got 'count_both', which Warp "
+                                        r"could not compile for that call"):
+        grid.for_each_pair(0.2, count_both, wp.zeros(20, dtype=wp.int64, device="cpu"),
+                           np.int32(1))
     with pytest.raises(TypeError, match=r"^`args\[1\]` must be .* got str\."):
         grid.for_each_pair(0.2, count_both, wp.zeros(20, dtype=wp.int64, device="cpu"), "1")
 

@@ -12,7 +12,7 @@ On the Warp engine (``Grid(..., device="cuda")`` or ``"warp-cpu"``), ``fn`` is a
 function instead (``@wp.func``), which a Warp kernel can call: `pair_function` checks it
 given the grid's device, and `warp_arguments` its parameters against the arguments and
 the arguments themselves (Warp arrays on the grid's device, or numbers, given Warp's
-types as numba gives them: float64 and int64).
+types as numba gives them: float64 and int64 for Python's, its dtype for a NumPy one).
 """
 
 from __future__ import annotations
@@ -95,9 +95,10 @@ def warp_ray_function(fn, args, all_hits: bool, device: str):
 
 
 def warp_arguments(fn, args: tuple, warp_device: str, call: str) -> tuple:
-    """``args`` as the Warp kernels calling the Warp function ``fn`` take them: Python and
-    NumPy numbers as Warp scalars (float64, int64 or bool, as numba types Python's), Warp
-    arrays and values as they are, Warp arrays checked to be on ``warp_device``.
+    """``args`` as the Warp kernels calling the Warp function ``fn`` take them, typed as
+    numba types them: Python numbers as Warp's float64, int64 or bool, NumPy numbers as
+    Warp scalars of their dtype; Warp arrays and values as they are, Warp arrays checked
+    to be on ``warp_device``.
     ``fn`` must take the values of ``call`` (those before its ``*args``) and then
     ``args``."""
     import inspect
@@ -114,12 +115,14 @@ def warp_arguments(fn, args: tuple, warp_device: str, call: str) -> tuple:
         )
     converted = []
     for k, arg in enumerate(args):
-        if isinstance(arg, (bool, np.bool_)):
-            arg = warp.bool(bool(arg))
-        elif isinstance(arg, (int, np.integer)):
-            arg = warp.int64(int(arg))
-        elif isinstance(arg, (float, np.floating)):
-            arg = warp.float64(float(arg))
+        if isinstance(arg, np.generic) and arg.dtype.kind in "biuf":
+            arg = warp.dtype_from_numpy(arg.dtype)(arg.item())
+        elif isinstance(arg, bool):
+            arg = warp.bool(arg)
+        elif isinstance(arg, int):
+            arg = warp.int64(arg)
+        elif isinstance(arg, float):
+            arg = warp.float64(arg)
         elif isinstance(arg, warp.array):
             if str(arg.device) != str(warp.get_device(warp_device)):
                 raise TypeError(

@@ -35,8 +35,8 @@ class FunctionQueries:
             parameters typed (``wp.int64``, ``wp.float64``, then the arguments' types).
         *args
             Passed on to ``fn``: arrays, numbers, tuples (what numba compiles); on the
-            Warp engine, Warp arrays on the grid's device and numbers (Python's and
-            NumPy's pass as ``wp.float64``, ``wp.int64`` or ``wp.bool``).
+            Warp engine, Warp arrays on the grid's device and numbers (Python's pass as
+            ``wp.float64``, ``wp.int64`` or ``wp.bool``, NumPy's as their dtype).
         once : bool, default False
             Call ``fn`` once for each pair, as ``(i, j)`` or as ``(j, i)`` (which one is
             fixed by the grid), rather than for both orders. ``fn`` may then write rows
