@@ -370,6 +370,10 @@ def test_arguments_warp_cannot_take_are_type_errors_naming_them():
                                         r"could not compile for that call"):
         grid.for_each_pair(0.2, count_both, wp.zeros(20, dtype=wp.int64, device="cpu"),
                            np.int32(1))
+    # The failed build leaves no trace: the same call with an int64 runs.
+    counts = wp.zeros(20, dtype=wp.int64, device="cpu")
+    grid.for_each_pair(0.2, count_both, counts, np.int64(1))
+    assert counts.numpy().sum() == 4 * len(grid.query_pairs(0.2)) > 0
     with pytest.raises(TypeError, match=r"^`args\[1\]` must be .* got str\."):
         grid.for_each_pair(0.2, count_both, wp.zeros(20, dtype=wp.int64, device="cpu"), "1")
 

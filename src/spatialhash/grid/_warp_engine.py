@@ -316,6 +316,7 @@ class WarpEngine:
         try:
             self._launch(kernel, dim, inputs)
         except _WARP_CODEGEN_ERRORS as error:
+            functions.forget(kernel)
             raise TypeError(
                 f"`fn` must take {call}, typed as Warp passes them (wp.int64, "
                 f"wp.float64, then each argument's type){returns}; got {fn.key!r}, which "

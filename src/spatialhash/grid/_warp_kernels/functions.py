@@ -172,6 +172,7 @@ def make_kernel(fn):
     def pair_calls(grid: DeviceGrid, order: wp.array(dtype=Any),
                    radii: wp.array(dtype=wp.float64), r2: wp.float64, reach: wp.float64,
                    once: wp.bool{params}):
+{again}
         s = wp.int64(wp.tid())
         center = grid.points[s]
         i = wp.int64(order[s])
@@ -206,6 +207,7 @@ def make_kernel(fn):
     def neighbor_calls(grid: DeviceGrid, order: wp.array(dtype=Any),
                        queries: wp.array(dtype=wp.vec3d),
                        query_radii: wp.array(dtype=wp.float64){params}):
+{again}
         q = wp.tid()
         center = queries[q]
         radius = query_radii[q]
@@ -230,6 +232,7 @@ def make_kernel(fn):
     def ray_choices(indptr: wp.array(dtype=wp.int64), indices: wp.array2d(dtype=Any),
                     distances: wp.array(dtype=wp.float64), out_indices: wp.array2d(dtype=Any),
                     out_distances: wp.array(dtype=wp.float64){params}):
+{again}
         q = wp.tid()
         k = indptr[q]
         end = indptr[q + 1]
@@ -248,6 +251,8 @@ def make_kernel(fn):
 #: The kernels made so far, by (source, fn, number of arguments): Warp's kernel objects,
 #: generic in the arguments' types, whose overloads Warp adds and keeps.
 _KERNELS: dict = {}
+#: Kernels dropped by `forget`, by the same key: each is made again in a module of its own.
+_GENERATIONS: dict = {}
 _SERIAL = itertools.count()
 
 
@@ -271,20 +276,32 @@ def ray_kernel(fn, n_args: int):
     return _kernel(_RAY_SOURCE, fn, n_args)
 
 
+def forget(kernel) -> None:
+    """Drop ``kernel``, whose module failed to build: Warp keeps an overload that does not
+    compile in the kernel's module, which then fails every launch, so the next call makes
+    the kernel again, in a new module (a comment in its source numbers it)."""
+    for key, known in list(_KERNELS.items()):
+        if known is kernel:
+            del _KERNELS[key]
+            _GENERATIONS[key] = _GENERATIONS.get(key, 0) + 1
+
+
 def _kernel(template: str, fn, n_args: int):
     key = (template, fn, n_args)
     kernel = _KERNELS.get(key)
     if kernel is None:
-        kernel = _KERNELS[key] = _generate(template, fn, n_args)
+        kernel = _KERNELS[key] = _generate(template, fn, n_args, _GENERATIONS.get(key, 0))
     return kernel
 
 
-def _generate(template: str, fn, n_args: int):
+def _generate(template: str, fn, n_args: int, generation: int):
     """Compile ``template`` for ``fn`` and ``n_args`` arguments into a Warp kernel in a
     module of its own (Warp names it from a hash of the source and ``fn``, so that equal
     kernels share one compile and its disk cache)."""
+    # A kernel made again has its own source, hence its own module (see `forget`).
+    again = f"        # made again ({generation}) after a failed build" if generation else ""
     source = template.format(params="".join(f", arg{k}: Any" for k in range(n_args)),
-                             args="".join(f", arg{k}" for k in range(n_args)))
+                             args="".join(f", arg{k}" for k in range(n_args)), again=again)
     # Warp reads a kernel's source through `linecache`: a file name in angle brackets
     # keeps it there rather than on disk.
     filename = f"<spatialhash user function kernel {next(_SERIAL)}>"
