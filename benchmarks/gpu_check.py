@@ -1,11 +1,12 @@
 """The checks that need a GPU, in one run that prints one table: the Warp engine's tests on
 CUDA (the contract suite on ``"warp-cuda"``, `tests/test_warp_engine.py` with its check of
 the PTX for fused multiply-adds and its CUDA test, `tests/test_warp_rays.py`'s ray casts
-against the CPU engine's on CUDA, `tests/test_particle_demo_device.py`'s demo step on CUDA
-against the same on ``"warp-cpu"``, `tests/test_device_arrays.py`'s torch and Warp arrays
-on the GPU), then the particle demo on CUDA (a few steps of a million particles,
-``spatialhash demo particles --device cuda``: its table's CUDA row goes into the summary),
-then `bench_gpu.py`.
+against the CPU engine's on CUDA, `tests/test_warp_functions.py`'s calls of a Warp
+function against the CPU engine's on CUDA, `tests/test_particle_demo_device.py`'s demo
+step on CUDA against the same on ``"warp-cpu"``, `tests/test_device_arrays.py`'s torch and
+Warp arrays on the GPU), then the particle demo on CUDA (a few steps of a million
+particles, ``spatialhash demo particles --device cuda``: its table's CUDA row goes into
+the summary), then `bench_gpu.py`.
 
 Run from the repository root on a machine with an NVIDIA GPU, warp-lang and the test
 dependencies (pytest, hypothesis)::
@@ -100,11 +101,12 @@ def main(argv=None) -> int:
     else:
         tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                  "-p", "no:xdist", "tests/test_warp_engine.py", "tests/test_warp_rays.py",
-                 "tests/test_contract.py", "tests/test_particle_demo_device.py",
+                 "tests/test_warp_functions.py", "tests/test_contract.py",
+                 "tests/test_particle_demo_device.py",
                  "tests/test_device_arrays.py", "-k", "warp or device_arrays"]
         status, seconds, _ = run_step(tests, args.test_seconds, env)
-        rows.append(("tests on CUDA (contract, test_warp_engine, rays, PTX, demo step, "
-                     "device arrays)",
+        rows.append(("tests on CUDA (contract, test_warp_engine, rays, functions, PTX, "
+                     "demo step, device arrays)",
                      status, seconds,
                      "the contract suite on warp-cuda and warp-cpu"))
         demo = [sys.executable, "-m", "spatialhash", "demo", "particles", "--device", "cuda",

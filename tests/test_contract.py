@@ -114,9 +114,9 @@ LACKS = {
     # directions normalized as `Grid` does before the hash's own step). Points are checked
     # when inserted, with the dynamic hash's messages.
     "dynamic": frozenset({"iter_pairs", "query_ray", "checks at construction", "periodic"}),
-    # Every feature: what the Warp engine lacks (functions over pairs, neighbours or ray
-    # hits, neighbour lists) is no feature here; those calls raise NotImplementedError
-    # (tests/test_warp_engine.py and tests/test_warp_rays.py pin that).
+    # Every feature: the functions over pairs, neighbours and ray hits take a Warp
+    # function there and are no feature here (tests/test_warp_functions.py compares them
+    # with the CPU engine's); neighbour lists are not on it.
     "warp-cpu": frozenset(),
 }
 if "warp-cuda" in ENGINES:

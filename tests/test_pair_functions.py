@@ -597,7 +597,8 @@ def test_grids_without_slabs_scan_the_full_stencil():
 # ---------------------------------------------------------------------- errors
 NOT_COMPILED = "`fn` must be a function compiled with numba's `njit` (it is called from " \
                "compiled code, on every thread); got {}. Decorate it with `@njit` (`from " \
-               "numba import njit`)."
+               "numba import njit`); a Warp function (`@wp.func`) runs on a grid with " \
+               "device='cuda' or 'warp-cpu'."
 
 
 @pytest.mark.parametrize("fn", [python_function, lambda *args: None, None, 3,

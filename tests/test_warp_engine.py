@@ -363,31 +363,6 @@ def test_kernels_compile_without_fused_multiply_add():
         assert warp.get_module_options(module)["fuse_fp"] is False, module.__name__
 
 
-# ---------------------------------------------------------------------- not yet
-def not_yet_calls(grid, points):
-    from numba import njit
-
-    @njit
-    def nothing(*args):
-        return None
-
-    return {
-        "for_each_pair": lambda: grid.for_each_pair(0.5, nothing),
-        "for_each_neighbor": lambda: grid.for_each_neighbor(points, 0.5, nothing),
-    }
-
-
-@pytest.mark.parametrize("method", ["for_each_pair", "for_each_neighbor"])
-def test_calls_not_on_the_warp_engine_yet_raise_naming_themselves(method):
-    points = np.array([[0.0, 0.0], [0.25, 0.0], [1.0, 1.0]])
-    grid = Grid(points, 0.5, device=WARP)
-    with pytest.raises(NotImplementedError,
-                       match=rf"^`{method}` is not available on the Warp engine yet "
-                             r"\(device='warp-cpu'\); build the grid with device='cpu' for "
-                             r"it\.$"):
-        not_yet_calls(grid, points)[method]()
-
-
 def sorted_rows(pairs):
     """Each pair as (min, max), the rows in lexicographic order."""
     rows = np.sort(pairs, axis=1)

@@ -166,21 +166,6 @@ def test_ray_results_own_their_memory():
         assert array.base is None  # NumPy's memory, not a view of a Warp array's
 
 
-def test_a_function_over_ray_hits_is_not_on_the_warp_engine_yet():
-    from numba import njit
-
-    @njit
-    def anything(ray, index, distance):
-        return True
-
-    points, radii, origins, directions = random_scene(10, n=20, m=3)
-    with pytest.raises(NotImplementedError,
-                       match=r"^`query_ray` with `fn` is not available on the Warp engine "
-                             r"yet \(device='warp-cpu'\); build the grid with device='cpu' "
-                             r"for it\.$"):
-        Grid(points, 0.1, device=WARP).query_ray(origins, directions, radii, fn=anything)
-
-
 def test_periodic_grids_refuse_rays_as_on_the_cpu_engine():
     grid = Grid(np.zeros((3, 2)), 1.0, box=[4.0, 4.0], device=WARP)
     with pytest.raises(ValueError, match=r"`box` must be None for ray casts"):

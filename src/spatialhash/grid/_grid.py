@@ -68,8 +68,8 @@ class Grid(FunctionQueries, RayQueries):
         there is no GPU (slower than ``"cpu"``). Default: where ``points`` lie, ``"cpu"``
         for host memory and ``"cuda:N"`` for points on GPU N. Points on a GPU with
         ``device="cpu"`` (or another device) raise `TypeError`: they are not copied
-        without asking. Same answers on every device; the Warp engine answers every query
-        but `for_each_pair`, `for_each_neighbor` and `query_ray` with ``fn``.
+        without asking. Same answers on every device, and every query on each; a user's
+        ``fn`` is a Warp function (``@wp.func``) on the Warp engine.
 
     Notes
     -----

@@ -26,12 +26,17 @@ class FunctionQueries:
             As in `query_pairs`, whose pairs these are, each met as ``(i, j)`` and
             ``(j, i)``, with the same squared distances. With ``radii``, pass ``r=None``:
             ``for_each_pair(None, fn, *args, radii=radii)``.
-        fn : function compiled with numba's ``njit``
+        fn : function compiled with numba's ``njit``, or a Warp function
             Called with ``i``, ``j`` (int64, ``i != j``), ``d2`` (float64, the squared
             distance), ``dx, dy, dz`` (float64, ``points[i] - points[j]``, the minimum
-            image on periodic axes, 0 on axes the points lack), then ``args``.
+            image on periodic axes, 0 on axes the points lack), then ``args``. A numba
+            function on the CPU engine (``device="cpu"``); on the Warp engine
+            (``device="cuda"`` or ``"warp-cpu"``) a Warp function (``@wp.func``), its
+            parameters typed (``wp.int64``, ``wp.float64``, then the arguments' types).
         *args
-            Passed on to ``fn``: arrays, numbers, tuples (what numba compiles).
+            Passed on to ``fn``: arrays, numbers, tuples (what numba compiles); on the
+            Warp engine, Warp arrays on the grid's device and numbers (Python's pass as
+            ``wp.float64``, ``wp.int64`` or ``wp.bool``, NumPy's as their dtype).
         once : bool, default False
             Call ``fn`` once for each pair, as ``(i, j)`` or as ``(j, i)`` (which one is
             fixed by the grid), rather than for both orders. ``fn`` may then write rows
@@ -63,6 +68,19 @@ class FunctionQueries:
         numba's cache keys that code by the ``fn`` object, new in every process, and never
         hits. Define ``fn`` once, at module level.
 
+        On the Warp engine one thread per point scans its full block of cells and calls
+        ``fn`` for its row ``i``, in the order of that walk: a sum into ``out[i]`` is the
+        same bit for bit on every run, though not the CPU engine's sum, whose
+        calls come in another order (equal to rounding; integer counts are equal). The
+        ``d2, dx, dy, dz`` are the CPU engine's, bit for bit but for the sign of a zero.
+        With ``once``, a pair is called from its point first in the grid's order, as
+        ``(i, j)``; the thread of ``j``'s own pairs runs meanwhile, so ``fn`` must update
+        row ``j`` with Warp's ``+=`` or ``-=`` on an array element (an atomic add), and
+        on a GPU such sums come in the order the threads reach them (equal to rounding
+        from run to run; on ``"warp-cpu"``, one thread, always the same). Warp compiles a
+        kernel for each new ``fn`` and types of ``args`` (on ``"warp-cpu"`` a few
+        seconds) and keeps it in its kernel cache on disk, which later processes load.
+
         Examples
         --------
         >>> import numpy as np
@@ -78,7 +96,7 @@ class FunctionQueries:
         >>> bool(counts.sum() == 2 * len(grid.query_pairs(0.1)))
         True
         """
-        fn = pair_function(fn)
+        fn = pair_function(fn, self._device)
         r2, radii_sorted, reach = self._pair_inputs(r, radii)
         self._engine.for_each_pair(r2, radii_sorted, reach, fn, args, bool(once))
 
@@ -87,8 +105,11 @@ class FunctionQueries:
         each query ``q`` (the rows of `query_radius`, same arguments), ``dx, dy, dz`` being
         ``queries[q] - points[j]``. As `for_each_pair`: one thread per query (``fn`` may
         write to row ``q``), its ``j`` in a fixed order, ``fn``'s exceptions raised here,
-        a compile for each new ``fn`` (twice as long multi-threaded, from 2,000 queries)."""
-        fn = pair_function(fn)
+        a compile for each new ``fn`` (twice as long multi-threaded, from 2,000 queries).
+        On the Warp engine ``fn`` is a Warp function, as in `for_each_pair`, and a query's
+        calls come in the order of its unsorted row of `query_radius`, the CPU engine's
+        order: sums into row ``q`` equal the CPU engine's bit for bit."""
+        fn = pair_function(fn, self._device)
         query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
                                               self._periodic)
         self._engine.for_each_neighbor(query_points, radii, fn, args)

@@ -34,16 +34,18 @@ class RayQueries:
             rays or one per ray; ``inf`` or None: unbounded rays).
         all_hits : bool, default False
             Return every sphere each ray meets rather than the first.
-        fn : function compiled with numba's ``njit``, optional
+        fn : function compiled with numba's ``njit``, or a Warp function, optional
             Decides which hits count: ``fn(ray, index, distance, *args) -> bool`` is called
             with ``ray`` (int64, the ray's row of ``origins``), ``index`` (int64, the
             point) and ``distance`` (float64, along the ray) for the ray's hits in order,
             nearest first, ties by the smaller index (the order of an ``all_hits`` row),
             until it returns True: that hit is the ray's answer and its walk stops. False
-            passes over the hit. Not with ``all_hits``.
+            passes over the hit. Not with ``all_hits``. On the Warp engine
+            (``device="cuda"`` or ``"warp-cpu"``), a Warp function (``@wp.func``)
+            returning a bool.
         args : tuple, default ()
             Passed to ``fn`` after the hit's values: arrays, numbers, tuples (what numba
-            compiles).
+            compiles); on the Warp engine, Warp arrays on the grid's device and numbers.
 
         Returns
         -------
@@ -75,6 +77,12 @@ class RayQueries:
         disk cache. Not cached on disk: numba's cache keys that code by the ``fn`` object,
         new in every process, and never hits. Define ``fn`` once, at module level.
 
+        On the Warp engine every hit of each ray is found first (the rows of
+        ``all_hits``, in their memory), then offered to ``fn`` in that order, one thread
+        a ray, until it accepts one: ``fn`` gets the calls it gets on the CPU engine, and
+        the answer is the CPU engine's. Warp compiles a kernel for each new ``fn``, kept
+        in its kernel cache on disk.
+
         Examples
         --------
         >>> import numpy as np
@@ -98,7 +106,7 @@ class RayQueries:
         origins3, units3, radii, limit = ray_inputs(self._n_dims, self._n_points,
                                                     self._periodic, origins, directions,
                                                     radii, max_distance)
-        fn = ray_function(fn, args, all_hits, GRID_RAY_CALL)
+        fn = ray_function(fn, args, all_hits, GRID_RAY_CALL, self._device)
         return self._io.results(self._engine.query_ray(origins3, units3, radii, limit,
                                                        all_hits, fn, args))
 

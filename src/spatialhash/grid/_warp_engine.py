@@ -21,11 +21,15 @@ in their own order and `found_pairs` excepted, which the host reads); `Grid` giv
 to its caller in the kind of the points (``_device_arrays.py``), a NumPy caller's copied
 to the host.
 
+`for_each_pair` and `for_each_neighbor` take a Warp function (``@wp.func``) as ``fn``,
+called from a kernel generated for it (``_warp_kernels/functions.py``): one thread per
+point (or query), its calls in the order of its walk of the cells.
+
 So far it answers `query_pairs`, `iter_pairs` and `found_pairs` (one distance or one
 radius per point, open or periodic boxes), `query_radius`, `count_radius`, `query_box`,
-`query_knn` and `query_ray` without a user's function; the other calls of `GridEngine`,
-and `query_ray` with ``fn``, raise `NotImplementedError` naming the call and the engine
-(`_not_yet`). `n_threads` is accepted and unused.
+`query_knn`, `for_each_pair`, `for_each_neighbor` and `query_ray` without a user's
+function, and `query_ray` with a Warp function as ``fn`` (offered each ray's row of
+every hit in order, `_ray_function_hits`). `n_threads` is accepted and unused.
 """
 
 from __future__ import annotations
@@ -37,11 +41,12 @@ import numpy as np
 import warp as wp
 
 from .._results import KNearest, Neighbors, Pairs, RayHits
+from .._user_functions import GRID_RAY_CALL, PAIR_CALL, warp_arguments
 from . import _build
 from ._kernels import ray as cpu_rays
 from ._pair_search import FoundPairs, chunks_of_cells
 from ._warp_build import build_device_grid
-from ._warp_kernels import knn, ray, scan
+from ._warp_kernels import functions, knn, ray, scan
 from ._warp_memory import device_empty
 
 
@@ -221,12 +226,9 @@ class WarpEngine:
                   args=()) -> RayHits | Neighbors:
         """Rays against the points as spheres (`GridEngine.query_ray`): the first hits in
         one pass, or every hit counted, scanned and written (`_warp_kernels/ray.py`);
-        a user's function ``fn`` raises `NotImplementedError` (numba code, which a Warp
-        kernel cannot call)."""
+        with a user's Warp function ``fn``, `_ray_function_hits`."""
         if fn is not None:
-            raise NotImplementedError(
-                f"`query_ray` with `fn` is not available on the Warp engine yet (device="
-                f"{self.device_name!r}); build the grid with device='cpu' for it.")
+            return self._ray_function_hits(origins3, units3, radii, limit, fn, args)
         m = origins3.shape[0]
         device = self.device
         inputs = (self._device_build.grid, self._device_build.order,
@@ -250,6 +252,79 @@ class WarpEngine:
                                        wp.empty(0, dtype=wp.int64, device=device), indices,
                                        distances))
         return RayHits(indices.reshape(-1), distances)
+
+    # ------------------------------------------------------------------ functions
+    def for_each_pair(self, r2, radii, reach, fn, args, once=False) -> None:
+        """``fn(i, j, d2, dx, dy, dz, *args)``, ``fn`` a Warp function, for every ordered
+        pair within ``r2`` (or ``radii``, in the grid's order), or with ``once`` each pair
+        once (`_warp_kernels/functions.py`): one thread per point, which walks its block
+        of cells and calls ``fn`` for its row ``i``, in the walk's order; with ``once``
+        only for the points after it in the grid's order, so that the calls writing a
+        row ``j`` come from other threads."""
+        args = warp_arguments(fn, args, self.device, PAIR_CALL)
+        inputs = (self._device_build.grid, self._device_build.order,
+                  wp.array(radii, dtype=wp.float64, device=self.device), wp.float64(r2),
+                  wp.float64(reach), bool(once), *args)
+        self._launch_function(functions.pair_kernel(fn, len(args)), self.n_points, inputs,
+                              fn)
+
+    def for_each_neighbor(self, query_points, radii, fn, args) -> None:
+        """``fn(q, j, d2, dx, dy, dz, *args)``, ``fn`` a Warp function, for each point
+        ``j`` within ``radii[q]`` of each query: one thread per query, its ``j`` in the
+        order of the rows of `query_radius`."""
+        args = warp_arguments(fn, args, self.device, PAIR_CALL)
+        inputs = (self._device_build.grid, self._device_build.order,
+                  wp.array(query_points, dtype=wp.vec3d, device=self.device),
+                  wp.array(radii, dtype=wp.float64, device=self.device), *args)
+        self._launch_function(functions.neighbor_kernel(fn, len(args)),
+                              query_points.shape[0], inputs, fn)
+
+    def _ray_function_hits(self, origins3, units3, radii, limit, fn, args) -> RayHits:
+        """The first hit of each ray that ``fn(ray, index, distance, *args)`` accepts: every
+        hit of each ray counted and written on the device (`query_ray` with ``all_hits``,
+        rows sorted by distance, then index), then offered to ``fn`` in that order, one
+        thread per ray, until it accepts one (`functions.ray_kernel`). ``fn`` sees the
+        calls it sees on the CPU engine, whose walk offers the same row's prefix; the
+        memory is that of every hit."""
+        args = warp_arguments(fn, args, self.device, GRID_RAY_CALL)
+        m = origins3.shape[0]
+        device = self.device
+        inputs = (self._device_build.grid, self._device_build.order,
+                  wp.array(radii[self._order], dtype=wp.float64, device=device),
+                  wp.float64(radii.max() if radii.size else 0.0),
+                  wp.float64(cpu_rays.WALK_COST_PER_POINT * self.n_points),
+                  wp.array(origins3, dtype=wp.vec3d, device=device),
+                  wp.array(units3, dtype=wp.vec3d, device=device),
+                  wp.array(limit, dtype=wp.float64, device=device))
+        counts = wp.zeros(m, dtype=wp.int64, device=device)
+        indptr = wp.zeros(m + 1, dtype=wp.int64, device=device)
+        self._launch(ray.ray_hits, m, (*inputs, cpu_rays.MODE_COUNT, counts,
+                                       *self._no_output(1)))
+        if m:
+            wp.utils.array_scan(counts, indptr[1:], inclusive=True)
+        hits, distances = self._row_outputs(int(indptr.numpy()[-1]), 1, True,
+                                            "query_ray with `fn`")
+        self._launch(ray.ray_hits, m, (*inputs, cpu_rays.MODE_FILL, indptr, hits, distances))
+        chosen = wp.full((m, 1), -1, dtype=self._index_type(), device=device)
+        chosen_distances = wp.full(m, np.inf, dtype=wp.float64, device=device)
+        self._launch_function(functions.ray_kernel(fn, len(args)), m, (
+            indptr, hits, distances, chosen, chosen_distances, *args), fn, GRID_RAY_CALL,
+            ", and return a bool")
+        return RayHits(chosen.reshape(-1), chosen_distances)
+
+    def _launch_function(self, kernel, dim, inputs, fn, call=PAIR_CALL, returns=""):
+        """`_launch` of a kernel calling ``fn`` as ``call`` says, where Warp's failure to
+        compile the call (``fn``'s parameter types against the values passed, or what it
+        ``returns``) is a `TypeError` naming ``fn``, Warp's error as its cause."""
+        try:
+            self._launch(kernel, dim, inputs)
+        except _WARP_CODEGEN_ERRORS as error:
+            functions.forget(kernel)
+            raise TypeError(
+                f"`fn` must take {call}, typed as Warp passes them (wp.int64, "
+                f"wp.float64, then each argument's type){returns}; got {fn.key!r}, which "
+                "Warp could not compile for that call (Warp's error is the cause above)."
+            ) from error
 
     # ------------------------------------------------------------------ passes
     def _count_and_fill(self, n_rows, rows, n_columns, return_distances, what):
@@ -318,21 +393,10 @@ def _take_rows(array: wp.array, rows: slice) -> wp.array:
     return wp.clone(array[rows])
 
 
-def _not_yet(name: str):
-    """A method ``name`` of `GridEngine` that the Warp engine does not answer yet."""
-
-    def method(self, *args, **kwargs):
-        raise NotImplementedError(
-            f"`{name}` is not available on the Warp engine yet (device="
-            f"{self.device_name!r}); build the grid with device='cpu' for it.")
-
-    method.__name__ = name
-    method.__doc__ = "Not yet on the Warp engine: raises `NotImplementedError`."
-    return method
-
-
-for _name in ("for_each_pair", "for_each_neighbor"):
-    setattr(WarpEngine, _name, _not_yet(_name))
+#: Warp's errors of a kernel it cannot generate: here, a call of ``fn`` that does not type.
+_WARP_CODEGEN_ERRORS = (wp.WarpCodegenError, wp.WarpCodegenTypeError,
+                        wp.WarpCodegenAttributeError, wp.WarpCodegenIndexError,
+                        wp.WarpCodegenKeyError, wp.WarpCodegenValueError)
 
 #: The Warp engines by ``algorithm`` (`_devices.choose_engine`).
 ENGINES = {"grid": WarpEngine, "brute": WarpBruteEngine}

@@ -8,7 +8,9 @@ passes (cell coordinates, sort keys, gathers, the table of occupied cells).
 ``scan.py``: the one walk of a point's (or a box's) block of cells, and the count and
 fill kernels of the radius, box and pair queries on it. ``knn.py``: the k-nearest search,
 ring by ring of cells, each query's heap in its own output row. ``ray.py``: the ray casts,
-one walk of each ray's cells (first hit, count and fill).
+one walk of each ray's cells (first hit, count and fill). ``functions.py``: the kernels
+that call a user's Warp function over pairs or neighbours, generated for each function,
+on the walk of ``scan.py`` as an iterator of runs.
 
 Every module takes `MODULE_OPTIONS`: ``fuse_fp`` off, so that the CUDA compiler does not
 contract ``a * b + c`` into a fused multiply-add, which rounds once where the CPU engine
