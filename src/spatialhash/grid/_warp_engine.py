@@ -29,7 +29,7 @@ So far it answers `query_pairs`, `iter_pairs` and `found_pairs` (one distance or
 radius per point, open or periodic boxes), `query_radius`, `count_radius`, `query_box`,
 `query_knn`, `for_each_pair`, `for_each_neighbor` and `query_ray` without a user's
 function, and `query_ray` with a Warp function as ``fn`` (offered each ray's row of
-every hit in order, `_ray_function_hits`). `n_threads` is accepted and unused.
+every hit in order, `_chosen_hits`). `n_threads` is accepted and unused.
 """
 
 from __future__ import annotations
@@ -226,9 +226,9 @@ class WarpEngine:
                   args=()) -> RayHits | Neighbors:
         """Rays against the points as spheres (`GridEngine.query_ray`): the first hits in
         one pass, or every hit counted, scanned and written (`_warp_kernels/ray.py`);
-        with a user's Warp function ``fn``, `_ray_function_hits`."""
+        with a user's Warp function ``fn``, every hit, then `_chosen_hits`."""
         if fn is not None:
-            return self._ray_function_hits(origins3, units3, radii, limit, fn, args)
+            args = warp_arguments(fn, args, self.device, GRID_RAY_CALL)
         m = origins3.shape[0]
         device = self.device
         inputs = (self._device_build.grid, self._device_build.order,
@@ -243,8 +243,10 @@ class WarpEngine:
             mode = cpu_rays.MODE_FILL if write else cpu_rays.MODE_COUNT
             self._launch(ray.ray_hits, m, (*inputs, mode, positions, indices, distances))
 
-        if all_hits:
+        if all_hits or fn is not None:
             indptr, indices, distances = self._count_and_fill(m, rows, 1, True, "query_ray")
+            if fn is not None:
+                return self._chosen_hits(indptr, indices, distances, fn, args)
             return Neighbors(indptr, indices.reshape(-1), distances, self.n_points)
         indices = wp.empty((m, 1), dtype=self._index_type(), device=device)
         distances = wp.empty(m, dtype=wp.float64, device=device)
@@ -279,34 +281,15 @@ class WarpEngine:
         self._launch_function(functions.neighbor_kernel(fn, len(args)),
                               query_points.shape[0], inputs, fn)
 
-    def _ray_function_hits(self, origins3, units3, radii, limit, fn, args) -> RayHits:
-        """The first hit of each ray that ``fn(ray, index, distance, *args)`` accepts: every
-        hit of each ray counted and written on the device (`query_ray` with ``all_hits``,
-        rows sorted by distance, then index), then offered to ``fn`` in that order, one
-        thread per ray, until it accepts one (`functions.ray_kernel`). ``fn`` sees the
-        calls it sees on the CPU engine, whose walk offers the same row's prefix; the
-        memory is that of every hit."""
-        args = warp_arguments(fn, args, self.device, GRID_RAY_CALL)
-        m = origins3.shape[0]
-        device = self.device
-        inputs = (self._device_build.grid, self._device_build.order,
-                  wp.array(radii[self._order], dtype=wp.float64, device=device),
-                  wp.float64(radii.max() if radii.size else 0.0),
-                  wp.float64(cpu_rays.WALK_COST_PER_POINT * self.n_points),
-                  wp.array(origins3, dtype=wp.vec3d, device=device),
-                  wp.array(units3, dtype=wp.vec3d, device=device),
-                  wp.array(limit, dtype=wp.float64, device=device))
-        counts = wp.zeros(m, dtype=wp.int64, device=device)
-        indptr = wp.zeros(m + 1, dtype=wp.int64, device=device)
-        self._launch(ray.ray_hits, m, (*inputs, cpu_rays.MODE_COUNT, counts,
-                                       *self._no_output(1)))
-        if m:
-            wp.utils.array_scan(counts, indptr[1:], inclusive=True)
-        hits, distances = self._row_outputs(int(indptr.numpy()[-1]), 1, True,
-                                            "query_ray with `fn`")
-        self._launch(ray.ray_hits, m, (*inputs, cpu_rays.MODE_FILL, indptr, hits, distances))
-        chosen = wp.full((m, 1), -1, dtype=self._index_type(), device=device)
-        chosen_distances = wp.full(m, np.inf, dtype=wp.float64, device=device)
+    def _chosen_hits(self, indptr, hits, distances, fn, args) -> RayHits:
+        """The first hit of each ray that ``fn(ray, index, distance, *args)`` accepts, from
+        the rows of every hit (sorted by distance, then index), offered to ``fn`` in that
+        order, one thread per ray, until it accepts one (`functions.ray_kernel`). ``fn``
+        sees the calls it sees on the CPU engine, whose walk offers the same row's prefix;
+        the memory is that of every hit."""
+        m = indptr.shape[0] - 1
+        chosen = wp.full((m, 1), -1, dtype=self._index_type(), device=self.device)
+        chosen_distances = wp.full(m, np.inf, dtype=wp.float64, device=self.device)
         self._launch_function(functions.ray_kernel(fn, len(args)), m, (
             indptr, hits, distances, chosen, chosen_distances, *args), fn, GRID_RAY_CALL,
             ", and return a bool")
