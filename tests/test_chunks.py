@@ -1,6 +1,6 @@
-"""The parallel drivers' cut of their items into calls of the sequential kernel
-(``grid/_kernels/chunks.py``): every item in exactly one call, in order, and the same
-answers as one call over all items, where the cap on calls binds."""
+"""The parallel drivers' cut of their queries into calls of the sequential kernel
+(``grid/_kernels/chunks.py``): every query in exactly one call, in order, and the same
+answers as one call over all queries, where the cap on calls binds."""
 
 from __future__ import annotations
 
@@ -43,25 +43,4 @@ def test_queries_beyond_the_cap_answer_as_one_sequential_call():
                         nearest.distances, nearest.counts])
     for one, two in zip(*answers, strict=True):
         assert one.dtype == two.dtype
-        assert np.array_equal(one, two)
-
-
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
-def test_count_and_fill_passes_beyond_the_cap_answer_as_one_sequential_call():
-    """More parts of cells than `MAX_CALLS` (the count and fill passes of `iter_pairs`, and
-    the sampled count of the pair search's estimate): each call scans several parts, and
-    the pairs are those of the sequential kernel, in its order."""
-    rng = np.random.default_rng(37)
-    points = rng.random((60_000, 3))
-    r = 0.012  # about 40,000 occupied cells of 1.5 points: over 2,000 parts of 16 cells
-    answers = []
-    for n_threads in (1, 2):
-        grid = Grid(points, cell_size=r, n_threads=n_threads)
-        pairs = grid.query_pairs(r, return_distances=True)
-        chunked = list(grid.iter_pairs(r, chunk_size=50_000, return_distances=True))
-        answers.append([pairs.indices, pairs.distances,
-                        np.concatenate([chunk.indices for chunk in chunked]),
-                        np.concatenate([chunk.distances for chunk in chunked])])
-    assert grid._engine.n_occupied_cells > 16 * chunks.MAX_CALLS
-    for one, two in zip(*answers, strict=True):
         assert np.array_equal(one, two)

@@ -1,12 +1,13 @@
-"""How a parallel driver cuts its items (queries, parts of cells) into calls of its
-sequential kernel.
+"""How the parallel drivers of the radius and k-nearest queries cut their queries into
+calls of their sequential kernel.
 
 Each call of a sequential kernel allocates its scratch (a dozen small arrays, through
-numba's allocator) and starts its caches afresh (the gathered block of cells of the
-radius and k-nearest queries). Calls of a fixed 64 queries, or of one sampled cell,
-made a million queries about 200,000 allocations a pass, and the pair search's estimate
-about 120,000 (numba's ``rtsys.get_allocation_stats()``). At most `MAX_CALLS` calls
-make them at most a few thousand a pass.
+numba's allocator) and starts its caches afresh (the gathered block of cells). Calls of
+a fixed 64 queries made a million queries about 200,000 allocations a pass (numba's
+``rtsys.get_allocation_stats()``); at most `MAX_CALLS` calls make them at most about
+15,000. (The pair search's drivers call their kernel once per part of cells still: cut
+so, its sampled estimate made 123,000 allocations fewer, yet a million-point
+``query_pairs`` measured slower, not examined further; ``docs/benchmarks.md``.)
 
 The cap is a constant rather than a number of calls per thread: a kernel that asks
 numba for its thread count holds a pointer into the threading layer, and numba no

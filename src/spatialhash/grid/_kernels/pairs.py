@@ -18,7 +18,6 @@ from numba import prange
 
 from ..._config import jit_parallel, jit_variant
 from ..._kernels.indirect import kernel_caller
-from .chunks import call_count, call_items
 from .pair_scan import ROWS, half_stencil_scan
 
 #: Occupied cells handed to a thread at a time.
@@ -74,25 +73,20 @@ def pairs_parts(state, params, cell_begin, positions, out_indices, out_distances
     no_positions = np.empty(0, np.int64)
     _check_scan_cells(kernel, (state, params, 0, 0, None, (cell_begin, positions, out_indices,
                                                             out_distances, write, as_found)))
-    # Appending, a call per part (each has rows of its own); counting or filling, the
-    # parts are cut into a few calls per thread (`chunks`).
-    n_parts = parts.shape[0]
-    n_calls = n_parts if appending else call_count(n_parts, 1)
-    for call in prange(n_calls):
+    for k in prange(parts.shape[0]):
         if appending:
-            lo, hi = call_items(call, n_parts, n_parts)
-            rows_lo, rows_hi = part_rows[lo], part_rows[lo + 1]
-            begin, part_positions = parts[lo, 0], no_positions
+            rows_lo, rows_hi = part_rows[k], part_rows[k + 1]
+            begin, part_positions = parts[k, 0], no_positions
         else:
-            lo, hi = call_items(call, n_calls, n_parts)
             rows_lo, rows_hi = 0, out_indices.shape[0]
             begin, part_positions = cell_begin, positions
         indices = out_indices[rows_lo:rows_hi]
         distances = out_distances[rows_lo:rows_hi] if want_distances else out_distances
+        part = np.int64(k)  # prange's index is unsigned; the kernel takes int64
         written, _, n = _call_scan_cells(kernel, (
-            state, params, lo, hi, None,
+            state, params, part, part + 1, None,
             (begin, part_positions, indices, distances, write, as_found)))
         if appending:
             # Outputs that had to grow are copies: what they hold is lost, the part is
             # redone.
-            n_written[lo] = n if written.shape[0] == indices.shape[0] else -1
+            n_written[k] = n if written.shape[0] == indices.shape[0] else -1
