@@ -102,11 +102,12 @@ class CpuEngine:
         return Neighbors(indptr, indices, distances if return_distances else None,
                          self.n_points)
 
-    def count_radius(self, query_points, radii) -> np.ndarray:
+    def count_radius(self, query_points, radii, out=None) -> np.ndarray:
         with _config.threads(self.n_threads):
             visit_order, visited_points, visited_radii = self._visit(query_points, radii)
             return self._scatter(self._count_radius(
-                visited_points, visited_radii, np.arange(query_points.shape[0])), visit_order)
+                visited_points, visited_radii, np.arange(query_points.shape[0])), visit_order,
+                out)
 
     def _visit(self, query_points, radii):
         """The order in which to answer queries (cell by cell, see `build.query_order`),
@@ -127,12 +128,16 @@ class CpuEngine:
                 values, order, _outputs.empty(order.shape[0], values.dtype))
         return values[order]
 
-    def _scatter(self, values: np.ndarray, order: np.ndarray) -> np.ndarray:
-        """The array ``out`` with ``out[order] = values`` (``order`` a permutation)."""
+    def _scatter(self, values: np.ndarray, order: np.ndarray,
+                 out: np.ndarray | None = None) -> np.ndarray:
+        """The array ``out`` (new where None) with ``out[order] = values`` (``order`` a
+        permutation)."""
         if self.parallel_over_points(order.shape[0]):
-            return build_parallel.scatter_parallel(
-                values, order, _outputs.empty(values.shape[0], values.dtype))
-        out = np.empty_like(values)
+            if out is None:
+                out = _outputs.empty(values.shape[0], values.dtype)
+            return build_parallel.scatter_parallel(values, order, out)
+        if out is None:
+            out = np.empty_like(values)
         out[order] = values
         return out
 
@@ -174,10 +179,10 @@ class CpuEngine:
                                        positions, indices, distances, write, sort)
 
     # ------------------------------------------------------------------ k nearest
-    def query_knn(self, query_points, k, limit) -> KNearest:
+    def query_knn(self, query_points, k, limit, out=None) -> KNearest:
         m = query_points.shape[0]
-        indices, distances = _knn_outputs(m, k, self.index_dtype)
-        counts = np.empty(m, dtype=np.int64)
+        indices, distances = _knn_outputs(m, k, self.index_dtype) if out is None else out
+        counts = _outputs.empty(m, np.int64)
         with _config.threads(self.n_threads):
             visit_order = self._query_order(query_points)
             limits = np.full(m, limit)

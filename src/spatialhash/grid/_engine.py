@@ -203,14 +203,19 @@ class GridEngine(Protocol):
             CSR rows, one per query; unsorted rows in the engine's deterministic order.
         """
 
-    def count_radius(self, query_points: np.ndarray, radii: np.ndarray) -> np.ndarray:
-        """The row lengths of `query_radius`, int64, shape (m,)."""
+    def count_radius(self, query_points: np.ndarray, radii: np.ndarray,
+                     out: np.ndarray | None = None) -> np.ndarray:
+        """The row lengths of `query_radius`, int64, shape (m,): written into ``out`` and
+        returned where it is given (checked by `_inputs.count_out`)."""
 
-    def query_knn(self, query_points: np.ndarray, k: int, limit: float) -> KNearest:
+    def query_knn(self, query_points: np.ndarray, k: int, limit: float,
+                  out: tuple[np.ndarray, np.ndarray] | None = None) -> KNearest:
         """The ``k`` nearest points within ``limit`` (``inf``: no limit) of each query.
 
         ``query_points`` are as in `query_radius`; ``k >= 1``, and the (m, k) result's
-        size was checked. Raises ``MemoryError`` when the result cannot be allocated.
+        size was checked. ``out``, where given, is the pair ``(indices, distances)`` the
+        result holds, written in place (checked by `_inputs.knn_out`). Raises
+        ``MemoryError`` when the result cannot be allocated.
         """
 
     def query_box(self, lower3: np.ndarray, upper3: np.ndarray, width: np.ndarray,

@@ -23,6 +23,8 @@ from ._inputs import (
     box_inputs,
     canonical_queries,
     check_knn_size,
+    count_out,
+    knn_out,
     pair_search_inputs,
     radius_inputs,
 )
@@ -278,24 +280,31 @@ class Grid(FunctionQueries, RayQueries):
         found = self._engine.query_radius(query_points, radii, return_distances, sort)
         return radius_without_self(self._io.host_results(found)) if exclude_self else found
 
-    def count_radius(self, queries, r, *, exclude_self: bool = False) -> np.ndarray:
+    def count_radius(self, queries, r, *, exclude_self: bool = False,
+                     out: np.ndarray | None = None) -> np.ndarray:
         """Number of points within ``r`` of each query, shape (m,), int64.
 
         Parameters are as in `query_radius` (with ``exclude_self``, one less: each point
-        lies within ``r`` of itself); nothing but the counts is stored.
+        lies within ``r`` of itself); nothing but the counts is stored. ``out``, an int64
+        array of shape (m,), C-contiguous, writeable and sharing no memory with the
+        inputs or the grid, receives the counts and is returned: a loop that passes the
+        same array each call takes no new memory for them (on a grid built on NumPy
+        points: a grid on tensors or device arrays answers in their kind, and refuses it).
         """
         queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
                                             exclude_self)
         queries = self._io.queries(queries, self._n_dims, self._box)
         query_points, radii = radius_inputs(queries, self._io.host_argument(r, "r"),
                                             self._n_dims, self._box, self._periodic)
-        counts = self._engine.count_radius(query_points, radii)
+        counts = self._engine.count_radius(query_points, radii, count_out(
+            out, query_points, {"queries": queries, "r": r}, self._engine, self._io.kind))
         if exclude_self:
-            counts = self._io.host_results(counts) - 1
+            counts = self._io.host_results(counts)
+            counts -= 1  # in place: in ``out`` where one is given
         return self._io.results(counts)
 
     def query_knn(self, queries, k: int, *, r_max: float | None = None,
-                  exclude_self: bool = False) -> KNearest:
+                  exclude_self: bool = False, out=None) -> KNearest:
         """The ``k`` nearest points of each query, nearest first, exact.
 
         Parameters
@@ -314,6 +323,13 @@ class Grid(FunctionQueries, RayQueries):
             With ``queries=None``, the ``k`` nearest other points of each point: its own
             index is left out, not the points at distance 0 (scikit-learn's
             ``kneighbors()`` without ``X``). A `TypeError` with ``queries`` given.
+        out : (ndarray, ndarray), optional
+            Arrays to write ``indices`` and ``distances`` into, and return in the result:
+            shape (m, k), of the grid's index dtype (that of ``indices``; int32 below
+            2**31 points) and float64, C-contiguous, writeable, sharing no memory with each
+            other, the inputs or the grid. A loop that passes the same pair each call takes
+            no new memory for the answer (``counts`` is new each call). On a grid built
+            on NumPy points only, as for `count_radius`.
 
         Returns
         -------
@@ -330,11 +346,13 @@ class Grid(FunctionQueries, RayQueries):
         k = as_count(k, "k")
         limit = np.inf if r_max is None else as_positive_scalar(
             r_max, "r_max", allow_zero=True, allow_inf=True)
+        out = knn_out(out, query_points, k, {"queries": queries}, self._engine,
+                      self._io.kind)
         if exclude_self:
-            return self._io.results(knn_without_self(self._engine, query_points, k, limit,
-                                                     self._io.host_results))
+            return self._io.results(knn_without_self(
+                self._engine, query_points, k, limit, out, self._io.host_results))
         check_knn_size(query_points.shape[0], k, self._n_points)
-        return self._io.results(self._engine.query_knn(query_points, k, limit))
+        return self._io.results(self._engine.query_knn(query_points, k, limit, out))
 
     def query_box(self, lower, upper, *, sort: bool = True) -> Neighbors:
         """Every point inside each of ``m`` axis-aligned boxes (closed: faces included).

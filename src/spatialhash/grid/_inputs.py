@@ -128,3 +128,81 @@ def pair_radii(engine: GridEngine, radii, n_points: int) -> tuple[np.ndarray, fl
         return radii_sorted, largest
     array = as_radii(radii, "radii", n_points)
     return engine.sorted_radii(array)[0], float(array.max()) if array.size else 0.0
+
+
+def output_array(out, name: str, shape: tuple, dtype, inputs: dict) -> np.ndarray:
+    """``out``, checked as an array a query writes its answer into: a NumPy array of
+    ``shape`` and ``dtype``, C-contiguous, writeable, sharing no memory with any array of
+    ``inputs`` (names to values: the query's arguments, the grid's own arrays)."""
+    dtype = np.dtype(dtype)
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"`{name}` must be a NumPy array of {dtype}; got "
+                        f"{type(out).__name__}.")
+    if out.dtype != dtype:
+        raise TypeError(f"`{name}` must have dtype {dtype}; got {out.dtype}.")
+    if out.shape != shape:
+        raise ValueError(f"`{name}` must have shape {shape}; got {out.shape}.")
+    if not out.flags.c_contiguous:
+        raise ValueError(f"`{name}` must be C-contiguous; got an array with strides "
+                         f"{out.strides}. Pass a new array, or np.ascontiguousarray of it.")
+    if not out.flags.writeable:
+        raise ValueError(f"`{name}` must be writeable; got a read-only array.")
+    for input_name, value in inputs.items():
+        if isinstance(value, np.ndarray) and np.shares_memory(out, value):
+            raise ValueError(f"`{name}` must not share memory with the query's inputs or "
+                             f"the grid; got an array that shares memory with {input_name}.")
+    return out
+
+
+def count_out(out, query_points: np.ndarray, inputs: dict, engine: GridEngine,
+              kind: str = "numpy") -> np.ndarray | None:
+    """`Grid.count_radius`'s ``out``, checked (`output_array`): None, or int64 of shape
+    (m,), sharing no memory with ``inputs`` (the caller's arguments, by name), the query
+    points or the arrays the ``engine`` holds. Results of another ``kind`` than NumPy's
+    (points given as tensors or device arrays) take no ``out``."""
+    if out is None:
+        return None
+    _check_numpy_results(kind)
+    return output_array(out, "out", query_points.shape[:1], np.int64,
+                        _read_arrays(inputs, query_points, engine))
+
+
+def knn_out(out, query_points: np.ndarray, k: int, inputs: dict, engine: GridEngine,
+            kind: str = "numpy"):
+    """`Grid.query_knn`'s ``out``, checked as in `count_out`: None, or a pair ``(indices,
+    distances)`` of shape (m, k), of the grid's index dtype and float64, sharing no memory
+    with each other."""
+    if out is None:
+        return None
+    _check_numpy_results(kind)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        length = f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""
+        raise TypeError("`out` must be a pair (indices, distances) of arrays of shape "
+                        f"(m, k); got {type(out).__name__}{length}.")
+    reads = _read_arrays(inputs, query_points, engine)
+    shape = (query_points.shape[0], k)
+    indices = output_array(out[0], "out[0]", shape, engine.index_dtype, reads)
+    distances = output_array(out[1], "out[1]", shape, np.float64,
+                             {**reads, "`out[0]`": indices})
+    return indices, distances
+
+
+def _check_numpy_results(kind: str) -> None:
+    """Refuse ``out`` where the results are not NumPy arrays: they are the points' kind
+    (tensors over the engine's arrays, or arrays on a device), which a NumPy ``out``
+    would not be."""
+    if kind != "numpy":
+        raise TypeError("`out` takes NumPy arrays, for a grid built on NumPy points; got "
+                        f"points of kind {kind!r}, whose results are of that kind.")
+
+
+def _read_arrays(inputs: dict, query_points: np.ndarray, engine: GridEngine) -> dict:
+    """The arrays a query reads while it writes its answer, by name: the caller's
+    ``inputs`` (names in backticks), the query points as converted, and the grid's state
+    where the engine holds one (the CPU engines; the Warp engine makes its state on the
+    CPU only when asked for it, and its kernels do not read it)."""
+    state = vars(engine).get("state")
+    grid_arrays = state._asdict().items() if state is not None else ()
+    return {**{f"`{name}`": value for name, value in inputs.items()},
+            "the converted queries": query_points,
+            **{f"the grid's `{name}`": value for name, value in grid_arrays}}

@@ -78,7 +78,7 @@ def own_queries(state: GridState, n_dims: int, queries, exclude_self):
 
 
 def knn_without_self(engine: GridEngine, query_points: np.ndarray, k: int,
-                     limit: float, on_host=None) -> KNearest:
+                     limit: float, out=None, on_host=None) -> KNearest:
     """`GridEngine.query_knn` of the grid's own points, each left out of its own row.
 
     Parameters
@@ -91,6 +91,8 @@ def knn_without_self(engine: GridEngine, query_points: np.ndarray, k: int,
         Neighbours wanted per point, >= 1.
     limit : float
         ``r_max``, or ``inf``.
+    out : (ndarray, ndarray) or None
+        Checked arrays of shape (n, k) that receive the rows (`_inputs.knn_out`).
     on_host : callable, optional
         Brings the engine's result to NumPy arrays on the host (an engine on a device);
         default: the result as it is.
@@ -112,8 +114,11 @@ def knn_without_self(engine: GridEngine, query_points: np.ndarray, k: int,
     own[absent, -1] = True
     keep = ~own
     counts = np.where(absent, np.minimum(found.counts, k), found.counts - 1)
-    return KNearest(found.indices[keep].reshape(n, k), found.distances[keep].reshape(n, k),
-                    counts, found.n_points)
+    indices, distances = found.indices[keep].reshape(n, k), found.distances[keep].reshape(n, k)
+    if out is not None:
+        out[0][...], out[1][...] = indices, distances
+        indices, distances = out
+    return KNearest(indices, distances, counts, found.n_points)
 
 
 def radius_without_self(found: Neighbors) -> Neighbors:

@@ -172,11 +172,11 @@ class WarpEngine:
                                                           return_distances, "query_radius")
         return Neighbors(indptr, indices.reshape(-1), distances, self.n_points)
 
-    def count_radius(self, query_points, radii) -> np.ndarray:
+    def count_radius(self, query_points, radii, out=None) -> np.ndarray:
         m = query_points.shape[0]
         counts = wp.zeros(m, dtype=wp.int64, device=self.device)
         self._radius_rows(query_points, radii, False)(False, counts, *self._no_output(1))
-        return counts
+        return counts if out is None else _host(counts, out)
 
     def _radius_rows(self, query_points, radii, sort):
         """The count or fill pass of a radius query, as `_count_and_fill` calls it."""
@@ -192,7 +192,7 @@ class WarpEngine:
         return rows
 
     # ------------------------------------------------------------------ k nearest
-    def query_knn(self, query_points, k, limit) -> KNearest:
+    def query_knn(self, query_points, k, limit, out=None) -> KNearest:
         m = query_points.shape[0]
         # Uninitialized: the kernel keeps each row's heap in the row itself and writes
         # every slot.
@@ -204,7 +204,10 @@ class WarpEngine:
             self._device_build.grid, self._device_build.order,
             self._vectors(query_points), wp.int64(k),
             wp.float64(limit), indices, distances, counts))
-        return KNearest(indices, distances, counts, self.n_points)
+        if out is None:
+            return KNearest(indices, distances, counts, self.n_points)
+        return KNearest(_host(indices, out[0]), _host(distances, out[1]), counts,
+                        self.n_points)
 
     # ------------------------------------------------------------------ boxes
     def query_box(self, lower3, upper3, width, sort) -> Neighbors:
@@ -362,9 +365,13 @@ class WarpBruteEngine(WarpEngine):
     one_cell = True
 
 
-def _host(array: wp.array) -> np.ndarray:
+def _host(array: wp.array, out: np.ndarray | None = None) -> np.ndarray:
     """A Warp array's values in a NumPy array of its own (on Warp's CPU device, `numpy`
-    gives a view of the Warp array's memory)."""
+    gives a view of the Warp array's memory), or copied into ``out`` (the caller's, of
+    the same shape and dtype) and ``out`` returned."""
+    if out is not None:
+        wp.copy(wp.array(out, dtype=array.dtype, device="cpu", copy=False), array)
+        return out
     values = array.numpy()
     return values.copy() if array.device.is_cpu else values
 

@@ -50,8 +50,9 @@ from ..._kernels.distance import NO_BOX, NO_SHIFT, displacement
 from ..._kernels.heap import heap_offer, heap_sort_ascending, ranks_before
 from ..._kernels.indirect import kernel_caller
 from .blocks import block_buffers, gather_block
+from .chunks import call_count, call_items
 
-#: Queries handed to a thread at a time.
+#: Fewest queries handed to a thread at a time (`chunks.call_count`).
 QUERIES_PER_CHUNK = 64
 #: (z, y) offsets of the rows of a gathered block, nearest the query's cell first.
 ROW_OFFSETS = np.array([(0, 0), (0, -1), (0, 1), (-1, 0), (1, 0), (-1, -1), (-1, 1), (1, -1),
@@ -135,12 +136,12 @@ def knn_query(state, queries, k, max_distance, visit_order, out_indices, out_dis
     m = queries.shape[0]
     _check_knn_queries(kernel, (state, queries, k, max_distance, visit_order, m, m, out_indices,
                                 out_distances, out_counts))
-    n_chunks = (m + QUERIES_PER_CHUNK - 1) // QUERIES_PER_CHUNK
-    for chunk in prange(n_chunks):
-        t_lo = chunk * QUERIES_PER_CHUNK
+    n_calls = call_count(m, QUERIES_PER_CHUNK)
+    for call in prange(n_calls):
+        t_lo, t_hi = call_items(call, n_calls, m)
         _call_knn_queries(kernel, (
-            state, queries, k, max_distance, visit_order, t_lo, min(m, t_lo + QUERIES_PER_CHUNK),
-            out_indices, out_distances, out_counts))
+            state, queries, k, max_distance, visit_order, t_lo, t_hi, out_indices,
+            out_distances, out_counts))
 
 
 @jit

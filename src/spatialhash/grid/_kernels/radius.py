@@ -31,8 +31,9 @@ from ..._kernels.distance import NO_BOX, NO_SHIFT, displacement
 from ..._kernels.indirect import kernel_caller
 from ..._kernels.row_sort import row_sort_buffers, sort_row
 from .blocks import block_buffers, gather_block, row_slice
+from .chunks import call_count, call_items
 
-#: Queries handed to a thread at a time.
+#: Fewest queries handed to a thread at a time (`chunks.call_count`).
 QUERIES_PER_CHUNK = 64
 
 
@@ -217,9 +218,9 @@ def radius_scan(state, queries, radii, visit_order, positions, out_indices, out_
     m = queries.shape[0]
     _check_radius_scan_queries(kernel, (state, queries, radii, visit_order, m, m, positions,
                                         out_indices, out_distances, write, sort_rows))
-    n_chunks = (m + QUERIES_PER_CHUNK - 1) // QUERIES_PER_CHUNK
-    for chunk in prange(n_chunks):
-        t_lo = chunk * QUERIES_PER_CHUNK
+    n_calls = call_count(m, QUERIES_PER_CHUNK)
+    for call in prange(n_calls):
+        t_lo, t_hi = call_items(call, n_calls, m)
         _call_radius_scan_queries(kernel, (
-            state, queries, radii, visit_order, t_lo, min(m, t_lo + QUERIES_PER_CHUNK),
-            positions, out_indices, out_distances, write, sort_rows))
+            state, queries, radii, visit_order, t_lo, t_hi, positions, out_indices,
+            out_distances, write, sort_rows))
