@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 
 import numpy as np
 
 from ..grid import _devices
 from ._options import missing_modules_problem
-from ._particle_simulation import DEEP_OVERLAP, ParticleSystem
+from ._particle_run import simulate, write_frames
+from ._particle_simulation import ParticleSystem
 
 #: The CPU engine's row of the table.
 CPU_ENGINE = "cpu"
@@ -67,17 +67,8 @@ def run(args: argparse.Namespace, command: str, write: bool, view) -> int:
     print(f"{system.n_particles:,} particles, radii 1 to {host.radii.max():g}, box "
           f"{system.width:.0f} x {system.height:.0f}, {args.steps} steps on {args.device} "
           f"(Warp kernels; contacts from Grid(..., device={args.device!r}))")
-    print("first step: compiling the kernels, or loading them from the caches ...",
-          flush=True)
-    start = time.perf_counter()
-    system.step()
-    print(f"first step (kernels compiled or loaded from the caches): "
-          f"{time.perf_counter() - start:.2f} s")
-    energy_start = system.energy()
-    frames, worst, times = _simulate(system, args, view if write else None)
-    print(f"max overlap after any step: {100 * worst:.1f}% of the smaller radius "
-          f"(deep: {100 * DEEP_OVERLAP:.0f}%); energy {energy_start:.4g} -> "
-          f"{system.energy():.4g}; median step {1e3 * statistics.median(times):.2f} ms")
+    frames = simulate(system, args, view if write else None, "the caches",
+                      on_host=lambda device_system: device_system.to_host())
     try:
         rows = time_device_step(system, args.timing_steps)
     except RuntimeError as error:
@@ -89,31 +80,9 @@ def run(args: argparse.Namespace, command: str, write: bool, view) -> int:
           f"device's positions, {system.n_substeps} substeps of "
           f"{system.n_sweeps} Jacobi sweeps):")
     print(format_device_table(rows))
-    if write:
-        from ._animation import write_gif
-
-        try:
-            write_gif(frames, args.output, args.fps)
-        except OSError as error:
-            print(f"error: could not write {args.output}: {error}", file=sys.stderr)
-            return 1
-        print(f"\nwrote {args.output} ({len(frames)} frames)")
+    if write and write_frames(frames, args):
+        return 1
     return 0
-
-
-def _simulate(system, args: argparse.Namespace, view):
-    """Run ``args.steps`` steps; frames (when ``view``), worst overlap, step times."""
-    from tqdm import tqdm
-
-    frames = []
-    worst = 0.0
-    times = []
-    for index in tqdm(range(args.steps), desc="simulating", unit="step", disable=None):
-        times.append(system.step().step)
-        worst = max(worst, system.max_overlap())
-        if view is not None and index % args.frame_every == 0:
-            frames.append(view.render_frame(system.to_host(), args.size))
-    return frames, worst, times
 
 
 def time_device_step(system, n_steps: int) -> list:

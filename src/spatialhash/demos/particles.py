@@ -19,13 +19,13 @@ import argparse
 import dataclasses
 import statistics
 import sys
-import time
 
 import numba
 import numpy as np
 
 from .. import _config
 from ._options import add_threads_argument, missing_modules_problem, option_problem
+from ._particle_run import simulate, write_frames
 from ._particle_simulation import DEEP_OVERLAP, SEARCHES, ParticleSystem, find_contacts
 
 __all__ = ["BRUTE_FORCE_MAX_PARTICLES", "DEEP_OVERLAP", "SEARCHES", "ParticleSystem",
@@ -194,17 +194,7 @@ def run(args: argparse.Namespace) -> int:
           f"search")
     # One call, no steps to count for a bar: a line says what the wait is (a compile of
     # several seconds the first time on a machine, a load from the cache afterwards).
-    print("first step: compiling the kernels, or loading them from numba's cache ...",
-          flush=True)
-    start = time.perf_counter()
-    system.step()
-    print(f"first step (kernels compiled or loaded from the cache): "
-          f"{time.perf_counter() - start:.2f} s")
-    energy_start = system.energy()
-    frames, worst, times = _simulate(system, args, view if write else None)
-    print(f"max overlap after any step: {100 * worst:.1f}% of the smaller radius "
-          f"(deep: {100 * DEEP_OVERLAP:.0f}%); energy {energy_start:.4g} -> "
-          f"{system.energy():.4g}; median step {1e3 * statistics.median(times):.2f} ms")
+    frames = simulate(system, args, view if write else None, "numba's cache")
     searches = SEARCHES if args.search == "all" else (method,)
     try:
         rows = time_searches(system, searches, args.timing_steps, progress=True)
@@ -217,15 +207,8 @@ def run(args: argparse.Namespace) -> int:
           f"the hash search on up to {n_threads} thread{'s' if n_threads > 1 else ''} "
           f"(--threads), the other searches and the solver on one:")
     print(format_table(rows))
-    if write:
-        from ._animation import write_gif
-
-        try:
-            write_gif(frames, args.output, args.fps)
-        except OSError as error:
-            print(f"error: could not write {args.output}: {error}", file=sys.stderr)
-            return 1
-        print(f"\nwrote {args.output} ({len(frames)} frames)")
+    if write and write_frames(frames, args):
+        return 1
     if window:
         # Unasked, a window that cannot open is only a note.
         print("\ninteractive window: particles near the pointer are highlighted; Escape or "
@@ -258,18 +241,3 @@ def _thread_count(n_threads: int | None) -> int:
     """The threads numba runs the library's parallel kernels on, given ``n_threads``."""
     with _config.threads(n_threads):
         return numba.get_num_threads()
-
-
-def _simulate(system: ParticleSystem, args: argparse.Namespace, view):
-    """Run ``args.steps`` steps; frames (when ``view``), worst overlap, step times."""
-    from tqdm import tqdm
-
-    frames = []
-    worst = 0.0
-    times = []
-    for index in tqdm(range(args.steps), desc="simulating", unit="step", disable=None):
-        times.append(system.step().step)
-        worst = max(worst, system.max_overlap())
-        if view is not None and index % args.frame_every == 0:
-            frames.append(view.render_frame(system, args.size))
-    return frames, worst, times
