@@ -70,12 +70,8 @@ def warp_function(fn, device: str):
     )
 
 
-def warp_ray_function(fn, args, all_hits: bool, device: str):
-    """`ray_function`'s checks on a Warp ``device``: ``fn`` a Warp function whose declared
-    return type, if any, is a bool (a kernel that calls it fails to compile otherwise)."""
-    import warp
-
-    fn = warp_function(fn, device)
+def _check_ray_call(args, all_hits: bool) -> None:
+    """The checks of a ray cast's ``args`` and ``all_hits`` with a ``fn``, on any engine."""
     if not isinstance(args, tuple):
         raise TypeError(f"`args` must be a tuple (the arguments passed to `fn` after the "
                         f"hit's); got {type(args).__name__} {args!r:.80}. Pass one argument "
@@ -83,6 +79,15 @@ def warp_ray_function(fn, args, all_hits: bool, device: str):
     if all_hits:
         raise TypeError("`all_hits` must be False with `fn`: `fn` picks one hit a ray, the "
                         "first it accepts; got all_hits=True.")
+
+
+def warp_ray_function(fn, args, all_hits: bool, device: str):
+    """`ray_function`'s checks on a Warp ``device``: ``fn`` a Warp function whose declared
+    return type, if any, is a bool (a kernel that calls it fails to compile otherwise)."""
+    import warp
+
+    fn = warp_function(fn, device)
+    _check_ray_call(args, all_hits)
     # The return type as Warp resolved the annotation (a string under `from __future__
     # import annotations`); None where there is none.
     returns = fn.adj.arg_types.get("return")
@@ -157,13 +162,7 @@ def ray_function(fn, args, all_hits: bool, call: str, device: str = "cpu"):
             "`fn` must be a function compiled with numba's `njit` (it is called from compiled "
             f"code); got {fn!r}. Decorate it with `@njit` (`from numba import njit`)."
         )
-    if not isinstance(args, tuple):
-        raise TypeError(f"`args` must be a tuple (the arguments passed to `fn` after the "
-                        f"hit's); got {type(args).__name__} {args!r:.80}. Pass one argument "
-                        "as `args=(value,)`.")
-    if all_hits:
-        raise TypeError("`all_hits` must be False with `fn`: `fn` picks one hit a ray, the "
-                        "first it accepts; got all_hits=True.")
+    _check_ray_call(args, all_hits)
     if numba.config.DISABLE_JIT:
         return fn
     key = (fn, arg_types(fn, args, call))
