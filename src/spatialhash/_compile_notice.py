@@ -35,6 +35,7 @@ FAMILIES = {
     "knn": "k-nearest queries",
     "box": "box queries", "ray": "ray casts", "dda": "ray casts", "ray_sphere": "ray casts",
     "distance": "the distance step", "row_sort": "radius queries", "blocks": "radius queries",
+    "chunks": "radius queries",
     "_cloth_kernels": "the cloth demo", "_particle_kernels": "the particle demo",
     "pair_functions": "functions run over pairs",
     "neighbor_list_functions": "functions run over pairs",
