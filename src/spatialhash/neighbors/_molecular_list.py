@@ -61,7 +61,12 @@ from .._validation import as_positive_scalar
 from ._arrays import gradient_letters, to_numpy
 from ._cells import CellGeometry, system_cells
 from ._images import batch_rows
-from ._kernels.molecular_list import atom_moves, listed_rows, shift_candidates
+from ._kernels.molecular_list import (
+    atom_moves,
+    listed_rows,
+    place_candidates,
+    shift_candidates,
+)
 from ._molecular import (
     CallersInputs,
     _as_ptr,
@@ -81,6 +86,10 @@ REACH_MARGIN = 2.0**-30
 #: search (plus the reach) searches that system again: its rounding would approach the
 #: margin.
 GROWTH_LIMIT = 2.0**10
+#: Each system's slots hold its candidates and this share of them more (and
+#: `SLACK_ROWS`), so that a system searched again nearly always finds room in its own.
+SLACK_SHARE = 1.0 / 8.0
+SLACK_ROWS = 16
 
 
 class MolecularNeighborList:
@@ -242,7 +251,7 @@ class MolecularNeighborList:
         if not np.array_equal(self._jumps, self._applied):
             # The candidates' shifts follow the jumps: their rows at these positions.
             with threads(None):
-                shift_candidates(*self._candidates, self._jumps - self._applied)
+                shift_candidates(*self._candidates, self._slots, self._jumps - self._applied)
             self._applied = self._jumps.copy()
         self.rebuilt = bool(search.any())
         self.rebuilt_systems = np.flatnonzero(search)
@@ -276,7 +285,10 @@ class MolecularNeighborList:
         self._far = np.zeros(n, dtype=np.bool_)
         self._candidates = (np.empty(0, np.int64), np.empty(0, np.int64),
                             np.empty((0, coords.shape[1]), np.int64))
-        self._candidate_offsets = np.zeros(n_systems + 1, np.int64)
+        # System b's candidates in the slots starts[b] up to ends[b], room up to
+        # starts[b + 1].
+        self._slots = (np.zeros(n_systems + 1, np.int64), np.zeros(n_systems, np.int64))
+        self._keep = np.empty(0, dtype=np.bool_)
         self._shape = coords.shape
 
     def _cells(self, coords: np.ndarray, given: CallersInputs
@@ -357,23 +369,52 @@ class MolecularNeighborList:
                            names)
         if self._sorted:
             found = _sorted(found)
-        candidates = (found["i"], found["j"], found["S"])
-        row_offsets = np.searchsorted(found["i"], sub_offsets)
-        if not everything:
-            # Back to indices into all the atoms, among the other systems' candidates.
-            moved_by = np.repeat(offsets[:-1] - sub_offsets[:-1], np.diff(row_offsets))
-            candidates[0][:] += moved_by
-            candidates[1][:] += moved_by
-            candidates, row_offsets = _spliced(self._candidates, self._candidate_offsets,
-                                               candidates, row_offsets, search)
-        self._candidates, self._candidate_offsets = candidates, row_offsets
+        # The other systems hold no atoms in `sub`: only those searched have rows.
+        self._place((found["i"], found["j"], found["S"]),
+                    np.searchsorted(found["i"], sub_offsets), search,
+                    offsets[:-1] - sub_offsets[:-1])
         self._limits[search] = GROWTH_LIMIT * scale
         self._built_at[atoms] = coords[atoms]
         self._jumps[atoms] = 0
         self._applied[atoms] = 0
-        self._keep = np.empty(len(candidates[0]), dtype=np.bool_)
         self._cell_arrays, self._dual = _cell_arrays(geometries, self._system)
         self.n_builds += 1
+
+    def _place(self, found: tuple[np.ndarray, ...], found_offsets: np.ndarray,
+               search: np.ndarray, index_shift: np.ndarray) -> None:
+        """Put the candidates ``found`` ``(i, j, S)`` of the systems ``search`` marks
+        (system b's from ``found_offsets[b]`` up to ``found_offsets[b + 1]``, its indices
+        less ``index_shift[b]`` than in all the atoms) in their systems' slots, in place
+        of their former ones. Where one outgrows its slots (and at the first search),
+        every system's candidates move into new slots, each with room for `SLACK_SHARE`
+        more: a copy of every candidate, as a join of the old and new ones would be, but
+        rare."""
+        starts, ends = self._slots
+        systems = np.flatnonzero(search)
+        counts = np.diff(found_offsets)[systems]
+        found_starts, index_shift = found_offsets[systems], index_shift[systems]
+        if self.n_builds and (counts <= starts[systems + 1] - starts[systems]).all():
+            with threads(None):
+                place_candidates(found, found_starts, counts, index_shift,
+                                 self._candidates, starts[systems])
+            ends[systems] = starts[systems] + counts
+            return
+        sizes = ends - starts[:-1]
+        sizes[systems] = counts
+        room = sizes + np.ceil(SLACK_SHARE * sizes).astype(np.int64) + SLACK_ROWS
+        new_starts = np.concatenate([[0], np.cumsum(room)]).astype(np.int64)
+        n_slots, n_dims = int(new_starts[-1]), self._shape[1]
+        candidates = (np.empty(n_slots, np.int64), np.empty(n_slots, np.int64),
+                      np.empty((n_slots, n_dims), np.int64))
+        kept = np.flatnonzero(~search)
+        with threads(None):
+            place_candidates(self._candidates, starts[kept], sizes[kept],
+                             np.zeros(len(kept), np.int64), candidates, new_starts[kept])
+            place_candidates(found, found_starts, counts, index_shift, candidates,
+                             new_starts[systems])
+        self._candidates = candidates
+        self._slots = (new_starts, new_starts[:-1] + sizes)
+        self._keep = np.empty(n_slots, dtype=np.bool_)
 
     def _rows(self, coords: np.ndarray, gradients: str) -> dict[str, np.ndarray]:
         """The candidates within the cutoff at ``coords``: the arrays of the letters asked
@@ -381,8 +422,8 @@ class MolecularNeighborList:
         n_dims = coords.shape[1]
         letters = self._letters + gradients
         radii = np.empty(0) if self._radii is None else self._radii
-        args = (coords, self._cell_arrays, (*self._candidates, self._candidate_offsets),
-                radii, self._cutoff, self._keep)
+        args = (coords, self._cell_arrays, (*self._candidates, *self._slots), radii,
+                self._cutoff, self._keep)
         with threads(None):
             counts = listed_rows(*args, np.empty(0, np.int64), _row_arrays("", 0, n_dims))
             starts = np.cumsum(counts) - counts
@@ -420,25 +461,6 @@ def _changed(built: CellGeometry, now: CellGeometry) -> bool:
     """Whether a system's periodic axes or their vectors changed since its search."""
     return not (np.array_equal(now.periodic, built.periodic)
                 and np.array_equal(now.vectors[built.axes], built.vectors[built.axes]))
-
-
-def _spliced(old: tuple, old_offsets: np.ndarray, new: tuple, new_offsets: np.ndarray,
-             search: np.ndarray) -> tuple[tuple, np.ndarray]:
-    """The candidates of each system, in system order: the ``new`` ones of the systems
-    ``search`` marks, the ``old`` ones of the others (``*_offsets`` (B + 1,): each
-    system's rows), and the offsets of the result. Each run of consecutive systems from
-    the same side is one slice, joined by one copy (a scatter of every row by index took
-    longer than the search)."""
-    edges = np.flatnonzero(np.diff(search.astype(np.int8))) + 1
-    pieces: list[list[np.ndarray]] = [[] for _ in old]
-    for lo, hi in zip(np.concatenate([[0], edges]), np.concatenate([edges, [len(search)]]),
-                      strict=True):
-        source, offsets = (new, new_offsets) if search[lo] else (old, old_offsets)
-        for piece, array in zip(pieces, source, strict=True):
-            piece.append(array[offsets[lo]:offsets[hi]])
-    counts = np.where(search, np.diff(new_offsets), np.diff(old_offsets))
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return tuple(np.concatenate(piece) for piece in pieces), offsets
 
 
 def _same(value, last) -> bool:

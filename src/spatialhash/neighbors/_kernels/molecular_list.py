@@ -21,6 +21,12 @@ are cut into fixed chunks and tested, their results kept (one byte each) and cou
 chunk; then the rows kept are written at offsets fixed by the counts, their vectors
 computed again (cheaper than holding every candidate's vector between the passes): the
 rows keep the candidates' order, for any thread count.
+
+The candidates lie in slots: system ``b``'s in ``starts[b]`` up to ``ends[b]``, with room
+up to ``starts[b + 1]`` (``slots = (starts, ends)``, int64 (B + 1,) and (B,)), so that a
+system searched again takes its new candidates in its own slots (`place_candidates`)
+while the others' stay where they are. The kernels walk a chunk's slots system by system
+and skip the unused ones.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import math
 import numpy as np
 from numba import prange
 
-from ..._config import jit, jit_parallel
+from ..._config import jit, jit_inline, jit_parallel
 from .molecular import _pair_vector
 
 #: Candidates handed to a thread at a time.
@@ -78,27 +84,63 @@ def atom_moves(positions, built_at, cells, dual, limit2, limits, jumps, far):
 
 
 @jit_parallel
-def shift_candidates(cand_i, cand_j, cand_shifts, delta):
+def shift_candidates(cand_i, cand_j, cand_shifts, slots, delta):
     """Add ``delta[i] - delta[j]`` (int64 (n, d): the change of each atom's jump) to the
-    shift of each candidate ``(i, j)``, in place."""
+    shift of each candidate ``(i, j)`` in the used ``slots`` (as `listed_rows` takes
+    them), in place."""
+    starts, ends = slots
     n_dims = cand_shifts.shape[1]
-    for r in prange(cand_i.shape[0]):
-        i = cand_i[r]
-        j = cand_j[r]
-        for a in range(n_dims):
-            cand_shifts[r, a] += delta[i, a] - delta[j, a]
+    m = cand_i.shape[0]
+    n_chunks = (m + ROWS_PER_CHUNK - 1) // ROWS_PER_CHUNK
+    for chunk in prange(n_chunks):
+        lo = chunk * ROWS_PER_CHUNK
+        hi = min(m, lo + ROWS_PER_CHUNK)
+        b = _first_system(starts, lo)
+        while b < ends.shape[0] and starts[b] < hi:
+            for r in range(max(lo, starts[b]), min(hi, ends[b])):
+                i = cand_i[r]
+                j = cand_j[r]
+                for a in range(n_dims):
+                    cand_shifts[r, a] += delta[i, a] - delta[j, a]
+            b += 1
+
+
+@jit_parallel
+def place_candidates(source, source_starts, counts, index_shift, target, target_starts):
+    """Copy ``counts[k]`` candidates ``(i, j, S)`` of ``source`` from ``source_starts[k]``
+    into ``target`` from ``target_starts[k]``, adding ``index_shift[k]`` to their ``i``
+    and ``j``, for each ``k`` (int64 (K,) each): one system's candidates each."""
+    source_i, source_j, source_shifts = source
+    target_i, target_j, target_shifts = target
+    n_dims = source_shifts.shape[1]
+    for k in prange(counts.shape[0]):
+        moved_by = index_shift[k]
+        for r in range(counts[k]):
+            at = source_starts[k] + r
+            to = target_starts[k] + r
+            target_i[to] = source_i[at] + moved_by
+            target_j[to] = source_j[at] + moved_by
+            for a in range(n_dims):
+                target_shifts[to, a] = source_shifts[at, a]
+
+
+@jit_inline
+def _first_system(starts, slot):
+    """The system whose slots (``starts[b]`` up to ``starts[b + 1]``) hold ``slot``."""
+    return np.searchsorted(starts, slot, side="right") - 1
 
 
 @jit
 def chunk_rows(positions, cells, candidates, radii, cutoff, lo, hi, keep, start, out):
-    """The candidates ``lo`` to ``hi - 1`` within reach at ``positions``: with ``start``
-    < 0, each one's test into ``keep`` and their number returned; else the rows of those
-    ``keep`` marks written from ``start`` into ``out`` (as `listed_rows`). Taken a run of
-    one system's candidates at a time, its cell copied as system 0 of a batch of one: the
-    cell is then read at a fixed place, as for a single system (read at each row's system,
-    it made the passes over a single system's candidates measurably slower)."""
-    vectors, periodic, system = cells
-    cand_i, cand_j, cand_shifts, cand_offsets = candidates
+    """The candidates in the used slots ``lo`` to ``hi - 1`` within reach at
+    ``positions``: with ``start`` < 0, each one's test into ``keep`` and their number
+    returned; else the rows of those ``keep`` marks written from ``start`` into ``out``
+    (as `listed_rows`). Taken a run of one system's candidates at a time, its cell copied
+    as system 0 of a batch of one: the cell is then read at a fixed place, as for a single
+    system (read at each row's system, it made the passes over a single system's
+    candidates measurably slower)."""
+    vectors, periodic, _ = cells
+    cand_i, cand_j, cand_shifts, starts, ends = candidates
     out_i, out_j, out_shifts, out_vectors, out_distances, out_systems = out
     n_dims = positions.shape[1]
     vector = np.zeros(n_dims, np.float64)
@@ -107,10 +149,12 @@ def chunk_rows(positions, cells, candidates, radii, cutoff, lo, hi, keep, start,
     with_radii = radii.shape[0] > 0
     fill = start >= 0
     count = 0
-    run = lo
-    while run < hi:
-        b = system[cand_i[run]]
-        run_end = min(hi, cand_offsets[b + 1])
+    b = _first_system(starts, lo)
+    while b < ends.shape[0] and starts[b] < hi:
+        run, run_end = max(lo, starts[b]), min(hi, ends[b])
+        if run >= run_end:
+            b += 1
+            continue
         for a in range(n_dims):  # element by element: a slice's copy compiles slowly
             cell_periodic[0, a] = periodic[b, a]
             for c in range(n_dims):
@@ -142,20 +186,21 @@ def chunk_rows(positions, cells, candidates, radii, cutoff, lo, hi, keep, start,
                 out_distances[at] = distance
             if out_systems.shape[0]:
                 out_systems[at] = b
-        run = run_end
+        b += 1
     return count
 
 
 @jit_parallel
 def listed_rows(positions, cells, candidates, radii, cutoff, keep, starts, out):
-    """The candidates ``(i, j, S, offsets)`` (int64 (m,), (m,), (m, d), (B + 1,); ``S``
-    the shift at the current positions; system ``b``'s candidates from ``offsets[b]`` up
-    to ``offsets[b + 1]``) whose rows at ``positions`` (in the cell of ``system[i]``,
-    ``cells`` as `atom_moves` takes them) have ``d <= cutoff`` (with ``radii`` (n,),
-    ``d <= radii[i] + radii[j]``; (0,) without). Two passes: with ``starts`` (0,), each
-    candidate's test into ``keep`` (bool (m,)) and the number kept in each chunk of
-    `ROWS_PER_CHUNK` candidates returned; with ``starts`` (the running sum of those
-    numbers), the kept rows written, in the candidates' order, into ``out``,
+    """The candidates ``(i, j, S, slot_starts, slot_ends)`` (int64 (m,), (m,), (m, d),
+    (B + 1,), (B,); ``S`` the shift at the current positions; system ``b``'s candidates
+    in the slots ``slot_starts[b]`` up to ``slot_ends[b]``, those up to
+    ``slot_starts[b + 1]`` unused) whose rows at ``positions`` (in the cell of their
+    system, ``cells`` as `atom_moves` takes them) have ``d <= cutoff`` (with ``radii``
+    (n,), ``d <= radii[i] + radii[j]``; (0,) without). Two passes: with ``starts`` (0,),
+    each candidate's test into ``keep`` (bool (m,)) and the number kept in each chunk of
+    `ROWS_PER_CHUNK` slots returned; with ``starts`` (the running sum of those numbers),
+    the kept rows written, in the candidates' order, into ``out``,
     ``(i, j, S, D, d, b)``: int64 (k,), int64 (k,), int64 (k, d), float64 (k, d),
     float64 (k,), int64 (k,), each with k rows or none (not asked for); the second pass
     computes only the vectors of the rows kept."""
