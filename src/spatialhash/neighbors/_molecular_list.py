@@ -60,7 +60,7 @@ from .._config import threads
 from .._validation import as_positive_scalar
 from ._arrays import gradient_letters, to_numpy
 from ._cells import CellGeometry, system_cells
-from ._images import batch_rows
+from ._images import KERNEL_LETTERS, _row_arrays, batch_rows
 from ._kernels.molecular_list import (
     atom_moves,
     listed_rows,
@@ -418,7 +418,9 @@ class MolecularNeighborList:
 
     def _rows(self, coords: np.ndarray, gradients: str) -> dict[str, np.ndarray]:
         """The candidates within the cutoff at ``coords``: the arrays of the letters asked
-        for and of ``gradients``, by letter."""
+        for and of ``gradients``, by letter, over memory recycled as a search's are
+        (``_outputs.py``: the rows of a large batch would otherwise take fresh pages at
+        every update)."""
         n_dims = coords.shape[1]
         letters = self._letters + gradients
         radii = np.empty(0) if self._radii is None else self._radii
@@ -429,20 +431,7 @@ class MolecularNeighborList:
             starts = np.cumsum(counts) - counts
             out = _row_arrays(letters, int(counts.sum()), n_dims)
             listed_rows(*args, starts, out)
-        return dict(zip(ROW_LETTERS, out, strict=True))
-
-
-#: The letters `listed_rows` writes, in the order of its output tuple.
-ROW_LETTERS = "ijSDdb"
-
-
-def _row_arrays(letters: str, m: int, n_dims: int) -> tuple[np.ndarray, ...]:
-    """The output arrays of `listed_rows`: m rows for the ``letters``, none for the
-    others."""
-    return tuple(np.empty((m if letter in letters else 0,)
-                          + ((n_dims,) if letter in "SD" else ()),
-                          dtype=np.float64 if letter in "Dd" else np.int64)
-                 for letter in ROW_LETTERS)
+        return dict(zip(KERNEL_LETTERS, out, strict=True))
 
 
 def _cell_arrays(geometries: list[CellGeometry], system: np.ndarray
