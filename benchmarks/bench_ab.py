@@ -59,7 +59,11 @@ few planes for slabs, so every point scans its full stencil), ``neighbors_fn``
 (`NeighborList.for_each_pair` over the 200,000 points, periodic, the same function);
 ``molecular_skin`` (a step of `MolecularNeighborList`, letters ``ijSdD``, cutoff 5 A, skin
 1 A, on 30,000 atoms of ``bench_molecular``'s water box: Gaussian moves of 0.02 A per axis,
-the atoms wrapped into the cell every 5 steps; both processes make the same steps).
+the atoms wrapped into the cell every 5 steps; both processes make the same steps),
+``molecular_skin_batch`` (the same list, full, with ``ptr`` over ``bench_molecular``'s batch
+of 1,000 systems of 100 atoms in triclinic cells, the same moves: no system is searched
+again) and ``molecular_skin_batch_searching`` (moves of 0.06 A: some systems are searched
+again at most steps, each on its own).
 """
 
 from __future__ import annotations
@@ -87,7 +91,7 @@ WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d", "pairs1m", "build
              "cloth", "dynamic1", "dynamic10", "dynamic100", "dynamic3d10", "rays", "rays_all",
              "rays_fn", "radius200k", "radius200k_periodic", "knn200k", "radius1m", "knn1m",
              "pairs_fn", "pairs_fn_periodic", "list_fn", "pairs_fn_full", "neighbors_fn",
-             "molecular_skin")
+             "molecular_skin", "molecular_skin_batch", "molecular_skin_batch_searching")
 #: Workloads of a million points (fewer warm-up calls).
 MILLION_WORKLOADS = ("build1m_2d", "pairs1m", "build1m", "radius1m", "knn1m")
 #: Points of the radius, k-nearest and pair-function workloads, and queries of the first two.
@@ -193,29 +197,35 @@ def _pair_digest(pairs) -> str:
     return hashlib.sha1(keys.tobytes()).hexdigest()[:12]
 
 
-def _molecular_skin_workload():
-    """``(next_arguments, call, digest)`` of ``molecular_skin``: the positions of the next
-    step, the list's update, the digest of its rows."""
+def _molecular_skin_workload(name: str):
+    """``(next_arguments, call, digest)`` of the skin list's workloads: the positions of
+    the next step, the list's update, the digest of its rows in normal form."""
     import bench_molecular
     from spatialhash.neighbors import MolecularNeighborList
 
-    system = bench_molecular.water_box(30_000, 0)
-    neighbors = MolecularNeighborList("ijSdD", 5.0, 1.0, system.cell)
-    neighbors.update(system.positions)
+    if name == "molecular_skin":
+        system = bench_molecular.water_box(30_000, 0)
+        positions, cells, ptr = system.positions, system.cell, None
+    else:
+        positions, cells, ptr = bench_molecular.batch_systems(1_000, 100, 0)
+    move = 0.06 if name == "molecular_skin_batch_searching" else 0.02
+    neighbors = MolecularNeighborList("ijSdD", 5.0, 1.0, cells, ptr=ptr)
+    neighbors.update(positions)
     rng = np.random.default_rng(1)
-    inverse = np.linalg.inv(system.cell)
-    state = {"positions": system.positions, "step": 0}
+    cells = cells.reshape(-1, 3, 3)
+    system = (np.zeros(len(positions), np.int64) if ptr is None
+              else np.repeat(np.arange(len(ptr) - 1), np.diff(ptr)))
+    state = {"positions": positions, "step": 0}
 
     def next_step():
-        positions = state["positions"] + rng.normal(0.0, 0.02, system.positions.shape)
         state["step"] += 1
-        if state["step"] % 5 == 0:
-            positions = positions - np.floor(positions @ inverse) @ system.cell
-        state["positions"] = positions
-        return (positions,)
+        state["positions"] = bench_molecular.skin_step(
+            state["positions"], cells, system, rng, move, state["step"] % 5 == 0)
+        return (state["positions"],)
 
     def digest(rows):
-        return hashlib.sha1(b"".join(array.tobytes() for array in rows)).hexdigest()[:12]
+        rows = bench_molecular.normal_rows(*rows, half=False)
+        return _array_digest(rows.i, rows.j, rows.shifts, rows.distances, rows.vectors)
 
     return next_step, neighbors.update, digest
 
@@ -246,8 +256,8 @@ def _workload(name: str, inputs: str):
     if name in ("radius200k", "radius200k_periodic", "knn200k", "radius1m", "knn1m", "pairs_fn",
                 "pairs_fn_periodic", "list_fn", "pairs_fn_full", "neighbors_fn"):
         return none, *_scan_workload(name)
-    if name == "molecular_skin":
-        return _molecular_skin_workload()
+    if name.startswith("molecular_skin"):
+        return _molecular_skin_workload(name)
     if name == "cloth":
         from spatialhash.demos.cloth import Cloth
 

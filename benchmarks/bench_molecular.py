@@ -9,6 +9,8 @@ Run from the repository root::
         --lists half --repeat 1 --no-batch --memory       # a million atoms once, peak memory
     python benchmarks/bench_molecular.py --skin 1.0 --sizes 100000 --systems water \\
         --cutoffs 5 --lists full                          # the skin list against new calls
+    python benchmarks/bench_molecular.py --skin 1.0 --skin-batch --cutoffs 5 \\
+        --lists full --move 0.02 0.06                     # the same on the batch
 
 Systems
 -------
@@ -50,13 +52,18 @@ Method
   calls (and of matscipy calls, full lists) whose results are joined into the same arrays.
 - ``--skin SKIN``: instead of the peers, `MolecularNeighborList` with that skin against a
   new `neighbor_list` call at each of ``--steps`` steps of small random moves (Gaussian,
-  ``--move`` A per axis and step), the atoms wrapped back into the cell every
-  ``--wrap-every`` steps. The list's answer is checked against the new call's at every
-  step before either is timed (the same rows, distances and vectors to the bit); then
-  the steps are replayed, each step's update and new call timed one after the other, the
-  one going first swapping every step. Printed: the searches the list made, the median
-  step of each, the whole run of each (the list's searches included), and their ratios
-  (new call over list: above 1, the list is faster).
+  ``--move`` A per axis and step, a run for each value given), the atoms wrapped back
+  into the cell every ``--wrap-every`` steps; on each system of ``--sizes`` and
+  ``--systems``, or with ``--skin-batch`` on the batch (one list with ``ptr`` against one
+  new call with ``ptr``; a system is searched again when one of its atoms moved beyond
+  half the skin, so larger moves search more systems a step). The list's answer is
+  checked against the new call's at every step before either is timed (the same rows,
+  distances and vectors to the bit, in normal form); then the steps are replayed, each
+  step's update and new call timed one after the other, the one going first swapping
+  every step. Printed: the searches the list made (and the systems searched a step), the
+  median step of each with its quartiles, the median and quartiles of the per-step ratio
+  (new call over list: above 1, the list is faster), and the whole run of each (the
+  list's searches included).
 - ``--memory``: the peak memory of one call of each library at the first size, system,
   cutoff and list, in a fresh subprocess: the peak resident size (``VmHWM``) after the call
   minus the resident size just before it, after a warm-up on a small system.
@@ -650,63 +657,106 @@ def results_table(rows: list[dict], repeat: int) -> str:
 
 
 # ---------------------------------------------------------------------- the skin list
-def skin_steps(system: System, steps: int, move: float, wrap_every: int,
-               seed: int) -> list[np.ndarray]:
-    """The positions of ``steps`` steps of Gaussian moves, wrapped into the cell every
-    ``wrap_every`` steps."""
+def skin_steps(positions: np.ndarray, cells: np.ndarray, system: np.ndarray, steps: int,
+               move: float, wrap_every: int, seed: int) -> list[np.ndarray]:
+    """The positions of ``steps`` steps of `skin_step`, wrapped every ``wrap_every``."""
     rng = np.random.default_rng(seed)
-    inverse = np.linalg.inv(system.cell)
-    positions, frames = system.positions, []
+    frames = []
     for step in range(1, steps + 1):
-        positions = positions + rng.normal(0.0, move, positions.shape)
-        if wrap_every and step % wrap_every == 0:
-            positions = positions - np.floor(positions @ inverse) @ system.cell
+        positions = skin_step(positions, cells, system, rng, move,
+                              bool(wrap_every) and step % wrap_every == 0)
         frames.append(positions)
     return frames
 
 
-def run_skin(system: System, cutoff: float, half: bool, args, log) -> dict:
-    """The skin list against a new call at each step: checked, then timed in turns."""
-    frames = skin_steps(system, args.steps, args.move, args.wrap_every, args.seed)
+def skin_step(positions: np.ndarray, cells: np.ndarray, system: np.ndarray, rng,
+              move: float, wrap: bool) -> np.ndarray:
+    """``positions`` moved at random (Gaussian, ``move`` per axis), each atom wrapped into
+    the cell of its system (``cells`` (B, 3, 3), ``system`` (n,)) when ``wrap``."""
+    positions = positions + rng.normal(0.0, move, positions.shape)
+    if wrap:
+        inverse = np.linalg.inv(cells)[system]
+        jumps = np.floor(np.einsum("nk,nka->na", positions, inverse))
+        positions = positions - np.einsum("na,nak->nk", jumps, cells[system])
+    return positions
 
-    def fresh(positions):
-        return neighbor_list("ijSdD", positions, cutoff, system.cell, full_list=not half)
+
+def run_skin(name: str, positions: np.ndarray, cell: np.ndarray, ptr: np.ndarray | None,
+             cutoff: float, half: bool, move: float, args, log) -> dict:
+    """The skin list against a new call at each step, on one system (``ptr`` None) or a
+    batch (``cell`` (B, 3, 3)): checked, then timed in turns."""
+    cells = cell.reshape(-1, 3, 3)
+    system = (np.zeros(len(positions), np.int64) if ptr is None
+              else np.repeat(np.arange(len(ptr) - 1), np.diff(ptr)))
+    frames = skin_steps(positions, cells, system, args.steps, move, args.wrap_every,
+                        args.seed)
+
+    def fresh(points):
+        return neighbor_list("ijSdD", points, cutoff, cell, full_list=not half, ptr=ptr)
 
     def new_list():
-        return MolecularNeighborList("ijSdD", cutoff, args.skin, system.cell,
-                                     full_list=not half)
+        return MolecularNeighborList("ijSdD", cutoff, args.skin, cell, full_list=not half,
+                                     ptr=ptr)
 
+    label = {"system": name, "n": len(positions), "cutoff": cutoff, "skin": args.skin,
+             "move": move, "list": "half" if half else "full", "steps": args.steps}
     checked = new_list()
-    checked.update(system.positions)
-    for positions in frames:
-        ours_rows = normal_rows(*checked.update(positions), half)
-        theirs = normal_rows(*fresh(positions), half)
-        for name in ("i", "j", "shifts", "distances", "vectors"):
-            if not np.array_equal(getattr(ours_rows, name), getattr(theirs, name)):
-                log(f"MISMATCH at a step: {name} differ")
-                return {"system": system.name, "n": system.n, "check_ok": False}
+    checked.update(positions)
+    searched = []
+    for step, points in enumerate(frames):
+        ours_rows = normal_rows(*checked.update(points), half)
+        searched.append(len(checked.rebuilt_systems))
+        theirs = normal_rows(*fresh(points), half)
+        for field in ("i", "j", "shifts", "distances", "vectors"):
+            if not np.array_equal(getattr(ours_rows, field), getattr(theirs, field)):
+                log(f"MISMATCH at step {step}: {field} differ")
+                return {**label, "check_ok": False}
+    del ours_rows, theirs
     timed = new_list()
-    timed.update(system.positions)
+    timed.update(positions)
     times = {"list": [], "fresh": []}
-    for step, positions in enumerate(frames):
-        calls = {"list": lambda p=positions: timed.update(p),
-                 "fresh": lambda p=positions: fresh(p)}
-        for name in (("list", "fresh") if step % 2 else ("fresh", "list")):
-            times[name] += common.time_repeated(calls[name], 1)
-    row = {"system": system.name, "n": system.n, "cutoff": cutoff, "skin": args.skin,
-           "list": "half" if half else "full", "steps": args.steps,
-           "searches": timed.n_builds - 1, "check_ok": True,
+    for step, points in enumerate(frames):
+        calls = {"list": lambda p=points: timed.update(p),
+                 "fresh": lambda p=points: fresh(p)}
+        for which in (("list", "fresh") if step % 2 else ("fresh", "list")):
+            times[which] += common.time_repeated(calls[which], 1)
+    ratios = np.array(times["fresh"]) / np.array(times["list"])
+    row = {**label, "searches": timed.n_builds - 1, "searched_systems": searched,
+           "check_ok": True, "list_s": times["list"], "fresh_s": times["fresh"],
            "list_median_s": common.median(times["list"]),
            "fresh_median_s": common.median(times["fresh"]),
-           "list_total_s": sum(times["list"]), "fresh_total_s": sum(times["fresh"])}
-    row["median_ratio"] = row["fresh_median_s"] / row["list_median_s"]
+           "list_total_s": sum(times["list"]), "fresh_total_s": sum(times["fresh"]),
+           "step_ratio_quartiles": np.percentile(ratios, [25, 50, 75]).tolist()}
     row["total_ratio"] = row["fresh_total_s"] / row["list_total_s"]
-    log(f"{system.name} n={system.n:,} cutoff={cutoff} skin={args.skin} {row['list']}: "
-        f"{row['searches']} searches in {args.steps} steps; median step: list "
-        f"{row['list_median_s']:.3g} s, new call {row['fresh_median_s']:.3g} s, ratio "
-        f"{row['median_ratio']:.2f}; whole run: list {row['list_total_s']:.3g} s, new "
-        f"calls {row['fresh_total_s']:.3g} s, ratio {row['total_ratio']:.2f}")
+    quartiles = {which: np.percentile(times[which], [25, 50, 75]) for which in times}
+    low, middle, high = row["step_ratio_quartiles"]
+    systems = "" if ptr is None else (
+        f" (systems searched a step: median {np.median(searched):g}, "
+        f"{min(searched)}-{max(searched)})")
+    log(f"{name} n={len(positions):,} cutoff={cutoff} skin={args.skin} move={move} "
+        f"{row['list']}: {row['searches']} searches in {args.steps} steps{systems}; every "
+        f"step equal to a new call, bit for bit")
+    for which, title in (("list", "list update"), ("fresh", "new call")):
+        q = quartiles[which]
+        log(f"  {title}: median {q[1]:.3g} s (quartiles {q[0]:.3g}-{q[2]:.3g})")
+    log(f"  new call / list update, per step: median {middle:.2f} (quartiles "
+        f"{low:.2f}-{high:.2f}); whole run: list {row['list_total_s']:.3g} s, new calls "
+        f"{row['fresh_total_s']:.3g} s, ratio {row['total_ratio']:.2f}")
     return row
+
+
+def skin_cases(args):
+    """``(name, positions, cell, ptr)`` of the skin runs: the batch (``--skin-batch``) or
+    each size and system."""
+    if args.skin_batch:
+        positions, cells, ptr = batch_systems(args.batch_systems, args.batch_atoms,
+                                              args.seed)
+        yield f"batch {args.batch_systems:,} x {args.batch_atoms}", positions, cells, ptr
+        return
+    for n in args.sizes:
+        for name in args.systems:
+            system = make_system(name, n, args.seed)
+            yield system.name, system.positions, system.cell, None
 
 
 # ---------------------------------------------------------------------- command line
@@ -745,9 +795,12 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "calls, instead of the peers")
     parser.add_argument("--steps", type=int, default=20,
                         help="steps of the --skin run (default 20)")
-    parser.add_argument("--move", type=float, default=0.02,
-                        help="standard deviation of a step's move per axis, A (default "
-                             "0.02)")
+    parser.add_argument("--move", type=float, nargs="+", default=[0.02],
+                        help="standard deviation of a step's move per axis, A, one run "
+                             "each (default 0.02)")
+    parser.add_argument("--skin-batch", action="store_true",
+                        help="the --skin run on the batch (--batch-systems x "
+                             "--batch-atoms) instead of the --sizes and --systems")
     parser.add_argument("--wrap-every", type=int, default=5,
                         help="wrap the atoms into the cell every this many steps of the "
                              "--skin run (default 5; 0: never)")
@@ -785,11 +838,13 @@ def main(argv=None) -> int:
         print(line, flush=True)
 
     if args.skin is not None:
-        rows = [run_skin(make_system(name, n, args.seed), cutoff, item == "half", args, log)
-                for n in args.sizes for name in args.systems for cutoff in args.cutoffs
-                for item in args.lists]
         print(f"numba {numba.get_num_threads()} threads; load average "
-              f"{os.getloadavg()[0]:.2f} at the end")
+              f"{', '.join(f'{load:.2f}' for load in os.getloadavg())} at the start")
+        rows = [run_skin(*case, cutoff, item == "half", move, args, log)
+                for case in skin_cases(args) for cutoff in args.cutoffs
+                for item in args.lists for move in args.move]
+        print(f"load average {', '.join(f'{load:.2f}' for load in os.getloadavg())} at "
+              "the end")
         if args.output_json:
             args.output_json.write_text(json.dumps(rows, indent=1))
         return 0 if all(row["check_ok"] for row in rows) else 1

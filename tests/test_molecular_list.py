@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import molecular_oracle as oracle
 from spatialhash.neighbors import MolecularNeighborList, neighbor_list
+from spatialhash.neighbors import _molecular_list as molecular_list
 from spatialhash.neighbors._kernels.molecular_list import ROWS_PER_CHUNK
 from test_molecular import STEP, cutoffs, systems
 
@@ -329,9 +330,19 @@ def _moved_batch(rng, positions, cells, pbcs, ptr, largest_move):
 
 
 @given(n_dims=st.integers(1, 3), data=st.data(), full_list=st.booleans(),
-       sorted=st.booleans())
+       sorted=st.booleans(), tight=st.booleans())
 def test_every_update_of_a_batch_equals_a_fresh_batched_search(n_dims, data, full_list,
-                                                                sorted):
+                                                                sorted, tight):
+    # `tight`: slots without room to spare, so that a system searched again with more
+    # candidates than before moves every system into new slots.
+    with pytest.MonkeyPatch.context() as patch:
+        if tight:
+            patch.setattr(molecular_list, "SLACK_SHARE", 0.0)
+            patch.setattr(molecular_list, "SLACK_ROWS", 0)
+        _check_batch_updates(n_dims, data, full_list, sorted)
+
+
+def _check_batch_updates(n_dims, data, full_list, sorted):
     parts = [data.draw(systems(n_dims=n_dims, max_points=5))
              for _ in range(data.draw(st.integers(1, 3)))]
     cells = np.stack([cell for _, cell, _ in parts])
@@ -397,6 +408,69 @@ def test_a_batch_searches_again_only_the_systems_that_moved_or_changed_cell():
     check([3], far, strained, slab)
     check([], far + 0.01, strained, slab)
     assert neighbors.n_builds == 4
+
+
+def _batch(rng, sizes, cell=TRICLINIC):
+    """``(positions, cells, ptr)``: systems of ``sizes`` random atoms, each in ``cell``
+    grown by a sixteenth more than the last."""
+    ptr = np.concatenate([[0], np.cumsum(sizes)])
+    cells = np.stack([cell * (1 + b / 16) for b in range(len(sizes))])
+    positions = np.concatenate([rng.random((size, 3)) @ cells[b]
+                                for b, size in enumerate(sizes)])
+    return positions, cells, ptr
+
+
+@pytest.mark.parametrize("moving", ["none", "one", "many", "all"])
+@pytest.mark.parametrize("sorted", [True, False])
+def test_a_batch_with_empty_systems_equals_a_fresh_search_whichever_systems_move(moving,
+                                                                                 sorted):
+    rng = np.random.default_rng(23)
+    sizes = [0, 30, 12, 0, 25, 40, 0, 18, 33, 0]
+    positions, cells, ptr = _batch(rng, sizes)
+    full = [b for b, size in enumerate(sizes) if size]
+    chosen = {"none": [], "one": [4], "many": [1, 5, 7, 8], "all": full}[moving]
+    neighbors = MolecularNeighborList("ijSdDb", 1.5, 0.5, cells, ptr=ptr, sorted=sorted)
+    for step in range(5):
+        if step:
+            positions = positions + rng.uniform(-0.05, 0.05, positions.shape)
+            for b in chosen:  # beyond skin / 2: its system is searched again
+                positions[ptr[b]] += [0.3, 0.0, 0.0]
+            if step == 3:  # a wrap of every atom: jumps, no moves
+                positions = np.concatenate([
+                    _wrapped(positions[ptr[b]:ptr[b + 1]], cells[b], True)
+                    for b in range(len(sizes))])
+        got = neighbors.update(positions)
+        fresh = neighbor_list("ijSdDb", positions, 1.5, cells, ptr=ptr, sorted=sorted)
+        if sorted:
+            _assert_same_bits(got, fresh)
+        assert oracle.as_rows(*got[:5]) == oracle.as_rows(*fresh[:5])
+        assert (np.diff(got[0]) >= 0).all() and (np.diff(got[5]) >= 0).all()
+        expected = list(range(len(sizes))) if step == 0 else chosen
+        assert neighbors.rebuilt_systems.tolist() == expected
+    assert neighbors.n_builds == (1 if moving == "none" else 5)
+
+
+@pytest.mark.parametrize("sorted", [True, False])
+def test_a_system_outgrowing_its_room_moves_every_system_into_new_slots(sorted):
+    rng = np.random.default_rng(24)
+    positions, cells, ptr = _batch(rng, [20, 30, 25], TRICLINIC * 2)
+    neighbors = MolecularNeighborList("ijSdD", 1.5, 0.5, cells, ptr=ptr, sorted=sorted)
+    rooms = []
+    for squeeze in (1.0, 0.9, 0.5, 0.25, 0.5, 1.0):
+        # System 1's atoms drawn towards their centre: more candidates than its room.
+        moved = positions.copy()
+        centre = positions[20:50].mean(axis=0)
+        moved[20:50] = centre + squeeze * (positions[20:50] - centre)
+        moved += rng.uniform(-0.05, 0.05, moved.shape)
+        got = neighbors.update(moved)
+        fresh = neighbor_list("ijSdD", moved, 1.5, cells, ptr=ptr, sorted=sorted)
+        if sorted:
+            _assert_same_bits(got, fresh)
+        assert oracle.as_rows(*got) == oracle.as_rows(*fresh)
+        rooms.append(len(neighbors._candidates[0]))  # the slots of all systems
+    # Grown when squeezed, kept when spread out again (the rows are the same either way).
+    assert rooms[3] > rooms[0] and rooms[-1] == rooms[3]
+    assert neighbors.n_builds == 6
 
 
 def test_a_batch_with_radii_equals_a_fresh_batched_search():
