@@ -38,12 +38,18 @@ move is measured in its own system's cell, and a candidate's vector uses the cel
 system. So a rebuild is per system: the systems with an atom beyond ``skin / 2`` (or a new
 cell, or a coordinate grown too far) are searched again, by one `batch_rows` call over
 all systems in which the others hold no atoms (so that its messages name each system's
-cell by its own index), and their candidates replace theirs in place (`_spliced`); the
-candidates stay grouped by system and by ``i`` in increasing order, sorted within each
-system when ``sorted=True``, so the rows are a new batched search's, in its order when
-sorted. Per system rather than all at once: in a batch of many small systems some system
-is nearly always due, and searching all of them at each such step would leave the skin
-little to save.
+cell by its own index), and their candidates replace theirs in place. Each system's
+candidates lie in slots of their own, with room for `SLACK_SHARE` more: a system searched
+again writes its new ones into its slots (`MolecularNeighborList._place`) and the other
+systems' are not touched, so a partial search copies only its own systems' candidates
+(a join of the kept and the new ones into new arrays would copy every candidate at each
+partial search). Only a system that outgrows its slots moves every system into new ones,
+each with room again. The kernels walk the used slots system by system. The candidates
+stay grouped by system and by ``i`` in increasing order, sorted within each system when
+``sorted=True``, so the rows are a new batched search's, in its order when sorted. Per
+system rather than all at once: in a batch of many small systems some system is nearly
+always due, and searching all of them at each such step would leave the skin little to
+save. The rows' arrays come from the pool of ``_outputs.py``, as a search's do.
 
 Inputs. `update` reads its arguments with `neighbor_list`'s own code (``_molecular.
 read_inputs`` and ``give_back``): tensors, DLPack objects, ASE and MDAnalysis objects in,
