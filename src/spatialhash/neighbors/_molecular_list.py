@@ -39,12 +39,13 @@ system. So a rebuild is per system: the systems with an atom beyond ``skin / 2``
 cell, or a coordinate grown too far) are searched again, by one `batch_rows` call over
 all systems in which the others hold no atoms (so that its messages name each system's
 cell by its own index), and their candidates replace theirs in place. Each system's
-candidates lie in slots of their own, with room for `SLACK_SHARE` more: a system searched
-again writes its new ones into its slots (`MolecularNeighborList._place`) and the other
-systems' are not touched, so a partial search copies only its own systems' candidates
-(a join of the kept and the new ones into new arrays would copy every candidate at each
-partial search). Only a system that outgrows its slots moves every system into new ones,
-each with room again. The kernels walk the used slots system by system. The candidates
+candidates lie in slots of their own: a system searched again writes its new ones into
+its slots (`MolecularNeighborList._place`) and the other systems' are not touched, so a
+partial search copies only its own systems' candidates (a join of the kept and the new
+ones into new arrays would copy every candidate at each partial search). A search of
+every system keeps its candidates as found, in slots without room; a system that
+outgrows its slots moves every system into new ones, each with room for `SLACK_SHARE`
+more, so that this is rare. The kernels walk the used slots system by system. The candidates
 stay grouped by system and by ``i`` in increasing order, sorted within each system when
 ``sorted=True``, so the rows are a new batched search's, in its order when sorted. Per
 system rather than all at once: in a batch of many small systems some system is nearly
@@ -92,7 +93,7 @@ REACH_MARGIN = 2.0**-30
 #: search (plus the reach) searches that system again: its rounding would approach the
 #: margin.
 GROWTH_LIMIT = 2.0**10
-#: Each system's slots hold its candidates and this share of them more (and
+#: Slots laid out anew hold each system's candidates and this share of them more (and
 #: `SLACK_ROWS`), so that a system searched again nearly always finds room in its own.
 SLACK_SHARE = 1.0 / 8.0
 SLACK_ROWS = 16
@@ -391,15 +392,22 @@ class MolecularNeighborList:
         """Put the candidates ``found`` ``(i, j, S)`` of the systems ``search`` marks
         (system b's from ``found_offsets[b]`` up to ``found_offsets[b + 1]``, its indices
         less ``index_shift[b]`` than in all the atoms) in their systems' slots, in place
-        of their former ones. Where one outgrows its slots (and at the first search),
-        every system's candidates move into new slots, each with room for `SLACK_SHARE`
-        more: a copy of every candidate, as a join of the old and new ones would be, but
-        rare."""
+        of their former ones. The candidates of a search of every system are kept as
+        they are, in slots without room (nothing copied: every search of a single
+        system, and no copying kernel to compile at the first update). Where a system
+        outgrows its slots, every system's candidates move into new slots, each with
+        room for `SLACK_SHARE` more: a copy of every candidate, as a join of the old and
+        new ones would be, but rare."""
+        if search.all():
+            self._candidates = found
+            self._slots = (found_offsets, found_offsets[1:].copy())
+            self._keep = np.empty(len(found[0]), dtype=np.bool_)
+            return
         starts, ends = self._slots
         systems = np.flatnonzero(search)
         counts = np.diff(found_offsets)[systems]
         found_starts, index_shift = found_offsets[systems], index_shift[systems]
-        if self.n_builds and (counts <= starts[systems + 1] - starts[systems]).all():
+        if (counts <= starts[systems + 1] - starts[systems]).all():
             with threads(None):
                 place_candidates(found, found_starts, counts, index_shift,
                                  self._candidates, starts[systems])

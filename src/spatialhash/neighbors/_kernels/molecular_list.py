@@ -105,15 +105,17 @@ def shift_candidates(cand_i, cand_j, cand_shifts, slots, delta):
             b += 1
 
 
-@jit_parallel
+@jit
 def place_candidates(source, source_starts, counts, index_shift, target, target_starts):
     """Copy ``counts[k]`` candidates ``(i, j, S)`` of ``source`` from ``source_starts[k]``
     into ``target`` from ``target_starts[k]``, adding ``index_shift[k]`` to their ``i``
-    and ``j``, for each ``k`` (int64 (K,) each): one system's candidates each."""
+    and ``j``, for each ``k`` (int64 (K,) each): one system's candidates each. On one
+    thread: a copy, a small share of the search that precedes it, and a parallel kernel
+    takes several times longer to compile."""
     source_i, source_j, source_shifts = source
     target_i, target_j, target_shifts = target
     n_dims = source_shifts.shape[1]
-    for k in prange(counts.shape[0]):
+    for k in range(counts.shape[0]):
         moved_by = index_shift[k]
         for r in range(counts[k]):
             at = source_starts[k] + r
@@ -126,8 +128,17 @@ def place_candidates(source, source_starts, counts, index_shift, target, target_
 
 @jit_inline
 def _first_system(starts, slot):
-    """The system whose slots (``starts[b]`` up to ``starts[b + 1]``) hold ``slot``."""
-    return np.searchsorted(starts, slot, side="right") - 1
+    """The last system ``b`` with ``starts[b] <= slot`` (``starts`` non-decreasing, its
+    first 0): the one whose slots, ``starts[b]`` up to ``starts[b + 1]``, hold ``slot``
+    when it has any. A bisection of its own (``np.searchsorted`` compiles slowly)."""
+    lo, hi = 0, starts.shape[0] - 1
+    while lo < hi:
+        middle = (lo + hi + 1) // 2
+        if starts[middle] <= slot:
+            lo = middle
+        else:
+            hi = middle - 1
+    return lo
 
 
 @jit
