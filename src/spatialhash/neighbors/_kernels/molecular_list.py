@@ -36,7 +36,7 @@ import math
 import numpy as np
 from numba import prange
 
-from ..._config import jit, jit_inline, jit_parallel
+from ..._config import jit, jit_parallel
 from .molecular import _pair_vector
 
 #: Candidates handed to a thread at a time.
@@ -126,7 +126,7 @@ def place_candidates(source, source_starts, counts, index_shift, target, target_
                 target_shifts[to, a] = source_shifts[at, a]
 
 
-@jit_inline
+@jit
 def _first_system(starts, slot):
     """The last system ``b`` with ``starts[b] <= slot`` (``starts`` non-decreasing, its
     first 0): the one whose slots, ``starts[b]`` up to ``starts[b + 1]``, hold ``slot``
