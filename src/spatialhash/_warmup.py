@@ -62,14 +62,20 @@ def _molecular_list(points: np.ndarray, r: float):
 
 def _molecular_skin_list(points: np.ndarray, r: float):
     """A molecular list kept with a skin, built, and updated after a small move and a
-    jump by a cell vector (its two kernels of an update, and the one of a jump)."""
+    jump by a cell vector (its two kernels of an update, and the one of a jump); then a
+    batch of two systems, one of them searched again (the copy of its candidates)."""
     from .neighbors import MolecularNeighborList
 
     neighbors = MolecularNeighborList("ijSdDb", r, r / 4, 1.0)
     neighbors.update(points)
     moved = points.copy()
     moved[0, 0] += 1.0  # one atom by a cell vector
-    return neighbors.update(moved)
+    neighbors.update(moved)
+    ptr = np.array([0, len(points) // 2, len(points)])
+    batch = MolecularNeighborList("ijSdDb", r, r / 4, np.stack([np.eye(3)] * 2), ptr=ptr)
+    batch.update(points)
+    moved[0, 0] += r  # beyond half the skin, in system 0
+    return batch.update(moved)
 
 
 def small_calls(seed: int = 0) -> list[Call]:
