@@ -30,7 +30,9 @@ sleep of that many seconds, then a foreign buffer allocated, touched and freed),
 program that searches now and then meets it: besides cold caches and sleeping threads,
 the memory a call allocates is handed out afresh by the operating system. Fewer calls per
 batch suit it (``--calls 3``). The table also gives each version's median of minor page
-faults per call.
+faults per call, and the process's peak resident memory during the timed calls (inputs,
+loaded code and what the calls keep included; on Linux the warm-up calls' own peak,
+compiling or loading the cache, is left out).
 
 Workloads: ``pairs5k`` and ``pairs5k_2d`` (build and all pairs of 5,000 uniform points, 30
 expected neighbours in 3-D, 20 in 2-D), ``build5k`` (the build alone), ``build1m_2d`` (the
@@ -300,6 +302,9 @@ def child(args: argparse.Namespace) -> int:
     next_arguments, call, digest = _workload(args.workload, args.inputs)
     for _ in range(WARM_CALLS_MILLION if args.workload in MILLION_WORKLOADS else WARM_CALLS):
         call(*next_arguments())
+    # The peak of the timed calls only: the warm-up's compile or cache loading is not the
+    # workload's memory. What stays resident (inputs, loaded code, recycled blocks) counts.
+    common.reset_peak_resident()
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         times, faults, result = [], [], None
@@ -316,7 +321,8 @@ def child(args: argparse.Namespace) -> int:
             times.append(time.perf_counter() - start)
             faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before)
         print(json.dumps({"median_us": common.median(times) * 1e6,
-                          "faults": common.median(faults), "digest": digest(result)}),
+                          "faults": common.median(faults), "digest": digest(result),
+                          "peak_mb": common.peak_resident_bytes() / 1e6}),
               flush=True)
     return 0
 
@@ -389,6 +395,7 @@ def compare(args: argparse.Namespace, base: str, base_src: str, scratch: str) ->
               "(numba caches filled or loaded, warm-up calls)")
         medians = {label: [] for label in versions}
         faults = {label: [] for label in versions}
+        peaks = {label: 0.0 for label in versions}
         ratios = []
         steal = common.StealMeter()
         try:
@@ -397,11 +404,12 @@ def compare(args: argparse.Namespace, base: str, base_src: str, scratch: str) ->
                 seen = {label: versions[label].batch(args.calls) for label in order}
                 if len({answer["digest"] for answer in seen.values()}) > 1:
                     differ = True
-                    rows.append([workload, "", "", f"answers differ in round {k}", "", ""])
+                    rows.append([workload, "", "", f"answers differ in round {k}", "", "", ""])
                     break
                 for label, answer in seen.items():
                     medians[label].append(answer["median_us"])
                     faults[label].append(answer["faults"])
+                    peaks[label] = max(peaks[label], answer["peak_mb"])
                 before, after = (seen[label]["median_us"] for label in versions)
                 ratios.append(after / before)
             else:
@@ -411,6 +419,7 @@ def compare(args: argparse.Namespace, base: str, base_src: str, scratch: str) ->
                              f"{quartiles[1]:.3f} ({quartiles[0]:.3f}-{quartiles[2]:.3f})",
                              " / ".join(f"{common.median(values):,.0f}"
                                         for values in faults.values()),
+                             " / ".join(f"{peak:,.0f}" for peak in peaks.values()),
                              common.format_share(steal.share())])
         finally:
             for version in versions.values():
@@ -421,7 +430,8 @@ def compare(args: argparse.Namespace, base: str, base_src: str, scratch: str) ->
     print(f"\nmicroseconds: median over {args.rounds} rounds of each batch's median of "
           f"{args.calls} calls; {gap} before each call\n")
     print(common.markdown_table(["workload", *sources, "after / before, per round (quartiles)",
-                                 "minor faults per call (before / after)", "CPU stolen"],
+                                 "minor faults per call (before / after)",
+                                 "peak resident MB (before / after)", "CPU stolen"],
                                 rows))
     print(common.speed_probe())
     return 1 if differ else 0
