@@ -63,16 +63,15 @@ import numpy as np
 
 try:
     from . import _common as common
+    from . import _gpu_peers as peers
 except ImportError:  # run as a script, or loaded by path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _common as common
+    import _gpu_peers as peers
 
 from spatialhash import Grid
 
 TASKS = ("pairs", "radius", "knn16", "rays")
-#: Importable names of the GPU peers without an adapter here.
-OTHER_PEERS = {"vesin (CUDA)": "vesin", "ALCHEMI toolkit-ops": "nvalchemiops",
-               "torch-cluster": "torch_cluster", "FAISS": "faiss", "cuML": "cuml"}
 
 
 def default_device() -> str:
@@ -83,15 +82,10 @@ def default_device() -> str:
     return "cuda" if wp.get_cuda_device_count() > 0 else "warp-cpu"
 
 
-def warp_name(device: str) -> str:
-    """Warp's name of a spatialhash device."""
-    return "cpu" if device == "warp-cpu" else device
-
-
 def synchronize(device: str) -> None:
     import warp as wp
 
-    wp.synchronize_device(warp_name(device))
+    wp.synchronize_device(peers.warp_name(device))
 
 
 # ---------------------------------------------------------------------- spatialhash
@@ -125,78 +119,8 @@ def answer_keys(result, task: str, n: int):
     return result
 
 
-# ---------------------------------------------------------------------- Warp HashGrid
-_WARP_KERNELS = {}
-
-
-def warp_kernels():
-    """The count and fill kernels of the ``HashGrid`` peer, made on first use (importing
-    Warp only when the peer runs)."""
-    if _WARP_KERNELS:
-        return _WARP_KERNELS
-    import warp as wp
-
-    @wp.kernel
-    def count(grid: wp.uint64, points: wp.array(dtype=wp.vec3d), r: wp.float64,
-              half: wp.bool, counts: wp.array(dtype=wp.int32)):
-        i = wp.hash_grid_point_id(grid, wp.tid())
-        p = points[i]
-        n = wp.int32(0)
-        for j in wp.hash_grid_query(grid, p, r):
-            d = points[j] - p
-            if (not half or j > i) and wp.dot(d, d) <= r * r:
-                n += 1
-        counts[i] = n
-
-    @wp.kernel
-    def fill(grid: wp.uint64, points: wp.array(dtype=wp.vec3d), r: wp.float64,
-             half: wp.bool, starts: wp.array(dtype=wp.int32),
-             out: wp.array2d(dtype=wp.int32)):
-        i = wp.hash_grid_point_id(grid, wp.tid())
-        p = points[i]
-        k = starts[i]
-        for j in wp.hash_grid_query(grid, p, r):
-            d = points[j] - p
-            if (not half or j > i) and wp.dot(d, d) <= r * r:
-                out[k, 0] = i
-                out[k, 1] = j
-                k += 1
-
-    _WARP_KERNELS.update(count=count, fill=fill)
-    return _WARP_KERNELS
-
-
-def warp_hash_grid(points: np.ndarray, r: float, task: str, device: str):
-    """``pairs`` or ``radius`` with Warp's ``HashGrid``: rows ``(i, j)`` on the host,
-    ``i < j`` for pairs, every ``j`` (``i`` itself included) for radius rows."""
-    import warp as wp
-
-    kernels = warp_kernels()
-    name = warp_name(device)
-    n = points.shape[0]
-    on_device = wp.array(points, dtype=wp.vec3d, device=name)
-    dim = int(min(256, max(1, round((n / 4) ** (1 / 3)))))
-    grid = wp.HashGrid(dim, dim, dim, device=name, dtype=wp.float64)
-    grid.build(on_device, r)
-    half = task == "pairs"
-    counts = wp.empty(n, dtype=wp.int32, device=name)
-    wp.launch(kernels["count"], dim=n, inputs=[grid.id, on_device, r, half, counts],
-              device=name)
-    starts = wp.empty(n, dtype=wp.int32, device=name)
-    wp.utils.array_scan(counts, starts, inclusive=False)
-    total = int(starts.numpy()[-1] + counts.numpy()[-1]) if n else 0
-    out = wp.empty((total, 2), dtype=wp.int32, device=name)
-    wp.launch(kernels["fill"], dim=n, inputs=[grid.id, on_device, r, half, starts, out],
-              device=name)
-    return out.numpy()
-
-
-def warp_keys(rows: np.ndarray, task: str, n: int):
-    return common.pair_keys(rows[:, 0], rows[:, 1], n, unordered=task == "pairs")
-
-
 # ---------------------------------------------------------------------- one row
-def check(task, ours_result, theirs, points, r):
+def check(task, ours_result, theirs, points, r, knn_atol=None):
     n = points.shape[0]
     if task == "rays":
         same = all(np.asarray(getattr(ours_result, name)).tobytes()
@@ -205,8 +129,10 @@ def check(task, ours_result, theirs, points, r):
         hits = f"{len(ours_result.indices):,} hits"
         return common.Check(same, f"identical bytes ({hits})" if same else f"MISMATCH ({hits})")
     if task == "knn16":
+        tolerance = {} if knn_atol is None else {"atol": knn_atol}
         return common.compare_knn(ours_result.indices, ours_result.distances,
-                                  theirs.indices, theirs.distances, points, points)
+                                  theirs.indices, theirs.distances, points, points,
+                                  **tolerance)
     mine = answer_keys(ours_result, task, n)
     return common.compare_keys(mine, theirs, r, points, points)
 
@@ -221,22 +147,41 @@ def timed(call, device: str, repeat: int) -> float:
     return common.median(times)
 
 
-def run_row(name: str, points: np.ndarray, task: str, device: str, repeat: int) -> tuple:
-    """Our time and each contender's ``(label, seconds, check)`` on one data set."""
+def largest_row(result, task: str, n: int) -> int:
+    """The most neighbours within ``r`` of any point (itself left out) in our answer to
+    ``pairs`` or ``radius`` (0 for the other tasks)."""
+    if n == 0 or task not in ("pairs", "radius"):
+        return 0
+    if task == "pairs":
+        return int(np.bincount(result.indices.ravel(), minlength=n).max())
+    return int(np.diff(result.indptr).max()) - 1
+
+
+def peer_keys(answer, task: str, n: int):
+    """The normal form of a peer's answer (see `_gpu_peers`) for `_common`'s checks."""
+    if task in ("pairs", "radius"):
+        first, second = answer
+        return common.pair_keys(first, second, n, unordered=task == "pairs")
+    return answer
+
+
+def run_row(points: np.ndarray, task: str, device: str, repeat: int,
+            contenders=peers.PEERS) -> tuple:
+    """Our time and each contender's ``(label, seconds, check)`` on one data set: the CPU
+    engine's, then those of the peers of ``contenders`` that do ``task``."""
     n = points.shape[0]
     r = common.radius_for_neighbors_3d(n)
     mine = ours(points, r, task, device)
     our_s = timed(lambda: ours(points, r, task, device), device, repeat)
-    contenders = [("spatialhash, CPU engine",
-                   lambda: ours(points, r, task, "cpu"),
-                   lambda result: answer_keys(result, task, n))]
-    if task in ("pairs", "radius"):
-        contenders.append(("Warp HashGrid",
-                           lambda: warp_hash_grid(points, r, task, device),
-                           lambda rows: warp_keys(rows, task, n)))
+    problem = peers.Problem(points, r, device, largest_row(mine, task, n))
+    calls = [("spatialhash, CPU engine", lambda: ours(points, r, task, "cpu"),
+              lambda result: answer_keys(result, task, n), None)]
+    calls += [(peer.label, functools.partial(peer.tasks[task], problem),
+               lambda answer: peer_keys(answer, task, n), peer.knn_atol)
+              for peer in contenders if task in peer.tasks]
     results = []
-    for label, call, keys in contenders:
-        outcome = check(task, mine, keys(call()), points, r)
+    for label, call, keys, knn_atol in calls:
+        outcome = check(task, mine, keys(call()), points, r, knn_atol)
         seconds = timed(call, device, repeat) if outcome.ok else float("nan")
         results.append((label, seconds, outcome))
     return our_s, results
@@ -265,16 +210,23 @@ def main(argv=None) -> int:
     on_gpu = device.startswith("cuda")
     sizes = args.sizes or ([100_000, 1_000_000, 10_000_000] if on_gpu else [20_000])
     print(f"device: {device}; CPU: {common.cpu_model()}, {common.usable_cores()} cores")
-    for label, module in OTHER_PEERS.items():
-        found = importlib.util.find_spec(module) is not None
-        print(f"{label}: {'installed, no adapter here yet' if found else 'not installed'}")
+    contenders = []
+    for peer in peers.PEERS:
+        reason = peer.skip(device)
+        if reason is None:
+            contenders.append(peer)
+        tasks = ", ".join(peer.tasks)
+        print(f"{peer.label}: " + (f"{tasks} on {device}" if reason is None
+                                   else f"skipped: {reason}"))
+    for label, reason in peers.NO_ADAPTER.items():
+        print(f"{label}: no adapter here ({reason})")
     rows, failed = [], False
     for n in sizes:
         for data in args.data:
             points = (common.uniform_points(n, 3, args.seed) if data == "uniform"
                       else common.clustered_points(n, args.seed))
             for task in args.tasks:
-                our_s, results = run_row(data, points, task, device, args.repeat)
+                our_s, results = run_row(points, task, device, args.repeat, contenders)
                 for label, seconds, outcome in results:
                     failed |= not outcome.ok
                     ratio = seconds / our_s if outcome.ok else float("nan")
