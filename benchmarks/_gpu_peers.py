@@ -51,6 +51,8 @@ import numpy as np
 
 #: ``atol`` of the check of FAISS's k-nearest distances (float32; see the module's notes).
 FAISS_ATOL = 2.5e-7
+#: The most points a peer that compares every pair runs at: ten billion pairs.
+BRUTE_FORCE_POINTS = 100_000
 #: Neighbours of the ``knn16`` task.
 K = 16
 
@@ -108,6 +110,9 @@ class Peer:
         On a CUDA device it takes torch tensors there, so it needs torch's CUDA build.
     knn_atol : float or None
         ``atol`` of the check of its k-nearest distances (None: `_common.compare_knn`'s).
+    max_points : int or None
+        The most points it runs at (None: no limit), for a peer whose work grows as the
+        square of the points somewhere; `quadratic` says where.
     """
 
     label: str
@@ -116,6 +121,8 @@ class Peer:
     cuda: bool = True
     torch_cuda: bool = False
     knn_atol: float | None = None
+    max_points: int | None = None
+    quadratic: str = ""
 
     def missing(self) -> list[str]:
         """The modules of `requires` that cannot be imported."""
@@ -136,6 +143,12 @@ class Peer:
             if not torch.cuda.is_available():
                 return f"torch {torch.__version__} has no CUDA device"
         return None
+
+    def too_many(self, n: int) -> str | None:
+        """Why this peer does not run at ``n`` points, or None where it does."""
+        if self.max_points is None or n <= self.max_points:
+            return None
+        return f"not run above {self.max_points:,} points ({self.quadratic})"
 
 
 # ---------------------------------------------------------------------- Warp HashGrid
@@ -300,9 +313,11 @@ PEERS = (
     Peer("torch-cluster", ("torch_cluster", "torch"),
          {"pairs": torch_cluster_pairs, "radius": torch_cluster_radius,
           "knn16": torch_cluster_knn},
-         torch_cuda=True),
+         torch_cuda=True, max_points=BRUTE_FORCE_POINTS,
+         quadratic="its CUDA kernels compare every pair"),
     Peer("FAISS IndexFlatL2", ("faiss",), {"knn16": faiss_knn}, cuda=False,
-         knn_atol=FAISS_ATOL),
+         knn_atol=FAISS_ATOL, max_points=BRUTE_FORCE_POINTS,
+         quadratic="brute force"),
 )
 #: GPU peers without an adapter here, and why.
 NO_ADAPTER = {

@@ -29,22 +29,38 @@ Contenders
 ----------
 - spatialhash on ``--device``;
 - spatialhash's CPU engine (numba, every thread of this machine);
-- Warp's ``HashGrid`` on the same device, float64 points, its cells of size ``r``, with a
-  count kernel, Warp's exclusive scan and a fill kernel (the two-pass pattern of the Warp
-  engine; ``HashGrid`` itself returns candidates only). ``pairs`` and ``radius`` only.
+- the peers of `_gpu_peers` (its notes give each one's conventions), on the same device
+  as ours, each for the tasks it does:
 
-The CPU engine is the only contender of ``rays``, whose answer must be its bytes.
+  ========================  ======================  ===================================
+  peer                      tasks                   device
+  ========================  ======================  ===================================
+  Warp ``HashGrid``         pairs, radius           Warp's (count and fill kernels)
+  vesin                     pairs, radius           torch tensors there: its CPU or
+                                                    CUDA path
+  ALCHEMI toolkit-ops'      pairs, radius           torch tensors there (Warp kernels);
+  cell list                                         ``max_neighbors`` from our answer
+  torch-cluster             pairs, radius, knn16    torch tensors there;
+                                                    ``max_num_neighbors`` from our answer
+  FAISS ``IndexFlatL2``     knn16                   ``warp-cpu`` only (float32)
+  ========================  ======================  ===================================
 
-Other GPU peers (vesin's CUDA path, NVIDIA ALCHEMI toolkit-ops, torch-cluster, FAISS,
-cuML) are listed with a note when they cannot be imported; none has an adapter here yet.
+  A peer that cannot run (not installed, no torch CUDA build, no adapter for the device)
+  is listed with the reason at the top of the output. cuML has no adapter (GPU only).
+
+The CPU engine is the only contender of ``rays``, whose answer must be its bytes. On
+``warp-cpu`` the peers run their CPU paths, so that every adapter and its check run
+without a GPU (`tests/test_bench_gpu.py` runs the script so); the times there are no GPU
+figures, nor a fair race between CPU codes.
 
 Method
 ------
 Before anything is timed, each contender's answer is compared with ours (``_common``'s
 checks: pairs and rows as sorted keys, equal, or differing only at distance ``r`` within
-rounding; k-nearest distances allclose and indices equal except at ties; ray rows, byte
-for byte). A mismatch is
-printed, marked in the table, and makes the script exit with status 1. Each contender
+rounding, as vesin's and ALCHEMI's strict cutoffs may; k-nearest distances allclose and
+indices equal except at ties, FAISS's float32 distances within
+`_gpu_peers.FAISS_ATOL`; ray rows, byte for byte). A mismatch is printed, marked in the
+table, and makes the script exit with status 1. Each contender
 makes one untimed call first (Warp compiles or loads its kernels there). Times are
 medians over ``--repeat`` calls, each ended by ``wp.synchronize_device``; ratio = the
 contender's time / ours (above 1: the Warp engine is faster).
@@ -168,22 +184,39 @@ def peer_keys(answer, task: str, n: int):
 def run_row(points: np.ndarray, task: str, device: str, repeat: int,
             contenders=peers.PEERS) -> tuple:
     """Our time and each contender's ``(label, seconds, check)`` on one data set: the CPU
-    engine's, then those of the peers of ``contenders`` that do ``task``."""
+    engine's, then those of the peers of ``contenders`` that do ``task``.
+
+    A peer above its `_gpu_peers.Peer.max_points` gets a row that says so; one that
+    raises gets a row with the error, which fails the run as a mismatch does.
+    """
     n = points.shape[0]
     r = common.radius_for_neighbors_3d(n)
     mine = ours(points, r, task, device)
     our_s = timed(lambda: ours(points, r, task, device), device, repeat)
-    problem = peers.Problem(points, r, device, largest_row(mine, task, n))
-    calls = [("spatialhash, CPU engine", lambda: ours(points, r, task, "cpu"),
-              lambda result: answer_keys(result, task, n), None)]
-    calls += [(peer.label, functools.partial(peer.tasks[task], problem),
-               lambda answer: peer_keys(answer, task, n), peer.knn_atol)
-              for peer in contenders if task in peer.tasks]
-    results = []
-    for label, call, keys, knn_atol in calls:
+
+    def measure(label, call, keys, knn_atol=None):
         outcome = check(task, mine, keys(call()), points, r, knn_atol)
         seconds = timed(call, device, repeat) if outcome.ok else float("nan")
-        results.append((label, seconds, outcome))
+        return label, seconds, outcome
+
+    results = [measure("spatialhash, CPU engine", lambda: ours(points, r, task, "cpu"),
+                       lambda result: answer_keys(result, task, n))]
+    problem = peers.Problem(points, r, device, largest_row(mine, task, n))
+    for peer in contenders:
+        if task not in peer.tasks:
+            continue
+        reason = peer.too_many(n)
+        if reason is not None:
+            results.append((peer.label, float("nan"), common.Check(True, reason)))
+            continue
+        try:
+            results.append(measure(peer.label, functools.partial(peer.tasks[task], problem),
+                                   lambda answer: peer_keys(answer, task, n),
+                                   peer.knn_atol))
+        except Exception as error:  # a peer's failure goes into its row
+            message = f"{type(error).__name__}: {error}".splitlines()[0][:160]
+            results.append((peer.label, float("nan"), common.Check(False,
+                                                                   f"ERROR: {message}")))
     return our_s, results
 
 

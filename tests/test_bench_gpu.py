@@ -92,8 +92,12 @@ def wrong_knn(problem, knn_type):
     return knn_type(result.indices[:, keep], result.distances[:, keep])
 
 
+def raising(problem):
+    raise MemoryError("no room here\nsecond line")
+
+
 @pytest.mark.slow
-def test_a_wrong_answer_is_marked_and_fails_the_run(bench, capsys, monkeypatch):
+def test_a_wrong_answer_or_an_error_is_marked_and_fails_the_run(bench, capsys, monkeypatch):
     wrong = bench.peers.Peer("wrong", ("numpy",), {"pairs": wrong_pairs,
                                                    "radius": wrong_radius,
                                                    "knn16": functools.partial(
@@ -109,6 +113,24 @@ def test_a_wrong_answer_is_marked_and_fails_the_run(bench, capsys, monkeypatch):
     assert rows["pairs"][7].startswith("MISMATCH: 1 of")
     assert rows["radius"][7].startswith("MISMATCH: 1 of")
     assert rows["knn16"][7].startswith("MISMATCH: distances differ")
+
+    monkeypatch.setattr(bench.peers, "PEERS", (bench.peers.Peer("raising", ("numpy",),
+                                                                {"pairs": raising}),))
+    status, output = run(bench, capsys, "--data", "uniform", "--tasks", "pairs")
+    assert status == 1
+    [row] = [row for row in table_rows(output) if row[4] == "raising"]
+    assert row[5:] == ["-", "nanx", "ERROR: MemoryError: no room here"]
+
+
+@pytest.mark.slow
+def test_a_peer_above_its_size_limit_has_a_row_that_says_so(bench, capsys, monkeypatch):
+    limited = bench.peers.Peer("limited", ("numpy",), {"pairs": raising},
+                               max_points=N - 1, quadratic="brute force")
+    monkeypatch.setattr(bench.peers, "PEERS", (limited,))
+    status, output = run(bench, capsys, "--data", "uniform", "--tasks", "pairs")
+    assert status == 0, output
+    [row] = [row for row in table_rows(output) if row[4] == "limited"]
+    assert row[5:] == ["-", "nanx", f"not run above {N - 1:,} points (brute force)"]
 
 
 def test_a_peer_that_cannot_run_says_why(bench):
