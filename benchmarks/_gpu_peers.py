@@ -98,6 +98,8 @@ class Peer:
 
     Attributes
     ----------
+    name : str
+        Its name on the command line (``bench_gpu.py --peers``).
     label : str
         Its name in the table.
     requires : tuple of str
@@ -115,6 +117,7 @@ class Peer:
         square of the points somewhere; `quadratic` says where.
     """
 
+    name: str
     label: str
     requires: tuple[str, ...]
     tasks: dict[str, Callable[[Problem], object]] = field(repr=False)
@@ -299,23 +302,23 @@ def faiss_knn(problem: Problem) -> Knn:
 
 
 PEERS = (
-    Peer("Warp HashGrid", ("warp",),
+    Peer("hashgrid", "Warp HashGrid", ("warp",),
          {"pairs": lambda problem: warp_hash_grid(problem, half=True),
           "radius": lambda problem: warp_hash_grid(problem, half=False)}),
-    Peer("vesin", ("vesin", "torch"),
+    Peer("vesin", "vesin", ("vesin", "torch"),
          {"pairs": lambda problem: vesin_pairs(problem, full=False),
           "radius": lambda problem: vesin_pairs(problem, full=True)},
          torch_cuda=True),
-    Peer("ALCHEMI cell list", ("nvalchemiops", "torch"),
+    Peer("alchemi", "ALCHEMI cell list", ("nvalchemiops", "torch"),
          {"pairs": lambda problem: alchemi_pairs(problem, full=False),
           "radius": lambda problem: alchemi_pairs(problem, full=True)},
          torch_cuda=True),
-    Peer("torch-cluster", ("torch_cluster", "torch"),
+    Peer("torch-cluster", "torch-cluster", ("torch_cluster", "torch"),
          {"pairs": torch_cluster_pairs, "radius": torch_cluster_radius,
           "knn16": torch_cluster_knn},
          torch_cuda=True, max_points=BRUTE_FORCE_POINTS,
          quadratic="its CUDA kernels compare every pair"),
-    Peer("FAISS IndexFlatL2", ("faiss",), {"knn16": faiss_knn}, cuda=False,
+    Peer("faiss", "FAISS IndexFlatL2", ("faiss",), {"knn16": faiss_knn}, cuda=False,
          knn_atol=FAISS_ATOL, max_points=BRUTE_FORCE_POINTS,
          quadratic="brute force"),
 )

@@ -6,6 +6,7 @@ Run from the repository root::
     python benchmarks/bench_gpu.py                       # "cuda" where Warp finds a GPU
     python benchmarks/bench_gpu.py --sizes 100000 1000000 10000000
     python benchmarks/bench_gpu.py --device warp-cpu --sizes 20000   # the kernels on the CPU
+    python benchmarks/bench_gpu.py --peers vesin alchemi             # only these peers
 
 Without a GPU the default device is ``warp-cpu`` (Warp's kernels compiled for the CPU) on
 small sizes: a check that the script and its peers run, not a GPU figure.
@@ -229,6 +230,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
     parser.add_argument("--data", nargs="+", choices=("uniform", "clustered"),
                         default=["uniform", "clustered"])
+    parser.add_argument("--peers", nargs="*", choices=[peer.name for peer in peers.PEERS],
+                        help="the peers to run where they can (default: all; none: "
+                             "--peers with no name)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)
@@ -244,7 +248,8 @@ def main(argv=None) -> int:
     sizes = args.sizes or ([100_000, 1_000_000, 10_000_000] if on_gpu else [20_000])
     print(f"device: {device}; CPU: {common.cpu_model()}, {common.usable_cores()} cores")
     contenders = []
-    for peer in peers.PEERS:
+    chosen = [peer for peer in peers.PEERS if args.peers is None or peer.name in args.peers]
+    for peer in chosen:
         reason = peer.skip(device)
         if reason is None:
             contenders.append(peer)

@@ -98,10 +98,9 @@ def raising(problem):
 
 @pytest.mark.slow
 def test_a_wrong_answer_or_an_error_is_marked_and_fails_the_run(bench, capsys, monkeypatch):
-    wrong = bench.peers.Peer("wrong", ("numpy",), {"pairs": wrong_pairs,
-                                                   "radius": wrong_radius,
-                                                   "knn16": functools.partial(
-                                                       wrong_knn, knn_type=bench.peers.Knn)})
+    wrong = bench.peers.Peer("wrong", "wrong", ("numpy",), {
+        "pairs": wrong_pairs, "radius": wrong_radius,
+        "knn16": functools.partial(wrong_knn, knn_type=bench.peers.Knn)})
     monkeypatch.setattr(bench.peers, "PEERS", (wrong,))
     status, output = run(bench, capsys, "--data", "uniform", "--tasks", "pairs", "radius",
                          "knn16")
@@ -114,7 +113,8 @@ def test_a_wrong_answer_or_an_error_is_marked_and_fails_the_run(bench, capsys, m
     assert rows["radius"][7].startswith("MISMATCH: 1 of")
     assert rows["knn16"][7].startswith("MISMATCH: distances differ")
 
-    monkeypatch.setattr(bench.peers, "PEERS", (bench.peers.Peer("raising", ("numpy",),
+    monkeypatch.setattr(bench.peers, "PEERS", (bench.peers.Peer("raising", "raising",
+                                                                ("numpy",),
                                                                 {"pairs": raising}),))
     status, output = run(bench, capsys, "--data", "uniform", "--tasks", "pairs")
     assert status == 1
@@ -123,27 +123,30 @@ def test_a_wrong_answer_or_an_error_is_marked_and_fails_the_run(bench, capsys, m
 
 
 @pytest.mark.slow
-def test_a_peer_above_its_size_limit_has_a_row_that_says_so(bench, capsys, monkeypatch):
-    limited = bench.peers.Peer("limited", ("numpy",), {"pairs": raising},
+def test_a_peer_above_its_size_limit_says_so_and_peers_chooses(bench, capsys, monkeypatch):
+    limited = bench.peers.Peer("limited", "limited", ("numpy",), {"pairs": raising},
                                max_points=N - 1, quadratic="brute force")
-    monkeypatch.setattr(bench.peers, "PEERS", (limited,))
-    status, output = run(bench, capsys, "--data", "uniform", "--tasks", "pairs")
+    left_out = bench.peers.Peer("left-out", "left out", ("numpy",), {"pairs": raising})
+    monkeypatch.setattr(bench.peers, "PEERS", (limited, left_out))
+    status, output = run(bench, capsys, "--data", "uniform", "--tasks", "pairs",
+                         "--peers", "limited")
     assert status == 0, output
     [row] = [row for row in table_rows(output) if row[4] == "limited"]
     assert row[5:] == ["-", "nanx", f"not run above {N - 1:,} points (brute force)"]
+    assert "left out" not in output
 
 
 def test_a_peer_that_cannot_run_says_why(bench):
     peers = bench.peers
-    absent = peers.Peer("absent", ("numpy", "no_such_module_here"), {})
+    absent = peers.Peer("absent", "absent", ("numpy", "no_such_module_here"), {})
     assert absent.skip("warp-cpu") == "not installed (no_such_module_here)"
-    cpu_only = peers.Peer("cpu only", ("numpy",), {}, cuda=False)
+    cpu_only = peers.Peer("cpu only", "cpu only", ("numpy",), {}, cuda=False)
     assert cpu_only.skip("warp-cpu") is None
     assert cpu_only.skip("cuda") == "no adapter for cuda: its GPU path has never run here"
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("torch finds a CUDA device")
-    on_torch = peers.Peer("on torch", ("torch",), {}, torch_cuda=True)
+    on_torch = peers.Peer("on torch", "on torch", ("torch",), {}, torch_cuda=True)
     assert on_torch.skip("warp-cpu") is None
     assert on_torch.skip("cuda:0") == f"torch {torch.__version__} has no CUDA device"
 
