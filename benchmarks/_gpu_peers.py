@@ -41,7 +41,6 @@ Peers and their conventions
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field

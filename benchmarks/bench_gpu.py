@@ -61,10 +61,13 @@ checks: pairs and rows as sorted keys, equal, or differing only at distance ``r`
 rounding, as vesin's and ALCHEMI's strict cutoffs may; k-nearest distances allclose and
 indices equal except at ties, FAISS's float32 distances within
 `_gpu_peers.FAISS_ATOL`; ray rows, byte for byte). A mismatch is printed, marked in the
-table, and makes the script exit with status 1. Each contender
-makes one untimed call first (Warp compiles or loads its kernels there). Times are
-medians over ``--repeat`` calls, each ended by ``wp.synchronize_device``; ratio = the
-contender's time / ours (above 1: the Warp engine is faster).
+table, and makes the script exit with status 1; so does a peer that raises (its row holds
+the error), so that no contender goes unchecked unseen. A peer whose work grows as the
+square of the points is not run above `_gpu_peers.BRUTE_FORCE_POINTS` (its row says so).
+Each contender makes one untimed call first (Warp, and ALCHEMI on Warp, compile or load
+their kernels there). Times are medians over ``--repeat`` calls, each ended by
+``wp.synchronize_device``; ratio = the contender's time / ours (above 1: the Warp engine
+is faster).
 """
 
 from __future__ import annotations
