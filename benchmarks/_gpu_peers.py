@@ -30,7 +30,10 @@ Peers and their conventions
 - **torch-cluster** ``radius_graph`` (``pairs``: its directed edges, those with
   ``source < target`` kept), ``radius`` (``radius`` of the points against themselves)
   and ``knn`` (``knn16``: its pairs ordered by their float64 distance), with
-  ``max_num_neighbors`` from `Problem.max_row`.
+  ``max_num_neighbors`` from `Problem.max_row` (it keeps at most that many, chosen at
+  random), its default ``num_workers`` (one thread on the CPU). Its CPU path searches a
+  k-d tree with a strict cutoff; its CUDA kernels compare every pair, so it is not run
+  above `BRUTE_FORCE_POINTS`.
 - **FAISS** ``IndexFlatL2`` (exact brute force) on its CPU index only: its GPU index has no
   adapter here, having never run on a GPU. FAISS works in float32: rounding coordinates
   below 1 to float32 moves a point by up to ``sqrt(3) * 2**-25`` and a distance by twice
