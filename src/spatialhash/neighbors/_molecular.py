@@ -18,7 +18,7 @@ import numpy as np
 
 from .._validation import as_array, as_points, as_positive_scalar, as_radii
 from ._arrays import callers_kind, gradient_letters, to_callers_kind, to_numpy, with_gradients
-from ._cells import CellGeometry, system_cells
+from ._cells import SystemCells, system_cells
 from ._images import batch_rows
 
 #: The letters `neighbor_list` returns: ASE's five and the system of each pair.
@@ -322,22 +322,24 @@ def _as_ptr(ptr, n: int) -> np.ndarray | None:
     return offsets.astype(np.int64)
 
 
-def _check_minimum_image(cells: list[CellGeometry], reach: float, name: str, seen,
+def _check_minimum_image(cells: SystemCells, reach: float, name: str, seen,
                          batch: bool) -> None:
     """Refuse a reach beyond half the shortest perpendicular width of any system's
-    periodic axes (``mic=True``)."""
-    for system, cell in enumerate(cells):
-        if not len(cell.axes):
-            continue
-        column = int(np.argmin(cell.widths))
-        half = cell.widths[column] / 2.0
-        if reach > half:
-            where = f" of cell[{system}]" if batch else ""
-            raise ValueError(
-                f"`{name}` must be at most half the cell's shortest perpendicular width "
-                f"with `mic=True` ({half:.17g}, across axis {cell.axes[column]}{where}); "
-                f"got {seen}. Pass mic=False for a pair at every image within reach."
-            )
+    periodic axes (``mic=True``), the first such system in order (a system without
+    periodic axes has infinite widths)."""
+    refused = np.flatnonzero(reach > cells.widths.min(axis=1, initial=np.inf) / 2.0)
+    if not refused.size:
+        return
+    system = int(refused[0])
+    cell = cells[system]
+    column = int(np.argmin(cell.widths))
+    half = cell.widths[column] / 2.0
+    where = f" of cell[{system}]" if batch else ""
+    raise ValueError(
+        f"`{name}` must be at most half the cell's shortest perpendicular width "
+        f"with `mic=True` ({half:.17g}, across axis {cell.axes[column]}{where}); "
+        f"got {seen}. Pass mic=False for a pair at every image within reach."
+    )
 
 
 def _sorted(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
