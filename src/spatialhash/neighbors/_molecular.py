@@ -16,10 +16,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _outputs as output_pool
+from .._config import threads
 from .._validation import as_array, as_points, as_positive_scalar, as_radii
 from ._arrays import callers_kind, gradient_letters, to_callers_kind, to_numpy, with_gradients
 from ._cells import SystemCells, system_cells
 from ._images import batch_rows
+from ._kernels.molecular_sort import sorted_rows
 
 #: The letters `neighbor_list` returns: ASE's five and the system of each pair.
 QUANTITIES = "ijSdDb"
@@ -343,11 +346,14 @@ def _check_minimum_image(cells: SystemCells, reach: float, name: str, seen,
 
 
 def _sorted(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The rows in lexicographic order of ``(i, j, S[:, 0], S[:, 1], ...)``."""
-    shifts = arrays["S"]
-    keys = [shifts[:, axis] for axis in range(shifts.shape[1] - 1, -1, -1)]
-    order = np.lexsort([*keys, arrays["j"], arrays["i"]])
-    return {letter: values[order] for letter, values in arrays.items()}
+    """The rows, grouped by ``i`` in increasing order as `batch_rows` gives them, in
+    lexicographic order of ``(i, j, S[:, 0], S[:, 1], ...)``: each atom's rows sorted by
+    ``(j, S)`` (``_kernels/molecular_sort.py``), ``i`` itself unchanged."""
+    with threads(None):
+        order = sorted_rows(arrays["i"], arrays["j"], arrays["S"])
+    return {letter: values if letter == "i" else np.take(
+        values, order, axis=0, out=output_pool.empty(values.shape, values.dtype))
+        for letter, values in arrays.items()}
 
 
 def _outputs(letters: str, arrays: dict[str, np.ndarray]):
