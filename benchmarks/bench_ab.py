@@ -61,7 +61,11 @@ few planes for slabs, so every point scans its full stencil), ``neighbors_fn``
 (`NeighborList.for_each_pair` over the 200,000 points, periodic, the same function);
 ``molecular_skin`` (a step of `MolecularNeighborList`, letters ``ijSdD``, cutoff 5 A, skin
 1 A, on 30,000 atoms of ``bench_molecular``'s water box: Gaussian moves of 0.02 A per axis,
-the atoms wrapped into the cell every 5 steps; both processes make the same steps).
+the atoms wrapped into the cell every 5 steps; both processes make the same steps);
+``molecular_sorted`` (`neighbor_list`, letters ``ijSdD``, cutoff 5 A, full list,
+``sorted=True``, on 30,000 atoms of that water box) and ``molecular_batch`` (one
+`neighbor_list` call with ``ptr``, letters ``ijSdD``, cutoff 5 A, full list, on
+``bench_molecular``'s batch of 1,000 systems of 100 atoms).
 """
 
 from __future__ import annotations
@@ -89,7 +93,7 @@ WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d", "pairs1m", "build
              "cloth", "dynamic1", "dynamic10", "dynamic100", "dynamic3d10", "rays", "rays_all",
              "rays_fn", "radius200k", "radius200k_periodic", "knn200k", "radius1m", "knn1m",
              "pairs_fn", "pairs_fn_periodic", "list_fn", "pairs_fn_full", "neighbors_fn",
-             "molecular_skin")
+             "molecular_skin", "molecular_sorted", "molecular_batch")
 #: Workloads of a million points (fewer warm-up calls).
 MILLION_WORKLOADS = ("build1m_2d", "pairs1m", "build1m", "radius1m", "knn1m")
 #: Points of the radius, k-nearest and pair-function workloads, and queries of the first two.
@@ -222,6 +226,25 @@ def _molecular_skin_workload():
     return next_step, neighbors.update, digest
 
 
+def _molecular_workload(name: str):
+    """``(call, digest)`` of ``molecular_sorted`` and ``molecular_batch``: one
+    `neighbor_list` call, the digest of its arrays."""
+    import bench_molecular
+    from spatialhash.neighbors import neighbor_list
+
+    if name == "molecular_sorted":
+        system = bench_molecular.water_box(30_000, 0)
+        arguments, options = (system.positions, 5.0, system.cell), {"sorted": True}
+    else:
+        positions, cells, ptr = bench_molecular.batch_systems(1000, 100, 0)
+        arguments, options = (positions, 5.0, cells), {"ptr": ptr}
+
+    def digest(rows):
+        return hashlib.sha1(b"".join(array.tobytes() for array in rows)).hexdigest()[:12]
+
+    return lambda: neighbor_list("ijSdD", *arguments, **options), digest
+
+
 def _workload(name: str, inputs: str):
     """``(next_arguments, call, digest)`` for workload ``name``: ``call(*next_arguments())``
     runs it once (only the call is timed) and ``digest(result)`` names its answer."""
@@ -250,6 +273,8 @@ def _workload(name: str, inputs: str):
         return none, *_scan_workload(name)
     if name == "molecular_skin":
         return _molecular_skin_workload()
+    if name in ("molecular_sorted", "molecular_batch"):
+        return none, *_molecular_workload(name)
     if name == "cloth":
         from spatialhash.demos.cloth import Cloth
 
