@@ -552,7 +552,9 @@ def test_the_rows_are_the_same_for_any_thread_count(full_list, monkeypatch):
             results.append(neighbor_list("ijSdDb", positions, 2.5, cells, pbc, ptr=ptr,
                                          full_list=full_list)
                            + neighbor_list("ijSdD", positions, None, cells, pbc, ptr=ptr,
-                                           radii=radii, full_list=full_list))
+                                           radii=radii, full_list=full_list)
+                           + neighbor_list("ijSdD", positions, 2.5, cells, pbc, ptr=ptr,
+                                           full_list=full_list, sorted=True))
     finally:
         numba.set_num_threads(previous)
         _threads.adapts_to_load.cache_clear()
