@@ -21,9 +21,13 @@ The rules (`Grid`'s docstring and ``docs/gpu.md`` say them to users):
   there (`_warp_build.device_points`): only scalars cross to the host, and a sample of at
   most `_build.DEFAULT_SIZE_SAMPLE` * 2 points where the default cell size is asked for.
 - A query's array arguments may be of any kind on the host, or on the grid's device; an
-  array on another device is a `TypeError` naming the parameter and both devices. The
-  ``queries`` of radius and k-nearest queries take the points' path on the device
-  (`Boundary.queries`); the others are checked on the host (`host_argument`): an
+  array on another device is a `TypeError` naming the parameter and both devices. Those
+  in the memory of the grid's Warp device, float32 or float64, stay there: the
+  ``queries`` of radius and k-nearest queries take the points' path (`Boundary.queries`),
+  the radii and distances of pair and radius queries (``radii``, a per-query ``r``) are
+  converted and checked by a kernel (`Boundary.values`); only scalars cross to the host,
+  and for an error the one bad value, named by the host's message. The others (ray and
+  box arguments, other dtypes or shapes) are checked on the host (`host_argument`): an
   argument on a GPU is copied there first.
 - Results are of the points' kind, in the points' memory: NumPy in, NumPy out (exactly as
   before); a tensor in, tensors out (``wp.to_torch`` over the Warp engine's output, or
@@ -125,6 +129,15 @@ def grid_device(device, points) -> str:
             f"{_describe(points)}. Leave `device` out (or pass device={memory!r}) to build "
             "the grid on that GPU, or copy the points to the host.")
     return device
+
+
+class DeviceValues(NamedTuple):
+    """Radii or distances of a query, checked on the grid's Warp device
+    (`Boundary.values`): ``values``, float64, shape (n,), a new array there, in the
+    caller's order; ``largest``, the largest of them (0 for none)."""
+
+    values: object
+    largest: float
 
 
 class Boundary(NamedTuple):
@@ -240,21 +253,45 @@ class Boundary(NamedTuple):
         there, padded, wrapped and checked as `_inputs.canonical_queries` checks them on
         the host (`_warp_build.device_points`); anything else as `host_argument` gives it,
         for `canonical_queries`."""
-        if (value is None or isinstance(value, _PLAIN) or self.warp_device is None
-                or kind_of(value) == NUMPY):
-            return self.host_argument(value, "queries")
-        memory = memory_of(value)
-        if not (self.warp_device == "cpu" if memory is None else self._on_grid_gpu(memory)):
-            return self.host_argument(value, "queries")  # which raises naming them
-        coords = as_warp(value, "queries", self.warp_device)
-        if (coords.dtype.__name__ not in _DEVICE_FLOATS or coords.ndim != 2
-                or coords.shape[1] != n_dims):
+        coords = self._device_array(value, "queries", 2)
+        if coords is None or coords.shape[1] != n_dims:
             return self.host_argument(value, "queries")  # converted or refused there
         from ._inputs import canonical_queries
         from ._warp_build import device_points
 
         return device_points(coords, box, self.warp_device, lambda host: canonical_queries(
             host, n_dims, box))[0]
+
+    def values(self, value, name: str, n: int, *, allow_inf: bool = False):
+        """A query's radii or distances (``r``, ``radii``, ``max_distance``), one per
+        point or per query: an (n,) float32 or float64 array in the memory of the grid's
+        Warp device as `DeviceValues`, converted to float64 and checked there as
+        `_validation.as_radii` checks them on the host (`_warp_arguments.device_values`,
+        ``allow_inf`` as there); anything else (a number, an array of another shape or
+        dtype, host arrays on a GPU grid) as `host_argument` gives it, for the host's
+        checks."""
+        array = self._device_array(value, name, 1)
+        if array is None or array.shape[0] != n:
+            return self.host_argument(value, name)  # converted or refused there
+        from ._warp_arguments import device_values
+
+        return DeviceValues(*device_values(array, name, allow_inf, self.warp_device))
+
+    def _device_array(self, value, name: str, n_dims: int):
+        """``value`` as a Warp array over its memory where it is an ``n_dims``-D float32
+        or float64 array of the grid's Warp device's memory (a CUDA array on its GPU, a
+        host tensor or Warp array on ``"warp-cpu"``), else None: the host's path, which
+        converts it, or refuses it naming ``name``."""
+        if (value is None or isinstance(value, _PLAIN) or self.warp_device is None
+                or kind_of(value) == NUMPY):
+            return None
+        memory = memory_of(value)
+        if not (self.warp_device == "cpu" if memory is None else self._on_grid_gpu(memory)):
+            return None
+        array = as_warp(value, name, self.warp_device)
+        if array.dtype.__name__ not in _DEVICE_FLOATS or array.ndim != n_dims:
+            return None
+        return array
 
     def _on_grid_gpu(self, memory: str) -> bool:
         """Whether ``memory`` (a device's, not the host's) is the GPU the grid runs on."""

@@ -206,7 +206,7 @@ class Grid(FunctionQueries, RayQueries):
     def _pair_inputs(self, r, radii) -> tuple[float, np.ndarray, float]:
         """``(r2, radii, reach)`` of a pair search, validated (`pair_search_inputs`)."""
         return pair_search_inputs(self._engine, self._n_points, self._box, self._periodic,
-                                  r, self._io.host_argument(radii, "radii"))
+                                  r, self._io.values(radii, "radii", self._n_points))
 
     def _found_pairs(self, r: float | None = None, radii=None) -> FoundPairs:
         """The pairs of ``query_pairs(r)`` (or ``query_pairs(radii=radii)``) as the
@@ -275,8 +275,8 @@ class Grid(FunctionQueries, RayQueries):
         queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
                                             exclude_self)
         queries = self._io.queries(queries, self._n_dims, self._box)
-        query_points, radii = radius_inputs(queries, self._io.host_argument(r, "r"),
-                                            self._n_dims, self._box, self._periodic)
+        query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
+                                            self._periodic, self._io)
         found = self._engine.query_radius(query_points, radii, return_distances, sort)
         return radius_without_self(self._io.host_results(found)) if exclude_self else found
 
@@ -294,8 +294,8 @@ class Grid(FunctionQueries, RayQueries):
         queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
                                             exclude_self)
         queries = self._io.queries(queries, self._n_dims, self._box)
-        query_points, radii = radius_inputs(queries, self._io.host_argument(r, "r"),
-                                            self._n_dims, self._box, self._periodic)
+        query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
+                                            self._periodic, self._io)
         counts = self._engine.count_radius(query_points, radii, count_out(
             out, query_points, {"queries": queries, "r": r}, self._engine, self._io.kind))
         if exclude_self:

@@ -45,6 +45,7 @@ from .._user_functions import GRID_RAY_CALL, PAIR_CALL, warp_arguments
 from . import _build
 from ._kernels import ray as cpu_rays
 from ._pair_search import FoundPairs, chunks_of_cells
+from ._warp_arguments import in_order
 from ._warp_build import build_device_grid
 from ._warp_kernels import functions, knn, ray, scan
 from ._warp_memory import device_empty
@@ -101,6 +102,12 @@ class WarpEngine:
         valid = bool(np.all((in_order >= 0.0) & (in_order < np.inf)))
         return in_order, float(in_order.max()) if valid and in_order.size else 0.0, valid
 
+    def in_grid_order(self, radii: wp.array) -> wp.array:
+        """Per-point float64 ``radii`` on the device, checked there already
+        (`_device_arrays.Boundary.values`), in the grid's point order, as `sorted_radii`
+        puts them on the host."""
+        return in_order(radii, self._device_build.order)
+
     # ------------------------------------------------------------------ pairs
     def query_pairs(self, r2, radii, reach, return_distances) -> Pairs:
         n = self.n_points
@@ -153,7 +160,7 @@ class WarpEngine:
         """``rows(first, n_rows, write, positions, indices, distances)``: the count or fill
         pass of a pair search over the sorted points ``first .. first + n_rows - 1``,
         writing ``order``'s entry for each point (None: the caller's index)."""
-        radii_device = wp.array(radii, dtype=wp.float64, device=self.device)
+        radii_device = self._floats(radii)
         # Typed: a generic kernel would take a Python float for a float32.
         r2, reach = wp.float64(r2), wp.float64(reach)
         order = self._device_build.order if order is None else order
@@ -181,7 +188,7 @@ class WarpEngine:
     def _radius_rows(self, query_points, radii, sort):
         """The count or fill pass of a radius query, as `_count_and_fill` calls it."""
         queries = self._vectors(query_points)
-        query_radii = wp.array(radii, dtype=wp.float64, device=self.device)
+        query_radii = self._floats(radii)
         no_radii = wp.empty(0, dtype=wp.float64, device=self.device)
 
         def rows(write, positions, indices, distances):
@@ -268,7 +275,7 @@ class WarpEngine:
         row ``j`` come from other threads."""
         args = warp_arguments(fn, args, self.device, PAIR_CALL)
         inputs = (self._device_build.grid, self._device_build.order,
-                  wp.array(radii, dtype=wp.float64, device=self.device), wp.float64(r2),
+                  self._floats(radii), wp.float64(r2),
                   wp.float64(reach), bool(once), *args)
         self._launch_function(functions.pair_kernel(fn, len(args)), self.n_points, inputs,
                               fn)
@@ -280,7 +287,7 @@ class WarpEngine:
         args = warp_arguments(fn, args, self.device, PAIR_CALL)
         inputs = (self._device_build.grid, self._device_build.order,
                   wp.array(query_points, dtype=wp.vec3d, device=self.device),
-                  wp.array(radii, dtype=wp.float64, device=self.device), *args)
+                  self._floats(radii), *args)
         self._launch_function(functions.neighbor_kernel(fn, len(args)),
                               query_points.shape[0], inputs, fn)
 
@@ -348,6 +355,13 @@ class WarpEngine:
         if isinstance(points3, wp.array):
             return points3
         return wp.array(points3, dtype=wp.vec3d, device=self.device)
+
+    def _floats(self, values):
+        """(n,) float64 values on the device: copied there from NumPy, or as they are,
+        the values `_device_arrays` checked there (`in_grid_order`'s, or a caller's)."""
+        if isinstance(values, wp.array):
+            return values
+        return wp.array(values, dtype=wp.float64, device=self.device)
 
     def _index_type(self):
         return wp.int32 if self.index_dtype == np.int32 else wp.int64
