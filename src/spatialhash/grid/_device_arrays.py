@@ -24,11 +24,14 @@ The rules (`Grid`'s docstring and ``docs/gpu.md`` say them to users):
   array on another device is a `TypeError` naming the parameter and both devices. Those
   in the memory of the grid's Warp device, float32 or float64, stay there: the
   ``queries`` of radius and k-nearest queries take the points' path (`Boundary.queries`),
-  the radii and distances of pair and radius queries (``radii``, a per-query ``r``) are
-  converted and checked by a kernel (`Boundary.values`); only scalars cross to the host,
-  and for an error the one bad value, named by the host's message. The others (ray and
-  box arguments, other dtypes or shapes) are checked on the host (`host_argument`): an
-  argument on a GPU is copied there first.
+  the radii and distances of pair, radius and ray queries (``radii``, a per-query ``r``,
+  ``max_distance``) are converted and checked by a kernel (`Boundary.values`), and so
+  are the rows of rays and boxes (`Boundary.rays`, `Boundary.boxes`); only scalars cross
+  to the host, and for an error the one bad value (radii) or the arguments (rows), which
+  the host's check then refuses with its own message. The others (a 1-D single row,
+  other dtypes or shapes, the rows of ``exclude_self``, ``query_pairs(queries=)``'s
+  pairs) are checked on the host (`host_argument`): an argument on a GPU is copied
+  there first.
 - Results are of the points' kind, in the points' memory: NumPy in, NumPy out (exactly as
   before); a tensor in, tensors out (``wp.to_torch`` over the Warp engine's output, or
   ``torch.from_numpy`` over the CPU engine's: no copy); a Warp array in, Warp arrays out;
@@ -276,6 +279,41 @@ class Boundary(NamedTuple):
         from ._warp_arguments import device_values
 
         return DeviceValues(*device_values(array, name, allow_inf, self.warp_device))
+
+    def rays(self, origins, directions, n_dims: int):
+        """``(origins3, units3)`` of `_validation.as_rays` as (m,) float64 vectors on the
+        grid's Warp device, converted and checked there (`_warp_arguments.device_rays`),
+        where ``origins`` and ``directions`` are (m, n_dims) arrays of its memory, float32
+        or float64, of one dtype; else None: the host's path."""
+        arrays = self._row_pairs(origins, directions, ("origins", "directions"), n_dims)
+        if arrays is None:
+            return None
+        from ._warp_arguments import device_rays
+
+        return device_rays(*arrays, n_dims, self.warp_device)
+
+    def boxes(self, lower, upper, n_dims: int, box: np.ndarray):
+        """``(lower3, upper3, width)`` of `_inputs.box_inputs` as (m,) float64 vectors on
+        the grid's Warp device, converted and checked there
+        (`_warp_arguments.device_boxes`), where ``lower`` and ``upper`` are (m, n_dims)
+        arrays of its memory, float32 or float64, of one dtype; else None: the host's
+        path."""
+        arrays = self._row_pairs(lower, upper, ("lower", "upper"), n_dims)
+        if arrays is None:
+            return None
+        from ._warp_arguments import device_boxes
+
+        return device_boxes(*arrays, n_dims, box, self.warp_device)
+
+    def _row_pairs(self, first, second, names: tuple[str, str], n_dims: int):
+        """Two (m, n_dims) arrays of the memory of the grid's Warp device, of one float
+        dtype, as Warp arrays over it (`_device_array`), or None."""
+        arrays = (self._device_array(first, names[0], 2),
+                  self._device_array(second, names[1], 2))
+        if (None in arrays or arrays[0].shape != arrays[1].shape
+                or arrays[0].shape[1] != n_dims or arrays[0].dtype != arrays[1].dtype):
+            return None
+        return arrays
 
     def _device_array(self, value, name: str, n_dims: int):
         """``value`` as a Warp array over its memory where it is an ``n_dims``-D float32

@@ -371,7 +371,5 @@ class Grid(FunctionQueries, RayQueries):
         Neighbors
             CSR rows of point indices, one row per box; ``distances`` is None.
         """
-        lower, upper = (self._io.host_argument(value, name)
-                        for value, name in ((lower, "lower"), (upper, "upper")))
         return self._io.results(self._engine.query_box(
-            *box_inputs(lower, upper, self._n_dims, self._box), sort))
+            *box_inputs(lower, upper, self._n_dims, self._box, self._io), sort))

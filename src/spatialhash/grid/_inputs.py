@@ -49,9 +49,15 @@ def pair_search_inputs(engine: GridEngine, n_points: int, box: np.ndarray,
     return r * r, np.empty(0), r
 
 
-def box_inputs(lower, upper, n_dims: int, box: np.ndarray):
-    """Validated ``(lower3, upper3, width)`` of `Grid.query_box`."""
-    lower, upper = as_bounds(lower, upper, n_dims)
+def box_inputs(lower, upper, n_dims: int, box: np.ndarray, io: Boundary):
+    """Validated ``(lower3, upper3, width)`` of `Grid.query_box`, of ``lower`` and
+    ``upper`` as the caller gave them, read by ``io`` (on the grid's Warp device where
+    they lie there, `Boundary.boxes`)."""
+    on_device = io.boxes(lower, upper, n_dims, box)
+    if on_device is not None:
+        return on_device
+    lower, upper = as_bounds(io.host_argument(lower, "lower"),
+                             io.host_argument(upper, "upper"), n_dims)
     with np.errstate(over="ignore"):
         # A width that overflows to inf covers any periodic axis, as it should.
         width = pad_to_3d(upper - lower)
@@ -59,19 +65,30 @@ def box_inputs(lower, upper, n_dims: int, box: np.ndarray):
 
 
 def ray_inputs(n_dims: int, n_points: int, periodic: np.ndarray, origins, directions,
-               radii, max_distance):
+               radii, max_distance, io: Boundary):
     """Validated ``(origins3, units3, radii, limit)`` of `Grid.query_ray` on a grid of
-    ``n_points`` points in ``n_dims`` dimensions, periodic on the axes of ``periodic``."""
+    ``n_points`` points in ``n_dims`` dimensions, periodic on the axes of ``periodic``,
+    of the arguments as the caller gave them, read by ``io`` (on the grid's Warp device
+    where they lie there: `Boundary.rays`, `Boundary.values`, whose ``radii`` stay
+    `DeviceValues`)."""
     if periodic.any():
         raise ValueError(
             "`box` must be None for ray casts (rays run through open grids only); got a "
             f"grid periodic on axes {np.flatnonzero(periodic).tolist()}."
         )
-    origins3, units3 = as_rays(origins, directions, n_dims)
+    rays = io.rays(origins, directions, n_dims)
+    origins3, units3 = rays if rays is not None else as_rays(
+        io.host_argument(origins, "origins"), io.host_argument(directions, "directions"),
+        n_dims)
     m = origins3.shape[0]
-    radii = as_radii(radii, "radii", n_points)
-    limit = np.full(m, np.inf) if max_distance is None else as_radii(
-        max_distance, "max_distance", m, allow_inf=True)
+    radii = io.values(radii, "radii", n_points)
+    if not isinstance(radii, DeviceValues):
+        radii = as_radii(radii, "radii", n_points)
+    if max_distance is None:
+        return origins3, units3, radii, np.full(m, np.inf)
+    limit = io.values(max_distance, "max_distance", m, allow_inf=True)
+    limit = limit.values if isinstance(limit, DeviceValues) else as_radii(
+        limit, "max_distance", m, allow_inf=True)
     return origins3, units3, radii, limit
 
 

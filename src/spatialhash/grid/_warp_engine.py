@@ -43,6 +43,7 @@ import warp as wp
 from .._results import KNearest, Neighbors, Pairs, RayHits
 from .._user_functions import GRID_RAY_CALL, PAIR_CALL, warp_arguments
 from . import _build
+from ._device_arrays import DeviceValues
 from ._kernels import ray as cpu_rays
 from ._pair_search import FoundPairs, chunks_of_cells
 from ._warp_arguments import in_order
@@ -219,8 +220,7 @@ class WarpEngine:
     # ------------------------------------------------------------------ boxes
     def query_box(self, lower3, upper3, width, sort) -> Neighbors:
         m = lower3.shape[0]
-        lowers, uppers, widths = (wp.array(corner, dtype=wp.vec3d, device=self.device)
-                                  for corner in (lower3, upper3, width))
+        lowers, uppers, widths = (self._vectors(corner) for corner in (lower3, upper3, width))
         no_floats = wp.empty(0, dtype=wp.float64, device=self.device)
 
         def rows(write, positions, indices, distances):
@@ -241,13 +241,14 @@ class WarpEngine:
             args = warp_arguments(fn, args, self.device, GRID_RAY_CALL)
         m = origins3.shape[0]
         device = self.device
+        if isinstance(radii, DeviceValues):  # checked on the device already
+            radii_in_order, largest = self.in_grid_order(radii.values), radii.largest
+        else:
+            radii_in_order, largest = radii[self._order], radii.max() if radii.size else 0.0
         inputs = (self._device_build.grid, self._device_build.order,
-                  wp.array(radii[self._order], dtype=wp.float64, device=device),
-                  wp.float64(radii.max() if radii.size else 0.0),
+                  self._floats(radii_in_order), wp.float64(largest),
                   wp.float64(cpu_rays.WALK_COST_PER_POINT * self.n_points),
-                  wp.array(origins3, dtype=wp.vec3d, device=device),
-                  wp.array(units3, dtype=wp.vec3d, device=device),
-                  wp.array(limit, dtype=wp.float64, device=device))
+                  self._vectors(origins3), self._vectors(units3), self._floats(limit))
 
         def rows(write, positions, indices, distances):
             mode = cpu_rays.MODE_FILL if write else cpu_rays.MODE_COUNT
@@ -350,8 +351,9 @@ class WarpEngine:
                 wp.empty(0, dtype=wp.float64, device=self.device))
 
     def _vectors(self, points3):
-        """(m, 3) float64 points as vectors on the device: copied there from NumPy, or
-        as they are, the vectors `_device_arrays` made there of a caller's array."""
+        """(m, 3) float64 points (queries, ray origins and directions, box corners) as
+        vectors on the device: copied there from NumPy, or as they are, the vectors
+        `_device_arrays` made there of a caller's arrays."""
         if isinstance(points3, wp.array):
             return points3
         return wp.array(points3, dtype=wp.vec3d, device=self.device)
