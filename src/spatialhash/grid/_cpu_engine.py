@@ -63,6 +63,15 @@ class CpuEngine:
         """Whether ``n_items`` queries are worth the other threads."""
         return self.n_threads != 1 and n_items >= PARALLEL_MIN_QUERIES
 
+    def own_points(self, n_dims: int) -> np.ndarray:
+        """The grid's points in the caller's order as it holds them (periodic axes
+        wrapped): a new (n, n_dims) float64 array, the queries of ``queries=None``."""
+        # The sorted copy the grid keeps, put back in the caller's order: the grid's
+        # points as it was built on them, whatever became of the caller's array since.
+        points = np.empty((self.state.order.shape[0], n_dims))
+        points[self.state.order] = self.state.points[:n_dims].T
+        return points
+
     def sorted_radii(self, radii):
         """``radii`` in the grid's point order, the largest, and whether all are valid."""
         return regions.sorted_radii(radii, self.state.order)

@@ -272,13 +272,21 @@ class Grid(FunctionQueries, RayQueries):
 
     def _radius(self, queries, r, return_distances, sort, exclude_self) -> Neighbors:
         """`query_radius` as the engine answers it (on its device)."""
-        queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
-                                            exclude_self)
-        queries = self._io.queries(queries, self._n_dims, self._box)
+        queries, exclude_self = self._queries(queries, exclude_self)
         query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
                                             self._periodic, self._io)
         found = self._engine.query_radius(query_points, radii, return_distances, sort)
         return radius_without_self(self._io.host_results(found)) if exclude_self else found
+
+    def _queries(self, queries, exclude_self):
+        """The queries of a radius or k-nearest query as `canonical_queries` takes them
+        (the caller's through `Boundary.queries`, or for None the grid's own points,
+        `own_queries`), and whether each point leaves out its own row."""
+        own = queries is None
+        queries, exclude_self = own_queries(self._engine, self._n_dims, queries,
+                                            exclude_self)
+        return (queries if own else self._io.queries(queries, self._n_dims, self._box),
+                exclude_self)
 
     def count_radius(self, queries, r, *, exclude_self: bool = False,
                      out: np.ndarray | None = None) -> np.ndarray:
@@ -291,9 +299,7 @@ class Grid(FunctionQueries, RayQueries):
         same array each call takes no new memory for them (on a grid built on NumPy
         points: a grid on tensors or device arrays answers in their kind, and refuses it).
         """
-        queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
-                                            exclude_self)
-        queries = self._io.queries(queries, self._n_dims, self._box)
+        queries, exclude_self = self._queries(queries, exclude_self)
         query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
                                             self._periodic, self._io)
         counts = self._engine.count_radius(query_points, radii, count_out(
@@ -339,9 +345,7 @@ class Grid(FunctionQueries, RayQueries):
             ``r_max`` excludes them, in which case the remaining slots hold -1 and
             ``inf``.
         """
-        queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
-                                            exclude_self)
-        queries = self._io.queries(queries, self._n_dims, self._box)
+        queries, exclude_self = self._queries(queries, exclude_self)
         query_points = canonical_queries(queries, self._n_dims, self._box)
         k = as_count(k, "k")
         limit = np.inf if r_max is None else as_positive_scalar(

@@ -28,17 +28,16 @@ from ._inputs import check_knn_size
 
 if TYPE_CHECKING:
     from ._engine import GridEngine
-    from ._kernels.state import GridState
 
 
-def own_queries(state: GridState, n_dims: int, queries, exclude_self):
+def own_queries(engine: GridEngine, n_dims: int, queries, exclude_self):
     """The queries of a query that may name the grid's own points, and whether to leave
     each point out of its own row.
 
     Parameters
     ----------
-    state : GridState
-        The engine's cells (`GridEngine.state`).
+    engine : GridEngine
+        The grid's engine, which gives its own points (`GridEngine.own_points`).
     n_dims : int
         Dimension of the grid's points.
     queries : array_like or None
@@ -48,9 +47,11 @@ def own_queries(state: GridState, n_dims: int, queries, exclude_self):
 
     Returns
     -------
-    queries : array_like or ndarray of float64, shape (n, n_dims)
+    queries : array_like, ndarray of float64, shape (n, n_dims), or Warp vectors
         ``queries`` as given, or for None the grid's points in the caller's order as the
-        grid holds them (periodic axes wrapped), a new array.
+        grid holds them (periodic axes wrapped), a new array: on the Warp engine, (n,)
+        float64 vectors on its device, which `_inputs.canonical_queries` takes as they
+        are.
     exclude_self : bool
 
     Raises
@@ -70,11 +71,7 @@ def own_queries(state: GridState, n_dims: int, queries, exclude_self):
                 f"of its own row only among the grid's own points); got exclude_self=True "
                 f"and `queries` {seen}. Pass `queries=None` to query the grid's points.")
         return queries, False
-    # The sorted copy the grid keeps, put back in the caller's order: the grid's points as
-    # it was built on them, whatever became of the caller's array since.
-    points = np.empty((state.order.shape[0], n_dims))
-    points[state.order] = state.points[:n_dims].T
-    return points, bool(exclude_self)
+    return engine.own_points(n_dims), bool(exclude_self)
 
 
 def knn_without_self(engine: GridEngine, query_points: np.ndarray, k: int,

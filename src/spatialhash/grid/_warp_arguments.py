@@ -54,6 +54,18 @@ def in_order(values: wp.array, order: wp.array) -> wp.array:
     return ordered
 
 
+def own_points(points: wp.array, order: wp.array) -> wp.array:
+    """A grid's sorted float64 vectors ``points`` (its first n, n the length of
+    ``order``) in the caller's order (``order``: the caller's index of each sorted
+    point), a new (n,) array on their device."""
+    n = order.shape[0]
+    own = device_empty(n, wp.vec3d, points.device, f"the grid's {n:,} points as queries")
+    if n:
+        with wp.ScopedLogLevel(wp.LOG_WARNING):
+            wp.launch(kernels.in_caller_order, n, (points, order, own), device=points.device)
+    return own
+
+
 def device_rays(origins: wp.array, directions: wp.array, n_dims: int, device
                 ) -> tuple[wp.array, wp.array]:
     """``(origins3, units3)`` of `_validation.as_rays`, as new (m,) float64 vectors on

@@ -46,7 +46,7 @@ from . import _build
 from ._device_arrays import DeviceValues
 from ._kernels import ray as cpu_rays
 from ._pair_search import FoundPairs, chunks_of_cells
-from ._warp_arguments import in_order
+from ._warp_arguments import in_order, own_points
 from ._warp_build import build_device_grid
 from ._warp_kernels import functions, knn, ray, scan
 from ._warp_memory import device_empty
@@ -102,6 +102,13 @@ class WarpEngine:
         in_order = radii[self._order]
         valid = bool(np.all((in_order >= 0.0) & (in_order < np.inf)))
         return in_order, float(in_order.max()) if valid and in_order.size else 0.0, valid
+
+    def own_points(self, n_dims: int) -> wp.array:
+        """The grid's points in the caller's order as it holds them (periodic axes
+        wrapped, zeros on the axes past ``n_dims``): (n,) float64 vectors on the device,
+        the queries of ``queries=None``, which `_inputs.canonical_queries` takes as
+        they are."""
+        return own_points(self._device_build.grid.points, self._device_build.order)
 
     def in_grid_order(self, radii: wp.array) -> wp.array:
         """Per-point float64 ``radii`` on the device, checked there already

@@ -5,7 +5,9 @@ a few scalars, so that only those cross to the host (`_warp_arguments`).
 ``values_in`` takes radii and distances, one per point or per query: what
 `_validation.as_radii` checks (NaN, negative, infinite unless allowed) folds into the
 largest valid value and the smallest index of an invalid one. ``in_order`` gathers
-per-point values into the grid's order of points, as ``radii[order]`` does on the host.
+per-point values into the grid's order of points, as ``radii[order]`` does on the host,
+and ``in_caller_order`` puts the grid's sorted points back in the caller's order, the
+queries of ``queries=None``.
 ``rays_in`` and ``boxes_in`` take the rows of `Grid.query_ray` and `Grid.query_box`,
 padded to three axes, with the arithmetic of `_validation.as_rays` and
 `_inputs.box_inputs`, and count the rows that fail a check of theirs; the host then
@@ -61,6 +63,18 @@ def in_order(values: wp.array(dtype=wp.float64), order: wp.array(dtype=Any),
 
 for _dtype in (wp.int32, wp.int64):
     wp.overload(in_order, {"order": wp.array(dtype=_dtype)})
+
+
+@wp.kernel
+def in_caller_order(points: wp.array(dtype=wp.vec3d), order: wp.array(dtype=Any),
+                    own: wp.array(dtype=wp.vec3d)):
+    """``own[order[s]] = points[s]``: the grid's sorted points in the caller's order."""
+    s = wp.tid()
+    own[wp.int64(order[s])] = points[s]
+
+
+for _dtype in (wp.int32, wp.int64):
+    wp.overload(in_caller_order, {"order": wp.array(dtype=_dtype)})
 
 
 @wp.kernel
