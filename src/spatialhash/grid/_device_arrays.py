@@ -28,10 +28,10 @@ The rules (`Grid`'s docstring and ``docs/gpu.md`` say them to users):
   ``max_distance``) are converted and checked by a kernel (`Boundary.values`), and so
   are the rows of rays and boxes (`Boundary.rays`, `Boundary.boxes`); only scalars cross
   to the host, and for an error the one bad value (radii) or the arguments (rows), which
-  the host's check then refuses with its own message. The others (a 1-D single row,
-  other dtypes or shapes, the rows of ``exclude_self``, ``query_pairs(queries=)``'s
-  pairs) are checked on the host (`host_argument`): an argument on a GPU is copied
-  there first.
+  the host's check then refuses with its own message. A 1-D row of these (one query,
+  ray or box) is taken as one row there. The others (other dtypes or shapes, and
+  non-contiguous 1-D rows) are checked on the host (`host_argument`): an argument on a
+  GPU is copied there first.
 - Results are of the points' kind, in the points' memory: NumPy in, NumPy out (exactly as
   before); a tensor in, tensors out (``wp.to_torch`` over the Warp engine's output, or
   ``torch.from_numpy`` over the CPU engine's: no copy); a Warp array in, Warp arrays out;
@@ -255,8 +255,8 @@ class Boundary(NamedTuple):
         float64 array in the memory of the grid's Warp device as its (m,) float64 vectors
         there, padded, wrapped and checked as `_inputs.canonical_queries` checks them on
         the host (`_warp_build.device_points`); anything else as `host_argument` gives it,
-        for `canonical_queries`."""
-        coords = self._device_array(value, "queries", 2)
+        for `canonical_queries`. A 1-D array of n_dims values is one query."""
+        coords = self._device_array(value, "queries", 2, n_dims)
         if coords is None or coords.shape[1] != n_dims:
             return self.host_argument(value, "queries")  # converted or refused there
         from ._inputs import canonical_queries
@@ -306,20 +306,21 @@ class Boundary(NamedTuple):
         return device_boxes(*arrays, n_dims, box, self.warp_device)
 
     def _row_pairs(self, first, second, names: tuple[str, str], n_dims: int):
-        """Two (m, n_dims) arrays of the memory of the grid's Warp device, of one float
-        dtype, as Warp arrays over it (`_device_array`), or None."""
-        arrays = (self._device_array(first, names[0], 2),
-                  self._device_array(second, names[1], 2))
+        """Two (m, n_dims) arrays (or one row each, 1-D) of the memory of the grid's Warp
+        device, of one float dtype, as Warp arrays over it (`_device_array`), or None."""
+        arrays = (self._device_array(first, names[0], 2, n_dims),
+                  self._device_array(second, names[1], 2, n_dims))
         if (None in arrays or arrays[0].shape != arrays[1].shape
                 or arrays[0].shape[1] != n_dims or arrays[0].dtype != arrays[1].dtype):
             return None
         return arrays
 
-    def _device_array(self, value, name: str, n_dims: int):
+    def _device_array(self, value, name: str, n_dims: int, row_length: int | None = None):
         """``value`` as a Warp array over its memory where it is an ``n_dims``-D float32
         or float64 array of the grid's Warp device's memory (a CUDA array on its GPU, a
         host tensor or Warp array on ``"warp-cpu"``), else None: the host's path, which
-        converts it, or refuses it naming ``name``."""
+        converts it, or refuses it naming ``name``. With ``row_length``, a contiguous 1-D
+        array of that length is one row (`_validation.as_rows`), of shape (1, length)."""
         if (value is None or isinstance(value, _PLAIN) or self.warp_device is None
                 or kind_of(value) == NUMPY):
             return None
@@ -327,6 +328,9 @@ class Boundary(NamedTuple):
         if not (self.warp_device == "cpu" if memory is None else self._on_grid_gpu(memory)):
             return None
         array = as_warp(value, name, self.warp_device)
+        if (row_length is not None and array.ndim == 1 and array.shape[0] == row_length
+                and array.is_contiguous):
+            array = array.reshape((1, row_length))
         if array.dtype.__name__ not in _DEVICE_FLOATS or array.ndim != n_dims:
             return None
         return array
