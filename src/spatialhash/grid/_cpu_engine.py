@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _config, _outputs
 from .._kernels import indirect
-from .._results import KNearest, Neighbors, RayHits
+from .._results import KNearest, Neighbors, Pairs, RayHits
 from . import _build, _pair_functions, _pair_search
 from ._kernels import box as box_kernels
 from ._kernels import build, build_parallel, knn, radius, regions
@@ -71,6 +71,11 @@ class CpuEngine:
         points = np.empty((self.state.order.shape[0], n_dims))
         points[self.state.order] = self.state.points[:n_dims].T
         return points
+
+    @staticmethod
+    def pairs_of_rows(found: Neighbors) -> Pairs:
+        """The rows of a radius query as (query, point) pairs (`Neighbors.to_pairs`)."""
+        return found.to_pairs()
 
     def sorted_radii(self, radii):
         """``radii`` in the grid's point order, the largest, and whether all are valid."""

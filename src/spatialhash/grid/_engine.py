@@ -72,6 +72,10 @@ class GridEngine(Protocol):
         axes wrapped), the queries of ``queries=None``: a new (n, n_dims) float64 array,
         or on the Warp engine (n,) float64 vectors on its device (padded to three axes)."""
 
+    def pairs_of_rows(self, found: Neighbors) -> Pairs:
+        """The rows of `query_radius` as (query, point) pairs (`Neighbors.to_pairs`),
+        where the engine holds them."""
+
     def sorted_radii(self, radii: np.ndarray) -> tuple[np.ndarray, float, bool]:
         """Per-point radii prepared for `query_pairs` and `iter_pairs`, in one pass.
 

@@ -198,7 +198,7 @@ class Grid(FunctionQueries, RayQueries):
             if radii is not None:
                 raise TypeError("`radii` applies to pairs among the points, not with `queries`.")
             found = self._radius(queries, r, return_distances, False, False)
-            return self._io.results(self._io.host_results(found).to_pairs())
+            return self._io.results(self._engine.pairs_of_rows(found))
         r2, radii_sorted, reach = self._pair_inputs(r, radii)
         return self._io.results(self._engine.query_pairs(r2, radii_sorted, reach,
                                                          return_distances))
@@ -276,7 +276,7 @@ class Grid(FunctionQueries, RayQueries):
         query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
                                             self._periodic, self._io)
         found = self._engine.query_radius(query_points, radii, return_distances, sort)
-        return radius_without_self(self._io.host_results(found)) if exclude_self else found
+        return radius_without_self(self._engine, found) if exclude_self else found
 
     def _queries(self, queries, exclude_self):
         """The queries of a radius or k-nearest query as `canonical_queries` takes them
@@ -353,8 +353,8 @@ class Grid(FunctionQueries, RayQueries):
         out = knn_out(out, query_points, k, {"queries": queries}, self._engine,
                       self._io.kind)
         if exclude_self:
-            return self._io.results(knn_without_self(
-                self._engine, query_points, k, limit, out, self._io.host_results))
+            return self._io.results(knn_without_self(self._engine, query_points, k, limit,
+                                                     out))
         check_knn_size(query_points.shape[0], k, self._n_points)
         return self._io.results(self._engine.query_knn(query_points, k, limit, out))
 

@@ -49,6 +49,7 @@ from ._pair_search import FoundPairs, chunks_of_cells
 from ._warp_arguments import in_order, own_points
 from ._warp_build import build_device_grid
 from ._warp_kernels import functions, knn, ray, scan
+from ._warp_kernels import rows as row_kernels
 from ._warp_memory import device_empty
 
 
@@ -272,6 +273,49 @@ class WarpEngine:
                                        wp.empty(0, dtype=wp.int64, device=device), indices,
                                        distances))
         return RayHits(indices.reshape(-1), distances)
+
+    # ------------------------------------------------------------------ rows
+    def pairs_of_rows(self, found: Neighbors) -> Pairs:
+        """``found.to_pairs()`` on the device: the rows of a radius query as (query,
+        point) pairs, the distances as they are (`_warp_kernels/rows.py`)."""
+        m, nnz = found.indptr.shape[0] - 1, found.indices.shape[0]
+        pairs = device_empty((nnz, 2), self._index_type(), self.device,
+                             f"the {nnz:,} pairs of query_pairs")
+        self._launch(row_kernels.pairs_of_rows, m, (found.indptr, found.indices, pairs))
+        return Pairs(pairs, found.distances, (m, self.n_points))
+
+    def rows_without_own(self, found: Neighbors) -> Neighbors:
+        """The rows of a radius query of the grid's own points, each less its own index
+        (`_self_exclusion.radius_without_self`), counted, scanned and filled on the
+        device."""
+        m = found.indptr.shape[0] - 1
+        with_distances = found.distances is not None
+        distances = found.distances if with_distances else self._no_output(1)[1]
+
+        def kept_rows(write, positions, kept, kept_distances):
+            self._launch(row_kernels.rows_without_own, m, (
+                found.indptr, found.indices, distances, write, positions, kept,
+                kept_distances))
+
+        indptr, indices, kept_distances = self._count_and_fill(
+            m, kept_rows, 1, with_distances, "query_radius")
+        return Neighbors(indptr, indices.reshape(-1), kept_distances, found.n_points)
+
+    def knn_without_own(self, found: KNearest, out=None) -> KNearest:
+        """The ``k + 1`` nearest of each of the grid's own points less its own index
+        (`_self_exclusion.knn_without_self`), on the device; copied into ``out`` (NumPy
+        arrays of shape (n, k)) where given."""
+        n, width = found.indices.shape
+        what = f"query_knn's results of shape ({n}, {width - 1})"
+        indices = device_empty((n, width - 1), self._index_type(), self.device, what)
+        distances = device_empty((n, width - 1), wp.float64, self.device, what)
+        counts = device_empty(n, wp.int64, self.device, what)
+        self._launch(row_kernels.knn_without_own, n, (found.indices, found.distances,
+                                               found.counts, indices, distances, counts))
+        if out is None:
+            return KNearest(indices, distances, counts, found.n_points)
+        return KNearest(_host(indices, out[0]), _host(distances, out[1]), counts,
+                        found.n_points)
 
     # ------------------------------------------------------------------ functions
     def for_each_pair(self, r2, radii, reach, fn, args, once=False) -> None:
