@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spatialhash import Grid, Pairs
+from spatialhash.grid import _device_arrays
 
 torch = pytest.importorskip("torch", reason="the torch extra")
 wp = pytest.importorskip("warp", reason="the gpu extra")
@@ -147,8 +148,10 @@ def _periodic(grid, points, queries, radii, query_r, make):
 def test_arguments_on_the_device_are_not_read_on_the_host(monkeypatch):
     """A host tensor on "warp-cpu" lies in the device's memory: radii, per-query ``r``,
     rays, boxes and their limits go to Warp as they are (``wp.from_torch``), never
-    through NumPy, and ``queries=None`` takes the grid's points on the device, without
-    the host's copy of the grid. The caller's tensors are not modified."""
+    through NumPy or the host's checks; ``queries=None`` takes the grid's points on the
+    device, without the host's copy of the grid; the pairs of ``queries=`` and the rows
+    of ``exclude_self`` are made there, never from results brought to the host. The
+    caller's tensors are not modified."""
     points, queries, radii, query_r = scene(1)
     directions = exact32(queries[::-1] - 0.5)
     arguments = {name: torch.from_numpy(value) for name, value in (
@@ -161,8 +164,17 @@ def test_arguments_on_the_device_are_not_read_on_the_host(monkeypatch):
     def refused(*args, **kwargs):
         raise AssertionError("a tensor read through NumPy")
 
+    host_argument = _device_arrays.Boundary.host_argument
+
+    def numbers_only(self, value, name):
+        if value is None or isinstance(value, float | int):
+            return host_argument(self, value, name)
+        raise AssertionError(f"`{name}` read on the host")
+
     for name in ("numpy", "__array__", "cpu"):
         monkeypatch.setattr(torch.Tensor, name, refused)
+    monkeypatch.setattr(_device_arrays.Boundary, "host_argument", numbers_only)
+    monkeypatch.setattr(_device_arrays.Boundary, "host_results", refused)
     a = arguments
     grid = Grid(a["points"], 0.1, device=WARP)
     found = {
@@ -170,7 +182,10 @@ def test_arguments_on_the_device_are_not_read_on_the_host(monkeypatch):
         "radius r": grid.query_radius(a["queries"], a["r"]),
         "count r": grid.count_radius(a["queries"], a["r"].float()),
         "count self": grid.count_radius(None, a["r"][0].item()),
-        "knn self": grid.query_knn(None, 3),
+        "knn self": grid.query_knn(None, 3, exclude_self=True),
+        "radius self": grid.query_radius(None, 0.1, exclude_self=True,
+                                         return_distances=True),
+        "pairs queries": grid.query_pairs(0.1, queries=a["queries"], return_distances=True),
         "box": grid.query_box(a["lower"], a["upper"]),
         "ray": grid.query_ray(a["queries"], a["directions"], a["radii"],
                               max_distance=a["limits"]),
@@ -186,7 +201,9 @@ def test_arguments_on_the_device_are_not_read_on_the_host(monkeypatch):
         "radius r": cpu.query_radius(queries, query_r),
         "count r": cpu.count_radius(queries, exact32(query_r)),
         "count self": cpu.count_radius(None, query_r[0]),
-        "knn self": cpu.query_knn(None, 3),
+        "knn self": cpu.query_knn(None, 3, exclude_self=True),
+        "radius self": cpu.query_radius(None, 0.1, exclude_self=True, return_distances=True),
+        "pairs queries": cpu.query_pairs(0.1, queries=queries, return_distances=True),
         "box": cpu.query_box(exact32(queries - 0.2), queries),
         "ray": cpu.query_ray(queries, directions, radii, max_distance=2.0),
         "one query": cpu.query_radius(queries[0], 0.2),
@@ -196,6 +213,40 @@ def test_arguments_on_the_device_are_not_read_on_the_host(monkeypatch):
             assert_same(sorted_pairs(found[name]), sorted_pairs(value), name)
         else:
             assert_same(found[name], value, name)
+
+
+@pytest.mark.parametrize("algorithm", ["grid", "brute"])
+@pytest.mark.parametrize("box", [None, 1.0])
+def test_own_rows_on_the_device_equal_the_numpy_path(algorithm, box):
+    """``exclude_self`` and ``query_pairs(queries=)``, among duplicate points (a point at
+    distance 0 from another stays in its row; k-nearest rows without the point's own
+    index, which k + 1 duplicates of smaller index push out), rows sorted or not, with
+    and without distances, and into ``out``."""
+    points, queries, _, _ = scene(5, n=500)
+    points[10:14] = points[9]  # five at one place
+    points[40] = points[41]
+    cpu = Grid(points, 0.1, box=box, algorithm=algorithm)
+    grid = Grid(torch.from_numpy(points), 0.1, box=box, algorithm=algorithm, device=WARP)
+    calls = {
+        **{f"radius {sort} {distances}": lambda g, sort=sort, distances=distances:
+           g.query_radius(None, 0.08, exclude_self=True, sort=sort,
+                          return_distances=distances)
+           for sort in (True, False) for distances in (True, False)},
+        **{f"knn {k}": lambda g, k=k: g.query_knn(None, k, exclude_self=True, r_max=0.1)
+           for k in (1, 2, 4, 7)},
+        "pairs queries": lambda g: g.query_pairs(0.1, queries=torch.from_numpy(queries)
+                                                 if g is grid else queries,
+                                                 return_distances=True),
+        "pairs queries none": lambda g: g.query_pairs(0.1, queries=torch.from_numpy(
+            queries[:0].copy()) if g is grid else queries[:0]),
+    }
+    for name, call in calls.items():
+        assert_same(call(grid), call(cpu), name)
+    numpy_grid = Grid(points, 0.1, box=box, algorithm=algorithm, device=WARP)
+    out = (np.full((500, 4), 7, dtype=np.int32), np.full((500, 4), 7.0))
+    found = numpy_grid.query_knn(None, 4, exclude_self=True, out=out)
+    assert found.indices is out[0] and found.distances is out[1]
+    assert_same(found, cpu.query_knn(None, 4, exclude_self=True), "knn out")
 
 
 # ---------------------------------------------------------------------- errors
