@@ -14,7 +14,9 @@ on the walk of ``scan.py`` as an iterator of runs. ``arguments.py``: a query's a
 arguments on the device converted and checked as the host checks them (radii and
 distances, the rows of rays and boxes), and the grid's own points as queries.
 ``rows.py``: a query's rows made into pairs, or less each point's own index. These two
-are loaded at their first use, by a caller whose arguments lie on the device.
+are compiled (or loaded from Warp's cache) at their first launch, not with the others
+when a device is first used: a caller who passes no such argument and asks for no such
+rows never compiles them.
 
 Every module takes `MODULE_OPTIONS`: ``fuse_fp`` off, so that the CUDA compiler does not
 contract ``a * b + c`` into a fused multiply-add, which rounds once where the CPU engine
