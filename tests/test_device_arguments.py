@@ -181,7 +181,7 @@ def test_arguments_on_the_device_are_not_read_on_the_host(monkeypatch):
         "pairs radii": grid.query_pairs(radii=a["radii"]),
         "radius r": grid.query_radius(a["queries"], a["r"]),
         "count r": grid.count_radius(a["queries"], a["r"].float()),
-        "count self": grid.count_radius(None, a["r"][0].item()),
+        "count self": grid.count_radius(None, a["r"][0].item(), exclude_self=True),
         "knn self": grid.query_knn(None, 3, exclude_self=True),
         "radius self": grid.query_radius(None, 0.1, exclude_self=True,
                                          return_distances=True),
@@ -200,7 +200,7 @@ def test_arguments_on_the_device_are_not_read_on_the_host(monkeypatch):
         "pairs radii": cpu.query_pairs(radii=radii),
         "radius r": cpu.query_radius(queries, query_r),
         "count r": cpu.count_radius(queries, exact32(query_r)),
-        "count self": cpu.count_radius(None, query_r[0]),
+        "count self": cpu.count_radius(None, query_r[0], exclude_self=True),
         "knn self": cpu.query_knn(None, 3, exclude_self=True),
         "radius self": cpu.query_radius(None, 0.1, exclude_self=True, return_distances=True),
         "pairs queries": cpu.query_pairs(0.1, queries=queries, return_distances=True),
@@ -234,6 +234,7 @@ def test_own_rows_on_the_device_equal_the_numpy_path(algorithm, box):
            for sort in (True, False) for distances in (True, False)},
         **{f"knn {k}": lambda g, k=k: g.query_knn(None, k, exclude_self=True, r_max=0.1)
            for k in (1, 2, 4, 7)},
+        "counts": lambda g: g.count_radius(None, 0.08, exclude_self=True),
         "pairs queries": lambda g: g.query_pairs(0.1, queries=torch.from_numpy(queries)
                                                  if g is grid else queries,
                                                  return_distances=True),
@@ -247,6 +248,9 @@ def test_own_rows_on_the_device_equal_the_numpy_path(algorithm, box):
     found = numpy_grid.query_knn(None, 4, exclude_self=True, out=out)
     assert found.indices is out[0] and found.distances is out[1]
     assert_same(found, cpu.query_knn(None, 4, exclude_self=True), "knn out")
+    counts = np.full(500, 7, dtype=np.int64)
+    assert numpy_grid.count_radius(None, 0.08, exclude_self=True, out=counts) is counts
+    assert_same(counts, cpu.count_radius(None, 0.08, exclude_self=True), "counts out")
 
 
 # ---------------------------------------------------------------------- errors

@@ -28,7 +28,12 @@ from ._inputs import (
     pair_search_inputs,
     radius_inputs,
 )
-from ._self_exclusion import knn_without_self, own_queries, radius_without_self
+from ._self_exclusion import (
+    counts_without_self,
+    knn_without_self,
+    own_queries,
+    radius_without_self,
+)
 
 if TYPE_CHECKING:
     from ._kernels.state import GridState
@@ -305,8 +310,7 @@ class Grid(FunctionQueries, RayQueries):
         counts = self._engine.count_radius(query_points, radii, count_out(
             out, query_points, {"queries": queries, "r": r}, self._engine, self._io.kind))
         if exclude_self:
-            counts = self._io.host_results(counts)
-            counts -= 1  # in place: in ``out`` where one is given
+            counts = counts_without_self(self._engine, counts)
         return self._io.results(counts)
 
     def query_knn(self, queries, k: int, *, r_max: float | None = None,

@@ -118,6 +118,15 @@ def knn_without_self(engine: GridEngine, query_points: np.ndarray, k: int,
     return KNearest(indices, distances, counts, found.n_points)
 
 
+def counts_without_self(engine: GridEngine, counts: np.ndarray) -> np.ndarray:
+    """``counts``, the engine's `GridEngine.count_radius` of the grid's own points (each
+    within any ``r`` of itself), less one each, in place (in ``out`` where one was given)."""
+    if not isinstance(counts, np.ndarray):  # on a Warp device: the same, there
+        return engine.counts_without_own(counts)
+    counts -= 1
+    return counts
+
+
 def radius_without_self(engine: GridEngine, found: Neighbors) -> Neighbors:
     """``found``, rows of ``engine``'s `GridEngine.query_radius` of the grid's own
     points, with each point's own index (and its distance) taken out of its row; the rest

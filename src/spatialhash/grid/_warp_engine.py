@@ -301,6 +301,12 @@ class WarpEngine:
             m, kept_rows, 1, with_distances, "query_radius")
         return Neighbors(indptr, indices.reshape(-1), kept_distances, found.n_points)
 
+    def counts_without_own(self, counts: wp.array) -> wp.array:
+        """The counts of `count_radius` of the grid's own points, on the device, less
+        one each, in place (`_self_exclusion.counts_without_self`)."""
+        self._launch(row_kernels.less_one, counts.shape[0], (counts,))
+        return counts
+
     def knn_without_own(self, found: KNearest, out=None) -> KNearest:
         """The ``k + 1`` nearest of each of the grid's own points less its own index
         (`_self_exclusion.knn_without_self`), on the device; copied into ``out`` (NumPy

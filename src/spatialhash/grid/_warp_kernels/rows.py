@@ -7,7 +7,7 @@ arithmetic-free bookkeeping of the host's `Neighbors.to_pairs` and
 ``rows_without_own``: the count or fill pass (as `_warp_engine.WarpEngine._count_and_fill`
 runs them) of the radius rows less each row's own index. ``knn_without_own``: the
 ``k + 1`` nearest of each point less its own index, or less the last where its index is
-not in the row.
+not in the row. ``less_one``: the counts of those rows.
 """
 
 from __future__ import annotations
@@ -85,6 +85,13 @@ def knn_without_own(indices: wp.array2d(dtype=Any), distances: wp.array2d(dtype=
         kept_counts[q] = counts[q] - wp.int64(1)
     else:
         kept_counts[q] = wp.min(counts[q], wp.int64(width - 1))
+
+
+@wp.kernel
+def less_one(counts: wp.array(dtype=wp.int64)):
+    """``counts[q] -= 1``: the counts of each point's row less its own index."""
+    q = wp.tid()
+    counts[q] = counts[q] - wp.int64(1)
 
 
 for _dtype in (wp.int32, wp.int64):
