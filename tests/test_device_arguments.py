@@ -10,6 +10,9 @@ Warp's "cpu" lies in the device's memory: the path a CUDA array takes on its GPU
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -150,8 +153,8 @@ def test_arguments_on_the_device_are_not_read_on_the_host(monkeypatch):
     rays, boxes and their limits go to Warp as they are (``wp.from_torch``), never
     through NumPy or the host's checks; ``queries=None`` takes the grid's points on the
     device, without the host's copy of the grid; the pairs of ``queries=`` and the rows
-    of ``exclude_self`` are made there, never from results brought to the host. The
-    caller's tensors are not modified."""
+    of ``exclude_self`` are made there: once the grid is built, no Warp array of more
+    than six values comes to the host. The caller's tensors are not modified."""
     points, queries, radii, query_r = scene(1)
     directions = exact32(queries[::-1] - 0.5)
     arguments = {name: torch.from_numpy(value) for name, value in (
@@ -174,9 +177,18 @@ def test_arguments_on_the_device_are_not_read_on_the_host(monkeypatch):
     for name in ("numpy", "__array__", "cpu"):
         monkeypatch.setattr(torch.Tensor, name, refused)
     monkeypatch.setattr(_device_arrays.Boundary, "host_argument", numbers_only)
-    monkeypatch.setattr(_device_arrays.Boundary, "host_results", refused)
     a = arguments
     grid = Grid(a["points"], 0.1, device=WARP)
+    to_numpy = wp.array.numpy
+
+    def scalars_only(self):
+        # The folded checks (the queries' bounds, 2 x 3 values, at most) and a row
+        # count's total.
+        if self.size > 6:
+            raise AssertionError(f"a Warp array of {self.size} values read on the host")
+        return to_numpy(self)
+
+    monkeypatch.setattr(wp.array, "numpy", scalars_only)
     found = {
         "pairs radii": grid.query_pairs(radii=a["radii"]),
         "radius r": grid.query_radius(a["queries"], a["r"]),
@@ -413,3 +425,54 @@ def test_boxes_and_rays_on_the_device_equal_the_numpy_path(data, n_dims, kind, b
         assert outcome(lambda call=call: call(grid, make)) == expected
         if expected[0] == "answer":
             assert_same(call(grid, make), call(cpu, numpy_make), "answer")
+
+
+# ---------------------------------------------------------------------- Warp's debug mode
+#: Every kernel of the device's arguments and rows, with the build and the pair search
+#: on radii, in Warp's debug mode: an index out of an array's range fails an assertion
+#: there, which ends the process.
+DEBUG_RUN = """
+import numpy as np, torch, warp as wp
+wp.config.mode = "debug"
+from spatialhash import Grid
+rng = np.random.default_rng(0)
+e = lambda a: a.astype(np.float32).astype(np.float64)
+p, q = e(rng.random((300, 3))), e(rng.random((30, 3)))
+p[5:8] = p[4]
+radii, d = e(rng.random(300) * 0.05), e(rng.random((30, 3)) - 0.5)
+for box in (None, 1.0):
+    g, c = Grid(torch.from_numpy(p), 0.1, box=box, device="warp-cpu"), Grid(p, 0.1, box=box)
+    for make in (torch.from_numpy, lambda a: torch.from_numpy(a.astype(np.float32))):
+        assert len(g.query_pairs(radii=make(radii))) == len(c.query_pairs(radii=radii))
+        g.query_radius(make(q), make(radii[:30].copy()), return_distances=True)
+        g.count_radius(None, 0.1, exclude_self=True)
+        g.query_box(make(q - 0.1), make(q + 0.1))
+        g.query_radius(None, 0.1, exclude_self=True, return_distances=True)
+        g.query_knn(None, 4, exclude_self=True)
+        g.query_pairs(0.1, queries=make(q))
+        g.query_knn(make(q[0].copy()), 2)
+        if box is None:
+            g.query_ray(make(q), make(d), make(radii), max_distance=make(radii[:30] * 10))
+        bad = radii.copy()
+        bad[9] = -1.0
+        try:
+            g.query_pairs(radii=make(bad))
+        except ValueError:
+            pass
+        else:
+            raise AssertionError("a negative radius passed")
+wp.synchronize()
+print("in bounds")
+"""
+
+
+@pytest.mark.slow
+def test_the_kernels_stay_in_bounds_in_warps_debug_mode():
+    """Warp's debug mode checks every index against its array's shape. (Its
+    ``verify_fp`` also checks the old value of each element a kernel writes, so a write
+    into an uninitialized output whose bytes happen to be NaN fails there: not a read of
+    ours.)"""
+    done = subprocess.run([sys.executable, "-c", DEBUG_RUN], capture_output=True,
+                          text=True, check=False, timeout=1200)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().endswith("in bounds")

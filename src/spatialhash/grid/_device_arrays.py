@@ -365,10 +365,6 @@ class Boundary(NamedTuple):
             return dataclasses.replace(found, **changes)
         return self.array(found)
 
-    def host_results(self, found):
-        """``found`` with NumPy arrays on the host, for the steps that work on them."""
-        return Boundary(NUMPY, None, self.warp_device).results(found)
-
     def array(self, array):
         """One array of an engine's result (NumPy, or a Warp array on the grid's device)
         in the points' kind and memory."""
