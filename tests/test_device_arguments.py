@@ -39,9 +39,12 @@ KINDS = {
     "torch32": lambda array: torch.from_numpy(as32(array)),
     "warp": lambda array: wp.array(array, dtype=wp.float64),
     "warp32": lambda array: wp.array(as32(array), dtype=wp.float32),
+    # A view whose last axis has a stride of two values (Warp reads it as it lies).
+    "strided": lambda array: torch.from_numpy(np.stack([array, array], axis=-1))[..., 0],
 }
 #: The NumPy arrays of the same values: the float32 kinds' as float32.
-NUMPY = {"torch": np.asarray, "torch32": as32, "warp": np.asarray, "warp32": as32}
+NUMPY = {"torch": np.asarray, "torch32": as32, "warp": np.asarray, "warp32": as32,
+         "strided": np.asarray}
 
 
 def host(array):
