@@ -43,7 +43,7 @@ def device_values(values: wp.array, name: str, allow_inf: bool, device
     return converted, float(largest)
 
 
-def in_order(values: wp.array, order: wp.array) -> wp.array:
+def values_in_order(values: wp.array, order: wp.array) -> wp.array:
     """Per-point float64 ``values`` in the grid's order of points (``order``: the caller's
     index of each sorted point), a new array on their device."""
     n = order.shape[0]

@@ -46,7 +46,7 @@ from . import _build
 from ._device_arrays import DeviceValues
 from ._kernels import ray as cpu_rays
 from ._pair_search import FoundPairs, chunks_of_cells
-from ._warp_arguments import in_order, own_points
+from ._warp_arguments import own_points, values_in_order
 from ._warp_build import build_device_grid
 from ._warp_kernels import functions, knn, ray, scan
 from ._warp_kernels import rows as row_kernels
@@ -115,7 +115,7 @@ class WarpEngine:
         """Per-point float64 ``radii`` on the device, checked there already
         (`_device_arrays.Boundary.values`), in the grid's point order, as `sorted_radii`
         puts them on the host."""
-        return in_order(radii, self._device_build.order)
+        return values_in_order(radii, self._device_build.order)
 
     # ------------------------------------------------------------------ pairs
     def query_pairs(self, r2, radii, reach, return_distances) -> Pairs:
