@@ -251,9 +251,9 @@ class Boundary(NamedTuple):
         return as_warp(value, name, self.warp_device).numpy()
 
     def queries(self, value, n_dims: int, box: np.ndarray):
-        """The ``queries`` of a radius or k-nearest query: an (m, n_dims) float32 or
-        float64 array in the memory of the grid's Warp device as its (m,) float64 vectors
-        there, padded, wrapped and checked as `_inputs.canonical_queries` checks them on
+        """The ``queries`` of a radius or k-nearest query (or of `for_each_neighbor`):
+        an (m, n_dims) float32 or float64 array in the memory of the grid's Warp device
+        as its (m,) float64 vectors there, padded, wrapped and checked as `_inputs.canonical_queries` checks them on
         the host (`_warp_build.device_points`); anything else as `host_argument` gives it,
         for `canonical_queries`. A 1-D array of n_dims values is one query."""
         coords = self._device_array(value, "queries", 2, n_dims)

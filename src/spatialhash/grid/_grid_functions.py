@@ -110,6 +110,7 @@ class FunctionQueries:
         calls come in the order of its unsorted row of `query_radius`, the CPU engine's
         order: sums into row ``q`` equal the CPU engine's bit for bit."""
         fn = pair_function(fn, self._device)
+        queries = self._io.queries(queries, self._n_dims, self._box)
         query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
                                             self._periodic, self._io)
         self._engine.for_each_neighbor(query_points, radii, fn, args)

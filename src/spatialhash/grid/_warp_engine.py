@@ -344,8 +344,7 @@ class WarpEngine:
         order of the rows of `query_radius`."""
         args = warp_arguments(fn, args, self.device, PAIR_CALL)
         inputs = (self._device_build.grid, self._device_build.order,
-                  wp.array(query_points, dtype=wp.vec3d, device=self.device),
-                  self._floats(radii), *args)
+                  self._vectors(query_points), self._floats(radii), *args)
         self._launch_function(functions.neighbor_kernel(fn, len(args)),
                               query_points.shape[0], inputs, fn)
 
