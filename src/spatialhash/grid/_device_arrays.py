@@ -253,9 +253,10 @@ class Boundary(NamedTuple):
     def queries(self, value, n_dims: int, box: np.ndarray):
         """The ``queries`` of a radius or k-nearest query (or of `for_each_neighbor`):
         an (m, n_dims) float32 or float64 array in the memory of the grid's Warp device
-        as its (m,) float64 vectors there, padded, wrapped and checked as `_inputs.canonical_queries` checks them on
-        the host (`_warp_build.device_points`); anything else as `host_argument` gives it,
-        for `canonical_queries`. A 1-D array of n_dims values is one query."""
+        as its (m,) float64 vectors there, padded, wrapped and checked as
+        `_inputs.canonical_queries` checks them on the host
+        (`_warp_build.device_points`); anything else as `host_argument` gives it, for
+        `canonical_queries`. A 1-D array of n_dims values is one query."""
         coords = self._device_array(value, "queries", 2, n_dims)
         if coords is None or coords.shape[1] != n_dims:
             return self.host_argument(value, "queries")  # converted or refused there
