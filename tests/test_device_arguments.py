@@ -268,6 +268,57 @@ def test_own_rows_on_the_device_equal_the_numpy_path(algorithm, box):
     assert_same(counts, cpu.count_radius(None, 0.08, exclude_self=True), "counts out")
 
 
+def test_the_particle_demos_contact_search_keeps_its_radii_on_the_device(monkeypatch):
+    """`_particle_device.device_contacts`, the device step's search: the radii, a float64
+    Warp array on the device, are checked there, never through the host's path."""
+    from spatialhash.demos._particle_device import device_contacts
+
+    rng = np.random.default_rng(7)
+    centres, radii = rng.random((2000, 2)) * 60.0, rng.random(2000) + 0.5
+    host_argument = _device_arrays.Boundary.host_argument
+
+    def numbers_only(self, value, name):
+        if value is None or isinstance(value, float | int | np.ndarray):
+            return host_argument(self, value, name)
+        raise AssertionError(f"`{name}` read on the host")
+
+    monkeypatch.setattr(_device_arrays.Boundary, "host_argument", numbers_only)
+    pairs = device_contacts(WARP, wp.array(centres, dtype=wp.vec2d),
+                            wp.array(radii, dtype=wp.float64), 3.0)
+    monkeypatch.undo()
+    expected = Grid(centres, 3.0).query_pairs(radii=radii)
+    assert len(expected) > 0
+    assert_same(sorted_pairs(Pairs(pairs, None, expected.shape)),
+                sorted_pairs(expected), "contacts")
+
+
+@pytest.mark.parametrize("vector", ["vec2d", "vec3d", "vec2f", "vec3f"])
+def test_warp_arrays_of_vectors_are_rows_read_on_the_device(monkeypatch, vector):
+    """A Warp array of vectors (the particle demo's positions) is read as NumPy reads it,
+    (n, length) scalars, over its own memory: points and queries, on the device."""
+    dtype = getattr(wp, vector)
+    n_dims = int(vector[3])
+    points, queries, radii, _ = scene(8, n_dims=n_dims)
+    given, asked = (wp.array(values, dtype=dtype) for values in (points, queries))
+    kept = given.numpy().copy()
+    host_argument = _device_arrays.Boundary.host_argument
+
+    def numbers_only(self, value, name):
+        if value is None or isinstance(value, float | int):
+            return host_argument(self, value, name)
+        raise AssertionError(f"`{name}` read on the host")
+
+    monkeypatch.setattr(_device_arrays.Boundary, "host_argument", numbers_only)
+    grid = Grid(given, 0.1, device=WARP)
+    found = (grid.query_radius(asked, 0.1, return_distances=True),
+             grid.query_pairs(radii=wp.array(radii, dtype=wp.float64)))
+    monkeypatch.undo()
+    assert given.numpy().tobytes() == kept.tobytes()
+    cpu = Grid(points, 0.1)
+    assert_same(found[0], cpu.query_radius(queries, 0.1, return_distances=True), "radius")
+    assert_same(sorted_pairs(found[1]), sorted_pairs(cpu.query_pairs(radii=radii)), "pairs")
+
+
 # ---------------------------------------------------------------------- errors
 def outcome(call):
     """``("error", type, message)`` of the error ``call()`` raises, or ``("answer",)``."""

@@ -401,11 +401,12 @@ def _warp_name(warp_device: str | None) -> str:
 
 def as_warp(value, name: str, warp_device: str):
     """``value``, an array on ``warp_device``'s memory, as a Warp array over that memory
-    (``wp.from_torch``, DLPack, the CUDA array interface, or itself)."""
+    (``wp.from_torch``, DLPack, the CUDA array interface, or itself; a Warp array of
+    vectors, as NumPy reads it, an (n, length) array of their scalars, `_vector_rows`)."""
     import warp
 
     if _warp_array(value):
-        return value
+        return _vector_rows(value)
     try:
         if _arrays_module().is_tensor(value):
             if value.device.type == "cuda":
@@ -419,3 +420,19 @@ def as_warp(value, name: str, warp_device: str):
     except (TypeError, RuntimeError, ValueError, BufferError) as error:
         raise TypeError(f"`{name}` must be an array Warp can read in place; got "
                         f"{_describe(value)} that Warp refused ({error}).") from error
+
+
+def _vector_rows(array):
+    """A 1-D Warp array of vectors (``wp.vec2d``, ``wp.vec3f``, ...) as an (n, length)
+    view of their scalars over the same memory, which the caller's array keeps alive
+    (as ``array.numpy()`` gives it on the host); any other array as it is."""
+    import warp
+
+    if array.ndim != 1 or not warp.types.type_is_vector(array.dtype) or array.ptr is None:
+        return array
+    scalar = array.dtype._wp_scalar_type_
+    rows = warp.array(ptr=array.ptr, dtype=scalar, shape=(array.shape[0], array.dtype._length_),
+                      strides=(array.strides[0], warp.types.type_size_in_bytes(scalar)),
+                      device=array.device)
+    rows._ref = array  # the memory's owner, alive as long as the view
+    return rows
