@@ -387,6 +387,16 @@ def resident_bytes() -> float:
         return float("nan")
 
 
+def reset_peak_resident() -> None:
+    """Start the peak resident size (``VmHWM``) afresh from the current size (Linux's
+    ``/proc/self/clear_refs``; elsewhere the peak keeps counting from the start)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as clear_refs:
+            clear_refs.write("5")
+    except OSError:
+        pass
+
+
 def peak_resident_bytes() -> float:
     """Peak resident set size of this process so far, in bytes.
 

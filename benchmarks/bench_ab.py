@@ -30,7 +30,9 @@ sleep of that many seconds, then a foreign buffer allocated, touched and freed),
 program that searches now and then meets it: besides cold caches and sleeping threads,
 the memory a call allocates is handed out afresh by the operating system. Fewer calls per
 batch suit it (``--calls 3``). The table also gives each version's median of minor page
-faults per call.
+faults per call, and the process's peak resident memory during the timed calls (inputs,
+loaded code and what the calls keep included; on Linux the warm-up calls' own peak,
+compiling or loading the cache, is left out).
 
 Workloads: ``pairs5k`` and ``pairs5k_2d`` (build and all pairs of 5,000 uniform points, 30
 expected neighbours in 3-D, 20 in 2-D), ``build5k`` (the build alone), ``build1m_2d`` (the
@@ -63,7 +65,10 @@ the atoms wrapped into the cell every 5 steps; both processes make the same step
 ``molecular_skin_batch`` (the same list, full, with ``ptr`` over ``bench_molecular``'s batch
 of 1,000 systems of 100 atoms in triclinic cells, the same moves: no system is searched
 again) and ``molecular_skin_batch_searching`` (moves of 0.06 A: some systems are searched
-again at most steps, each on its own).
+again at most steps, each on its own); ``molecular_sorted`` (`neighbor_list`, letters
+``ijSdD``, cutoff 5 A, full list, ``sorted=True``, on 30,000 atoms of that water box) and
+``molecular_batch`` (one `neighbor_list` call with ``ptr``, letters ``ijSdD``, cutoff 5 A,
+full list, on ``bench_molecular``'s batch of 1,000 systems of 100 atoms).
 """
 
 from __future__ import annotations
@@ -91,7 +96,8 @@ WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d", "pairs1m", "build
              "cloth", "dynamic1", "dynamic10", "dynamic100", "dynamic3d10", "rays", "rays_all",
              "rays_fn", "radius200k", "radius200k_periodic", "knn200k", "radius1m", "knn1m",
              "pairs_fn", "pairs_fn_periodic", "list_fn", "pairs_fn_full", "neighbors_fn",
-             "molecular_skin", "molecular_skin_batch", "molecular_skin_batch_searching")
+             "molecular_skin", "molecular_skin_batch", "molecular_skin_batch_searching",
+             "molecular_sorted", "molecular_batch")
 #: Workloads of a million points (fewer warm-up calls).
 MILLION_WORKLOADS = ("build1m_2d", "pairs1m", "build1m", "radius1m", "knn1m")
 #: Points of the radius, k-nearest and pair-function workloads, and queries of the first two.
@@ -230,6 +236,25 @@ def _molecular_skin_workload(name: str):
     return next_step, neighbors.update, digest
 
 
+def _molecular_workload(name: str):
+    """``(call, digest)`` of ``molecular_sorted`` and ``molecular_batch``: one
+    `neighbor_list` call, the digest of its arrays."""
+    import bench_molecular
+    from spatialhash.neighbors import neighbor_list
+
+    if name == "molecular_sorted":
+        system = bench_molecular.water_box(30_000, 0)
+        arguments, options = (system.positions, 5.0, system.cell), {"sorted": True}
+    else:
+        positions, cells, ptr = bench_molecular.batch_systems(1000, 100, 0)
+        arguments, options = (positions, 5.0, cells), {"ptr": ptr}
+
+    def digest(rows):
+        return hashlib.sha1(b"".join(array.tobytes() for array in rows)).hexdigest()[:12]
+
+    return lambda: neighbor_list("ijSdD", *arguments, **options), digest
+
+
 def _workload(name: str, inputs: str):
     """``(next_arguments, call, digest)`` for workload ``name``: ``call(*next_arguments())``
     runs it once (only the call is timed) and ``digest(result)`` names its answer."""
@@ -258,6 +283,8 @@ def _workload(name: str, inputs: str):
         return none, *_scan_workload(name)
     if name.startswith("molecular_skin"):
         return _molecular_skin_workload(name)
+    if name in ("molecular_sorted", "molecular_batch"):
+        return none, *_molecular_workload(name)
     if name == "cloth":
         from spatialhash.demos.cloth import Cloth
 
@@ -310,6 +337,9 @@ def child(args: argparse.Namespace) -> int:
     next_arguments, call, digest = _workload(args.workload, args.inputs)
     for _ in range(WARM_CALLS_MILLION if args.workload in MILLION_WORKLOADS else WARM_CALLS):
         call(*next_arguments())
+    # The peak of the timed calls only: the warm-up's compile or cache loading is not the
+    # workload's memory. What stays resident (inputs, loaded code, recycled blocks) counts.
+    common.reset_peak_resident()
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         times, faults, result = [], [], None
@@ -326,7 +356,8 @@ def child(args: argparse.Namespace) -> int:
             times.append(time.perf_counter() - start)
             faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before)
         print(json.dumps({"median_us": common.median(times) * 1e6,
-                          "faults": common.median(faults), "digest": digest(result)}),
+                          "faults": common.median(faults), "digest": digest(result),
+                          "peak_mb": common.peak_resident_bytes() / 1e6}),
               flush=True)
     return 0
 
@@ -399,6 +430,7 @@ def compare(args: argparse.Namespace, base: str, base_src: str, scratch: str) ->
               "(numba caches filled or loaded, warm-up calls)")
         medians = {label: [] for label in versions}
         faults = {label: [] for label in versions}
+        peaks = {label: 0.0 for label in versions}
         ratios = []
         steal = common.StealMeter()
         try:
@@ -407,11 +439,12 @@ def compare(args: argparse.Namespace, base: str, base_src: str, scratch: str) ->
                 seen = {label: versions[label].batch(args.calls) for label in order}
                 if len({answer["digest"] for answer in seen.values()}) > 1:
                     differ = True
-                    rows.append([workload, "", "", f"answers differ in round {k}", "", ""])
+                    rows.append([workload, "", "", f"answers differ in round {k}", "", "", ""])
                     break
                 for label, answer in seen.items():
                     medians[label].append(answer["median_us"])
                     faults[label].append(answer["faults"])
+                    peaks[label] = max(peaks[label], answer["peak_mb"])
                 before, after = (seen[label]["median_us"] for label in versions)
                 ratios.append(after / before)
             else:
@@ -421,6 +454,7 @@ def compare(args: argparse.Namespace, base: str, base_src: str, scratch: str) ->
                              f"{quartiles[1]:.3f} ({quartiles[0]:.3f}-{quartiles[2]:.3f})",
                              " / ".join(f"{common.median(values):,.0f}"
                                         for values in faults.values()),
+                             " / ".join(f"{peak:,.0f}" for peak in peaks.values()),
                              common.format_share(steal.share())])
         finally:
             for version in versions.values():
@@ -431,7 +465,8 @@ def compare(args: argparse.Namespace, base: str, base_src: str, scratch: str) ->
     print(f"\nmicroseconds: median over {args.rounds} rounds of each batch's median of "
           f"{args.calls} calls; {gap} before each call\n")
     print(common.markdown_table(["workload", *sources, "after / before, per round (quartiles)",
-                                 "minor faults per call (before / after)", "CPU stolen"],
+                                 "minor faults per call (before / after)",
+                                 "peak resident MB (before / after)", "CPU stolen"],
                                 rows))
     print(common.speed_probe())
     return 1 if differ else 0

@@ -6,6 +6,7 @@ Run from the repository root::
     python benchmarks/bench_gpu.py                       # "cuda" where Warp finds a GPU
     python benchmarks/bench_gpu.py --sizes 100000 1000000 10000000
     python benchmarks/bench_gpu.py --device warp-cpu --sizes 20000   # the kernels on the CPU
+    python benchmarks/bench_gpu.py --peers vesin alchemi             # only these peers
 
 Without a GPU the default device is ``warp-cpu`` (Warp's kernels compiled for the CPU) on
 small sizes: a check that the script and its peers run, not a GPU figure.
@@ -29,25 +30,44 @@ Contenders
 ----------
 - spatialhash on ``--device``;
 - spatialhash's CPU engine (numba, every thread of this machine);
-- Warp's ``HashGrid`` on the same device, float64 points, its cells of size ``r``, with a
-  count kernel, Warp's exclusive scan and a fill kernel (the two-pass pattern of the Warp
-  engine; ``HashGrid`` itself returns candidates only). ``pairs`` and ``radius`` only.
+- the peers of `_gpu_peers` (its notes give each one's conventions), on the same device
+  as ours, each for the tasks it does:
 
-The CPU engine is the only contender of ``rays``, whose answer must be its bytes.
+  ========================  ======================  ===================================
+  peer                      tasks                   device
+  ========================  ======================  ===================================
+  Warp ``HashGrid``         pairs, radius           Warp's (count and fill kernels)
+  vesin                     pairs, radius           torch tensors there: its CPU or
+                                                    CUDA path
+  ALCHEMI toolkit-ops'      pairs, radius           torch tensors there (Warp kernels);
+  cell list                                         ``max_neighbors`` from our answer
+  torch-cluster             pairs, radius, knn16    torch tensors there;
+                                                    ``max_num_neighbors`` from our answer
+  FAISS ``IndexFlatL2``     knn16                   ``warp-cpu`` only (float32)
+  ========================  ======================  ===================================
 
-Other GPU peers (vesin's CUDA path, NVIDIA ALCHEMI toolkit-ops, torch-cluster, FAISS,
-cuML) are listed with a note when they cannot be imported; none has an adapter here yet.
+  A peer that cannot run (not installed, no torch CUDA build, no adapter for the device)
+  is listed with the reason at the top of the output. cuML has no adapter (GPU only).
+
+The CPU engine is the only contender of ``rays``, whose answer must be its bytes. On
+``warp-cpu`` the peers run their CPU paths, so that every adapter and its check run
+without a GPU (`tests/test_bench_gpu.py` runs the script so); the times there are no GPU
+figures, nor a fair race between CPU codes.
 
 Method
 ------
 Before anything is timed, each contender's answer is compared with ours (``_common``'s
 checks: pairs and rows as sorted keys, equal, or differing only at distance ``r`` within
-rounding; k-nearest distances allclose and indices equal except at ties; ray rows, byte
-for byte). A mismatch is
-printed, marked in the table, and makes the script exit with status 1. Each contender
-makes one untimed call first (Warp compiles or loads its kernels there). Times are
-medians over ``--repeat`` calls, each ended by ``wp.synchronize_device``; ratio = the
-contender's time / ours (above 1: the Warp engine is faster).
+rounding, as vesin's and ALCHEMI's strict cutoffs may; k-nearest distances allclose and
+indices equal except at ties, FAISS's float32 distances within
+`_gpu_peers.FAISS_ATOL`; ray rows, byte for byte). A mismatch is printed, marked in the
+table, and makes the script exit with status 1; so does a peer that raises (its row holds
+the error), so that no contender goes unchecked unseen. A peer whose work grows as the
+square of the points is not run above `_gpu_peers.BRUTE_FORCE_POINTS` (its row says so).
+Each contender makes one untimed call first (Warp, and ALCHEMI on Warp, compile or load
+their kernels there). Times are medians over ``--repeat`` calls, each ended by
+``wp.synchronize_device``; ratio = the contender's time / ours (above 1: the Warp engine
+is faster).
 """
 
 from __future__ import annotations
@@ -63,16 +83,15 @@ import numpy as np
 
 try:
     from . import _common as common
+    from . import _gpu_peers as peers
 except ImportError:  # run as a script, or loaded by path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _common as common
+    import _gpu_peers as peers
 
 from spatialhash import Grid
 
 TASKS = ("pairs", "radius", "knn16", "rays")
-#: Importable names of the GPU peers without an adapter here.
-OTHER_PEERS = {"vesin (CUDA)": "vesin", "ALCHEMI toolkit-ops": "nvalchemiops",
-               "torch-cluster": "torch_cluster", "FAISS": "faiss", "cuML": "cuml"}
 
 
 def default_device() -> str:
@@ -83,15 +102,10 @@ def default_device() -> str:
     return "cuda" if wp.get_cuda_device_count() > 0 else "warp-cpu"
 
 
-def warp_name(device: str) -> str:
-    """Warp's name of a spatialhash device."""
-    return "cpu" if device == "warp-cpu" else device
-
-
 def synchronize(device: str) -> None:
     import warp as wp
 
-    wp.synchronize_device(warp_name(device))
+    wp.synchronize_device(peers.warp_name(device))
 
 
 # ---------------------------------------------------------------------- spatialhash
@@ -125,78 +139,8 @@ def answer_keys(result, task: str, n: int):
     return result
 
 
-# ---------------------------------------------------------------------- Warp HashGrid
-_WARP_KERNELS = {}
-
-
-def warp_kernels():
-    """The count and fill kernels of the ``HashGrid`` peer, made on first use (importing
-    Warp only when the peer runs)."""
-    if _WARP_KERNELS:
-        return _WARP_KERNELS
-    import warp as wp
-
-    @wp.kernel
-    def count(grid: wp.uint64, points: wp.array(dtype=wp.vec3d), r: wp.float64,
-              half: wp.bool, counts: wp.array(dtype=wp.int32)):
-        i = wp.hash_grid_point_id(grid, wp.tid())
-        p = points[i]
-        n = wp.int32(0)
-        for j in wp.hash_grid_query(grid, p, r):
-            d = points[j] - p
-            if (not half or j > i) and wp.dot(d, d) <= r * r:
-                n += 1
-        counts[i] = n
-
-    @wp.kernel
-    def fill(grid: wp.uint64, points: wp.array(dtype=wp.vec3d), r: wp.float64,
-             half: wp.bool, starts: wp.array(dtype=wp.int32),
-             out: wp.array2d(dtype=wp.int32)):
-        i = wp.hash_grid_point_id(grid, wp.tid())
-        p = points[i]
-        k = starts[i]
-        for j in wp.hash_grid_query(grid, p, r):
-            d = points[j] - p
-            if (not half or j > i) and wp.dot(d, d) <= r * r:
-                out[k, 0] = i
-                out[k, 1] = j
-                k += 1
-
-    _WARP_KERNELS.update(count=count, fill=fill)
-    return _WARP_KERNELS
-
-
-def warp_hash_grid(points: np.ndarray, r: float, task: str, device: str):
-    """``pairs`` or ``radius`` with Warp's ``HashGrid``: rows ``(i, j)`` on the host,
-    ``i < j`` for pairs, every ``j`` (``i`` itself included) for radius rows."""
-    import warp as wp
-
-    kernels = warp_kernels()
-    name = warp_name(device)
-    n = points.shape[0]
-    on_device = wp.array(points, dtype=wp.vec3d, device=name)
-    dim = int(min(256, max(1, round((n / 4) ** (1 / 3)))))
-    grid = wp.HashGrid(dim, dim, dim, device=name, dtype=wp.float64)
-    grid.build(on_device, r)
-    half = task == "pairs"
-    counts = wp.empty(n, dtype=wp.int32, device=name)
-    wp.launch(kernels["count"], dim=n, inputs=[grid.id, on_device, r, half, counts],
-              device=name)
-    starts = wp.empty(n, dtype=wp.int32, device=name)
-    wp.utils.array_scan(counts, starts, inclusive=False)
-    total = int(starts.numpy()[-1] + counts.numpy()[-1]) if n else 0
-    out = wp.empty((total, 2), dtype=wp.int32, device=name)
-    wp.launch(kernels["fill"], dim=n, inputs=[grid.id, on_device, r, half, starts, out],
-              device=name)
-    return out.numpy()
-
-
-def warp_keys(rows: np.ndarray, task: str, n: int):
-    return common.pair_keys(rows[:, 0], rows[:, 1], n, unordered=task == "pairs")
-
-
 # ---------------------------------------------------------------------- one row
-def check(task, ours_result, theirs, points, r):
+def check(task, ours_result, theirs, points, r, knn_atol=None):
     n = points.shape[0]
     if task == "rays":
         same = all(np.asarray(getattr(ours_result, name)).tobytes()
@@ -205,8 +149,10 @@ def check(task, ours_result, theirs, points, r):
         hits = f"{len(ours_result.indices):,} hits"
         return common.Check(same, f"identical bytes ({hits})" if same else f"MISMATCH ({hits})")
     if task == "knn16":
+        tolerance = {} if knn_atol is None else {"atol": knn_atol}
         return common.compare_knn(ours_result.indices, ours_result.distances,
-                                  theirs.indices, theirs.distances, points, points)
+                                  theirs.indices, theirs.distances, points, points,
+                                  **tolerance)
     mine = answer_keys(ours_result, task, n)
     return common.compare_keys(mine, theirs, r, points, points)
 
@@ -221,24 +167,60 @@ def timed(call, device: str, repeat: int) -> float:
     return common.median(times)
 
 
-def run_row(name: str, points: np.ndarray, task: str, device: str, repeat: int) -> tuple:
-    """Our time and each contender's ``(label, seconds, check)`` on one data set."""
+def largest_row(result, task: str, n: int) -> int:
+    """The most neighbours within ``r`` of any point (itself left out) in our answer to
+    ``pairs`` or ``radius`` (0 for the other tasks)."""
+    if n == 0 or task not in ("pairs", "radius"):
+        return 0
+    if task == "pairs":
+        return int(np.bincount(result.indices.ravel(), minlength=n).max())
+    return int(np.diff(result.indptr).max()) - 1
+
+
+def peer_keys(answer, task: str, n: int):
+    """The normal form of a peer's answer (see `_gpu_peers`) for `_common`'s checks."""
+    if task in ("pairs", "radius"):
+        first, second = answer
+        return common.pair_keys(first, second, n, unordered=task == "pairs")
+    return answer
+
+
+def run_row(points: np.ndarray, task: str, device: str, repeat: int,
+            contenders=peers.PEERS) -> tuple:
+    """Our time and each contender's ``(label, seconds, check)`` on one data set: the CPU
+    engine's, then those of the peers of ``contenders`` that do ``task``.
+
+    A peer above its `_gpu_peers.Peer.max_points` gets a row that says so; one that
+    raises gets a row with the error, which fails the run as a mismatch does.
+    """
     n = points.shape[0]
     r = common.radius_for_neighbors_3d(n)
     mine = ours(points, r, task, device)
     our_s = timed(lambda: ours(points, r, task, device), device, repeat)
-    contenders = [("spatialhash, CPU engine",
-                   lambda: ours(points, r, task, "cpu"),
-                   lambda result: answer_keys(result, task, n))]
-    if task in ("pairs", "radius"):
-        contenders.append(("Warp HashGrid",
-                           lambda: warp_hash_grid(points, r, task, device),
-                           lambda rows: warp_keys(rows, task, n)))
-    results = []
-    for label, call, keys in contenders:
-        outcome = check(task, mine, keys(call()), points, r)
+
+    def measure(label, call, keys, knn_atol=None):
+        outcome = check(task, mine, keys(call()), points, r, knn_atol)
         seconds = timed(call, device, repeat) if outcome.ok else float("nan")
-        results.append((label, seconds, outcome))
+        return label, seconds, outcome
+
+    results = [measure("spatialhash, CPU engine", lambda: ours(points, r, task, "cpu"),
+                       lambda result: answer_keys(result, task, n))]
+    problem = peers.Problem(points, r, device, largest_row(mine, task, n))
+    for peer in contenders:
+        if task not in peer.tasks:
+            continue
+        reason = peer.too_many(n)
+        if reason is not None:
+            results.append((peer.label, float("nan"), common.Check(True, reason)))
+            continue
+        try:
+            results.append(measure(peer.label, functools.partial(peer.tasks[task], problem),
+                                   lambda answer: peer_keys(answer, task, n),
+                                   peer.knn_atol))
+        except Exception as error:  # a peer's failure goes into its row
+            message = f"{type(error).__name__}: {error}".splitlines()[0][:160]
+            results.append((peer.label, float("nan"), common.Check(False,
+                                                                   f"ERROR: {message}")))
     return our_s, results
 
 
@@ -251,6 +233,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
     parser.add_argument("--data", nargs="+", choices=("uniform", "clustered"),
                         default=["uniform", "clustered"])
+    parser.add_argument("--peers", nargs="*", choices=[peer.name for peer in peers.PEERS],
+                        help="the peers to run where they can (default: all; none: "
+                             "--peers with no name)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)
@@ -265,16 +250,24 @@ def main(argv=None) -> int:
     on_gpu = device.startswith("cuda")
     sizes = args.sizes or ([100_000, 1_000_000, 10_000_000] if on_gpu else [20_000])
     print(f"device: {device}; CPU: {common.cpu_model()}, {common.usable_cores()} cores")
-    for label, module in OTHER_PEERS.items():
-        found = importlib.util.find_spec(module) is not None
-        print(f"{label}: {'installed, no adapter here yet' if found else 'not installed'}")
+    contenders = []
+    chosen = [peer for peer in peers.PEERS if args.peers is None or peer.name in args.peers]
+    for peer in chosen:
+        reason = peer.skip(device)
+        if reason is None:
+            contenders.append(peer)
+        tasks = ", ".join(peer.tasks)
+        print(f"{peer.label}: " + (f"{tasks} on {device}" if reason is None
+                                   else f"skipped: {reason}"))
+    for label, reason in peers.NO_ADAPTER.items():
+        print(f"{label}: no adapter here ({reason})")
     rows, failed = [], False
     for n in sizes:
         for data in args.data:
             points = (common.uniform_points(n, 3, args.seed) if data == "uniform"
                       else common.clustered_points(n, args.seed))
             for task in args.tasks:
-                our_s, results = run_row(data, points, task, device, args.repeat)
+                our_s, results = run_row(points, task, device, args.repeat, contenders)
                 for label, seconds, outcome in results:
                     failed |= not outcome.ok
                     ratio = seconds / our_s if outcome.ok else float("nan")

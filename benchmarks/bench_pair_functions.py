@@ -161,15 +161,6 @@ def _density_by_warp(points: np.ndarray, h: float):
     return run, cached_modules
 
 
-def _reset_peak() -> None:
-    """Start the peak resident memory (``VmHWM``) afresh from the current size (Linux)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as clear_refs:
-            clear_refs.write("5")
-    except OSError:
-        pass
-
-
 def child(path: str, n: int, seed: int, repeat: int, open_box: bool,
           density_file: Path) -> dict:
     points, h = _setup(n, seed, open_box)
@@ -188,7 +179,7 @@ def child(path: str, n: int, seed: int, repeat: int, open_box: bool,
     first = time.perf_counter() - start
     if path == "warp":
         compiled = cached_modules() > before
-    _reset_peak()
+    common.reset_peak_resident()
     baseline = common.resident_bytes()
     cpu_start, wall_start = time.process_time(), time.perf_counter()
     times = common.time_repeated(run, repeat)

@@ -6,7 +6,9 @@ function against the CPU engine's on CUDA, `tests/test_particle_demo_device.py`'
 step on CUDA against the same on ``"warp-cpu"``, `tests/test_device_arrays.py`'s torch and
 Warp arrays on the GPU), then the particle demo on CUDA (a few steps of a million
 particles, ``spatialhash demo particles --device cuda``: its table's CUDA row goes into
-the summary), then `bench_gpu.py`.
+the summary), then `bench_gpu.py` (the Warp engine against the CPU engine and the GPU
+peers installed there, each answer checked first; a peer that cannot run says why at the
+top of its output).
 
 Run from the repository root on a machine with an NVIDIA GPU, warp-lang and the test
 dependencies (pytest, hypothesis)::

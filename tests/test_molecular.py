@@ -92,7 +92,9 @@ def test_full_list_equals_the_oracle_bit_for_bit(system, data):
 def test_half_list_is_one_row_of_each_pair_by_the_rule(system, data):
     positions, cell, pbc = system
     cutoff = tied_cutoff(data, positions, cell, pbc, data.draw(cutoffs((cell, pbc))))
-    half = _rows(neighbor_list("ijSdD", positions, cutoff, cell, pbc, full_list=False))
+    got = neighbor_list("ijSdD", positions, cutoff, cell, pbc, full_list=False)
+    assert (np.diff(got[0]) >= 0).all()  # grouped by i, in increasing order
+    half = _rows(got)
     full = oracle.pairs(positions, cell, pbc, cutoff)
     assert half == {key: value for key, value in full.items() if oracle.is_half_row(*key)}
     mirrored = {(j, i, tuple(-s for s in shift)): (d, tuple(-v for v in vector))
@@ -107,8 +109,13 @@ def test_radii_give_the_pairs_within_the_sum_of_their_radii(system, data):
     radii = np.array(data.draw(st.lists(
         st.integers(0, max(1, int(1.5 * width / STEP))).map(lambda k: k * STEP),
         min_size=len(positions), max_size=len(positions))), dtype=np.float64)
-    got = neighbor_list("ijSdD", positions, None, cell, pbc, radii=radii)
-    assert _rows(got) == oracle.pairs(positions, cell, pbc, radii=radii)
+    full_list = data.draw(st.booleans())
+    got = neighbor_list("ijSdD", positions, None, cell, pbc, radii=radii,
+                        full_list=full_list)
+    assert (np.diff(got[0]) >= 0).all()  # grouped by i, in increasing order
+    expected = oracle.pairs(positions, cell, pbc, radii=radii)
+    assert _rows(got) == (expected if full_list else {
+        key: value for key, value in expected.items() if oracle.is_half_row(*key)})
 
 
 @given(system=systems(), data=st.data(), full_list=st.booleans())
@@ -545,7 +552,9 @@ def test_the_rows_are_the_same_for_any_thread_count(full_list, monkeypatch):
             results.append(neighbor_list("ijSdDb", positions, 2.5, cells, pbc, ptr=ptr,
                                          full_list=full_list)
                            + neighbor_list("ijSdD", positions, None, cells, pbc, ptr=ptr,
-                                           radii=radii, full_list=full_list))
+                                           radii=radii, full_list=full_list)
+                           + neighbor_list("ijSdD", positions, 2.5, cells, pbc, ptr=ptr,
+                                           full_list=full_list, sorted=True))
     finally:
         numba.set_num_threads(previous)
         _threads.adapts_to_load.cache_clear()

@@ -466,6 +466,20 @@ def test_slab_plans_cover_every_cell_in_slabs_no_thinner_than_the_reach(scene):
                 assert coords[later_lo] + period - coords[hi - 1] > reach_cells
 
 
+@pytest.mark.parametrize("n_threads", [1, None])
+def test_a_periodic_grid_whose_cuts_all_fall_short_calls_fn_without_slabs(n_threads):
+    # r = 0 on a periodic line: four occupied cells (more than the stencil's three, so not
+    # by cell id), 30 of the 33 points in one of them: none of the cuts that would balance
+    # the slabs' points passes the thickness checks, which leaves one slab, an odd number
+    # on a periodic axis with no neighbour to merge with.
+    points = np.array([-0.5625, 0.0, 0.5] + [-0.0625] * 30)[:, None]
+    grid = Grid(points, box=4.0, n_threads=n_threads)
+    assert slab_plan(grid, 0.0) is None
+    counts, sums = np.zeros(len(points), np.int64), np.zeros((len(points), 4))
+    grid.for_each_pair(0.0, accumulate, counts, sums)
+    np.testing.assert_array_equal(counts, [0, 0, 0] + [29] * 30)
+
+
 @settings(max_examples=EXAMPLES)
 @given(slab_scenes())
 def test_slab_grids_call_fn_for_the_pairs_of_query_pairs_in_both_orders(scene):

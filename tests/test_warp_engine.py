@@ -471,9 +471,9 @@ def test_cuda_code_has_no_fused_multiply_add():
     # Compiled offline for sm_90 by NVRTC, no GPU needed: every float64 add, subtract and
     # multiply rounds on its own (``.rn``, which ptxas may not contract either), and no
     # fma is left, so squared distances round as on the CPU.
-    from spatialhash.grid._warp_kernels import knn, ray, scan
+    from spatialhash.grid._warp_kernels import arguments, knn, ray, scan
 
-    for module in (scan, knn, ray):
+    for module in (scan, knn, ray, arguments):
         (path,) = warp.compile_aot_module(module, arch=90, use_ptx=True)
         ptx = Path(path).read_text()
         assert re.search(r"\.entry", ptx) and re.search(r"\bsqrt\.rn\.f64", ptx)

@@ -268,6 +268,33 @@ def test_neighbor_sums_equal_the_cpu_engines_bit_for_bit(device):
     assert_same_bytes(b[1], a[1], "sums")
 
 
+def test_arguments_on_the_device_give_the_cpu_engines_calls(device):
+    """``queries``, per-query ``r`` and per-point ``radii`` as Warp arrays on the grid's
+    device, checked there: the calls of the NumPy arguments."""
+    points, queries, radii = scene(6, n=2000)
+    cpu, gpu = grids(points, 0.1, 1.0, device)
+    queries = queries % 1.0 - 0.5  # wrapped into the box on the device
+    r = np.linspace(0.0, 0.15, len(queries))
+
+    def there(array):
+        return wp.array(array, dtype=wp.float64, device=on(device))
+
+    a, b = (sums_of(cpu, "for_each_neighbor", queries, r, n_rows=len(queries)),
+            sums_of(gpu, "for_each_neighbor", there(queries), there(r),
+                    n_rows=len(queries)))
+    assert_same_bytes(b[0], a[0], "neighbor counts")
+    assert_same_bytes(b[1], a[1], "neighbor sums")
+    a, b = (sums_of(cpu, "for_each_pair", None, n_rows=len(points), radii=radii),
+            sums_of(gpu, "for_each_pair", None, n_rows=len(points), radii=there(radii)))
+    assert_same_bytes(b[0], a[0], "pair counts")
+    np.testing.assert_allclose(b[1], a[1], rtol=1e-12, atol=1e-13)
+    bad = radii.copy()
+    bad[17] = -1.0
+    with pytest.raises(ValueError, match=r"^`radii` must hold finite values >= 0; got -1\.0 "
+                                         r"at radii\[17\]\.$"):
+        sums_of(gpu, "for_each_pair", None, n_rows=len(points), radii=there(bad))
+
+
 def test_once_writing_both_rows_counts_every_ordered_pair(device):
     points, _, _ = scene(2, n=2500)
     cpu, gpu = grids(points, 0.06, 1.0, device)

@@ -289,10 +289,14 @@ def as_radii(value, name: str, n: int, *, allow_inf: bool = False) -> np.ndarray
         return np.ascontiguousarray(array)
     bad = np.flatnonzero(np.isnan(array) | (array < 0) | (np.isinf(array) & (not allow_inf)))
     if bad.size:
-        raise ValueError(
-            f"`{name}` must hold finite values >= 0; got {array[bad[0]]} at {name}[{bad[0]}]."
-        )
+        raise_bad_radius(name, array[bad[0]], bad[0])
     return np.ascontiguousarray(array)
+
+
+def raise_bad_radius(name: str, value: np.float64, index: int) -> None:
+    """The error of `as_radii` for the first bad value, ``value`` (float64) at
+    ``name[index]``: the host's check, and the device's (`grid._warp_arguments`)."""
+    raise ValueError(f"`{name}` must hold finite values >= 0; got {value} at {name}[{index}].")
 
 
 def as_count(value, name: str) -> int:

@@ -54,10 +54,11 @@ def _neighbor_list_pairs(points: np.ndarray, r: float):
 
 
 def _molecular_list(points: np.ndarray, r: float):
-    """A molecular neighbour list of ``points`` in the unit cube, periodic."""
+    """A molecular neighbour list of ``points`` in the unit cube, periodic, sorted (the
+    search's kernels and the sort's)."""
     from .neighbors import neighbor_list
 
-    return neighbor_list("ijSdDb", points, r, 1.0)
+    return neighbor_list("ijSdDb", points, r, 1.0, sorted=True)
 
 
 def _molecular_skin_list(points: np.ndarray, r: float):

@@ -49,8 +49,8 @@ def device_contacts(grid_device: str, positions: wp.array, radii: wp.array,
 
     The search is `spatialhash.Grid` on ``grid_device`` over the device's positions and its
     ``query_pairs(radii=...)``: the grid reads the positions where they lie and answers in
-    their kind, a Warp array on their device, so only scalars and the radii (which `Grid`
-    checks on the host) cross to the host.
+    their kind, a Warp array on their device; the radii, on that device too, are checked
+    and put in the grid's order there, so only scalars cross to the host.
 
     Parameters
     ----------

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _config, _outputs
 from .._kernels import indirect
-from .._results import KNearest, Neighbors, RayHits
+from .._results import KNearest, Neighbors, Pairs, RayHits
 from . import _build, _pair_functions, _pair_search
 from ._kernels import box as box_kernels
 from ._kernels import build, build_parallel, knn, radius, regions
@@ -62,6 +62,20 @@ class CpuEngine:
     def parallel_over_queries(self, n_items: int) -> bool:
         """Whether ``n_items`` queries are worth the other threads."""
         return self.n_threads != 1 and n_items >= PARALLEL_MIN_QUERIES
+
+    def own_points(self, n_dims: int) -> np.ndarray:
+        """The grid's points in the caller's order as it holds them (periodic axes
+        wrapped): a new (n, n_dims) float64 array, the queries of ``queries=None``."""
+        # The sorted copy the grid keeps, put back in the caller's order: the grid's
+        # points as it was built on them, whatever became of the caller's array since.
+        points = np.empty((self.state.order.shape[0], n_dims))
+        points[self.state.order] = self.state.points[:n_dims].T
+        return points
+
+    @staticmethod
+    def pairs_of_rows(found: Neighbors) -> Pairs:
+        """The rows of a radius query as (query, point) pairs (`Neighbors.to_pairs`)."""
+        return found.to_pairs()
 
     def sorted_radii(self, radii):
         """``radii`` in the grid's point order, the largest, and whether all are valid."""

@@ -21,10 +21,17 @@ The rules (`Grid`'s docstring and ``docs/gpu.md`` say them to users):
   there (`_warp_build.device_points`): only scalars cross to the host, and a sample of at
   most `_build.DEFAULT_SIZE_SAMPLE` * 2 points where the default cell size is asked for.
 - A query's array arguments may be of any kind on the host, or on the grid's device; an
-  array on another device is a `TypeError` naming the parameter and both devices. The
-  ``queries`` of radius and k-nearest queries take the points' path on the device
-  (`Boundary.queries`); the others are checked on the host (`host_argument`): an
-  argument on a GPU is copied there first.
+  array on another device is a `TypeError` naming the parameter and both devices. Those
+  in the memory of the grid's Warp device, float32 or float64, stay there: the
+  ``queries`` of radius and k-nearest queries take the points' path (`Boundary.queries`),
+  the radii and distances of pair, radius and ray queries (``radii``, a per-query ``r``,
+  ``max_distance``) are converted and checked by a kernel (`Boundary.values`), and so
+  are the rows of rays and boxes (`Boundary.rays`, `Boundary.boxes`); only scalars cross
+  to the host, and for an error the one bad value (radii) or the arguments (rows), which
+  the host's check then refuses with its own message. A 1-D row of these (one query,
+  ray or box) is taken as one row there. The others (other dtypes or shapes, and
+  non-contiguous 1-D rows) are checked on the host (`host_argument`): an argument on a
+  GPU is copied there first.
 - Results are of the points' kind, in the points' memory: NumPy in, NumPy out (exactly as
   before); a tensor in, tensors out (``wp.to_torch`` over the Warp engine's output, or
   ``torch.from_numpy`` over the CPU engine's: no copy); a Warp array in, Warp arrays out;
@@ -125,6 +132,15 @@ def grid_device(device, points) -> str:
             f"{_describe(points)}. Leave `device` out (or pass device={memory!r}) to build "
             "the grid on that GPU, or copy the points to the host.")
     return device
+
+
+class DeviceValues(NamedTuple):
+    """Radii or distances of a query, checked on the grid's Warp device
+    (`Boundary.values`): ``values``, float64, shape (n,), a new array there, in the
+    caller's order; ``largest``, the largest of them (0 for none)."""
+
+    values: object
+    largest: float
 
 
 class Boundary(NamedTuple):
@@ -235,26 +251,90 @@ class Boundary(NamedTuple):
         return as_warp(value, name, self.warp_device).numpy()
 
     def queries(self, value, n_dims: int, box: np.ndarray):
-        """The ``queries`` of a radius or k-nearest query: an (m, n_dims) float32 or
-        float64 array in the memory of the grid's Warp device as its (m,) float64 vectors
-        there, padded, wrapped and checked as `_inputs.canonical_queries` checks them on
-        the host (`_warp_build.device_points`); anything else as `host_argument` gives it,
-        for `canonical_queries`."""
-        if (value is None or isinstance(value, _PLAIN) or self.warp_device is None
-                or kind_of(value) == NUMPY):
-            return self.host_argument(value, "queries")
-        memory = memory_of(value)
-        if not (self.warp_device == "cpu" if memory is None else self._on_grid_gpu(memory)):
-            return self.host_argument(value, "queries")  # which raises naming them
-        coords = as_warp(value, "queries", self.warp_device)
-        if (coords.dtype.__name__ not in _DEVICE_FLOATS or coords.ndim != 2
-                or coords.shape[1] != n_dims):
+        """The ``queries`` of a radius or k-nearest query (or of `for_each_neighbor`):
+        an (m, n_dims) float32 or float64 array in the memory of the grid's Warp device
+        as its (m,) float64 vectors there, padded, wrapped and checked as
+        `_inputs.canonical_queries` checks them on the host
+        (`_warp_build.device_points`); anything else as `host_argument` gives it, for
+        `canonical_queries`. A 1-D array of n_dims values is one query."""
+        coords = self._device_array(value, "queries", 2, n_dims)
+        if coords is None or coords.shape[1] != n_dims:
             return self.host_argument(value, "queries")  # converted or refused there
         from ._inputs import canonical_queries
         from ._warp_build import device_points
 
         return device_points(coords, box, self.warp_device, lambda host: canonical_queries(
             host, n_dims, box))[0]
+
+    def values(self, value, name: str, n: int, *, allow_inf: bool = False):
+        """A query's radii or distances (``r``, ``radii``, ``max_distance``), one per
+        point or per query: an (n,) float32 or float64 array in the memory of the grid's
+        Warp device as `DeviceValues`, converted to float64 and checked there as
+        `_validation.as_radii` checks them on the host (`_warp_arguments.device_values`,
+        ``allow_inf`` as there); anything else (a number, an array of another shape or
+        dtype, host arrays on a GPU grid) as `host_argument` gives it, for the host's
+        checks."""
+        array = self._device_array(value, name, 1)
+        if array is None or array.shape[0] != n:
+            return self.host_argument(value, name)  # converted or refused there
+        from ._warp_arguments import device_values
+
+        return DeviceValues(*device_values(array, name, allow_inf, self.warp_device))
+
+    def rays(self, origins, directions, n_dims: int):
+        """``(origins3, units3)`` of `_validation.as_rays` as (m,) float64 vectors on the
+        grid's Warp device, converted and checked there (`_warp_arguments.device_rays`),
+        where ``origins`` and ``directions`` are (m, n_dims) arrays of its memory, float32
+        or float64, of one dtype; else None: the host's path."""
+        arrays = self._row_pairs(origins, directions, ("origins", "directions"), n_dims)
+        if arrays is None:
+            return None
+        from ._warp_arguments import device_rays
+
+        return device_rays(*arrays, n_dims, self.warp_device)
+
+    def boxes(self, lower, upper, n_dims: int, box: np.ndarray):
+        """``(lower3, upper3, width)`` of `_inputs.box_inputs` as (m,) float64 vectors on
+        the grid's Warp device, converted and checked there
+        (`_warp_arguments.device_boxes`), where ``lower`` and ``upper`` are (m, n_dims)
+        arrays of its memory, float32 or float64, of one dtype; else None: the host's
+        path."""
+        arrays = self._row_pairs(lower, upper, ("lower", "upper"), n_dims)
+        if arrays is None:
+            return None
+        from ._warp_arguments import device_boxes
+
+        return device_boxes(*arrays, n_dims, box, self.warp_device)
+
+    def _row_pairs(self, first, second, names: tuple[str, str], n_dims: int):
+        """Two (m, n_dims) arrays (or one row each, 1-D) of the memory of the grid's Warp
+        device, of one float dtype, as Warp arrays over it (`_device_array`), or None."""
+        arrays = (self._device_array(first, names[0], 2, n_dims),
+                  self._device_array(second, names[1], 2, n_dims))
+        if (None in arrays or arrays[0].shape != arrays[1].shape
+                or arrays[0].shape[1] != n_dims or arrays[0].dtype != arrays[1].dtype):
+            return None
+        return arrays
+
+    def _device_array(self, value, name: str, n_dims: int, row_length: int | None = None):
+        """``value`` as a Warp array over its memory where it is an ``n_dims``-D float32
+        or float64 array of the grid's Warp device's memory (a CUDA array on its GPU, a
+        host tensor or Warp array on ``"warp-cpu"``), else None: the host's path, which
+        converts it, or refuses it naming ``name``. With ``row_length``, a contiguous 1-D
+        array of that length is one row (`_validation.as_rows`), of shape (1, length)."""
+        if (value is None or isinstance(value, _PLAIN) or self.warp_device is None
+                or kind_of(value) == NUMPY):
+            return None
+        memory = memory_of(value)
+        if not (self.warp_device == "cpu" if memory is None else self._on_grid_gpu(memory)):
+            return None
+        array = as_warp(value, name, self.warp_device)
+        if (row_length is not None and array.ndim == 1 and array.shape[0] == row_length
+                and array.is_contiguous):
+            array = array.reshape((1, row_length))
+        if array.dtype.__name__ not in _DEVICE_FLOATS or array.ndim != n_dims:
+            return None
+        return array
 
     def _on_grid_gpu(self, memory: str) -> bool:
         """Whether ``memory`` (a device's, not the host's) is the GPU the grid runs on."""
@@ -285,10 +365,6 @@ class Boundary(NamedTuple):
                        if field.name not in ("shape", "n_points")}
             return dataclasses.replace(found, **changes)
         return self.array(found)
-
-    def host_results(self, found):
-        """``found`` with NumPy arrays on the host, for the steps that work on them."""
-        return Boundary(NUMPY, None, self.warp_device).results(found)
 
     def array(self, array):
         """One array of an engine's result (NumPy, or a Warp array on the grid's device)
@@ -325,11 +401,12 @@ def _warp_name(warp_device: str | None) -> str:
 
 def as_warp(value, name: str, warp_device: str):
     """``value``, an array on ``warp_device``'s memory, as a Warp array over that memory
-    (``wp.from_torch``, DLPack, the CUDA array interface, or itself)."""
+    (``wp.from_torch``, DLPack, the CUDA array interface, or itself; a Warp array of
+    vectors, as NumPy reads it, an (n, length) array of their scalars, `_vector_rows`)."""
     import warp
 
     if _warp_array(value):
-        return value
+        return _vector_rows(value)
     try:
         if _arrays_module().is_tensor(value):
             if value.device.type == "cuda":
@@ -343,3 +420,19 @@ def as_warp(value, name: str, warp_device: str):
     except (TypeError, RuntimeError, ValueError, BufferError) as error:
         raise TypeError(f"`{name}` must be an array Warp can read in place; got "
                         f"{_describe(value)} that Warp refused ({error}).") from error
+
+
+def _vector_rows(array):
+    """A 1-D Warp array of vectors (``wp.vec2d``, ``wp.vec3f``, ...) as an (n, length)
+    view of their scalars over the same memory, which the caller's array keeps alive
+    (as ``array.numpy()`` gives it on the host); any other array as it is."""
+    import warp
+
+    if array.ndim != 1 or not warp.types.type_is_vector(array.dtype) or array.ptr is None:
+        return array
+    scalar = array.dtype._wp_scalar_type_
+    rows = warp.array(ptr=array.ptr, dtype=scalar, shape=(array.shape[0], array.dtype._length_),
+                      strides=(array.strides[0], warp.types.type_size_in_bytes(scalar)),
+                      device=array.device)
+    rows._ref = array  # the memory's owner, alive as long as the view
+    return rows

@@ -67,6 +67,15 @@ class GridEngine(Protocol):
     def __init__(self, points3: np.ndarray, lowest: np.ndarray, highest: np.ndarray,
                  cell_size: float, box: np.ndarray, n_threads: int | None) -> None: ...
 
+    def own_points(self, n_dims: int) -> np.ndarray:
+        """The grid's points in the caller's order as the engine holds them (periodic
+        axes wrapped), the queries of ``queries=None``: a new (n, n_dims) float64 array,
+        or on the Warp engine (n,) float64 vectors on its device (padded to three axes)."""
+
+    def pairs_of_rows(self, found: Neighbors) -> Pairs:
+        """The rows of `query_radius` as (query, point) pairs (`Neighbors.to_pairs`),
+        where the engine holds them."""
+
     def sorted_radii(self, radii: np.ndarray) -> tuple[np.ndarray, float, bool]:
         """Per-point radii prepared for `query_pairs` and `iter_pairs`, in one pass.
 

@@ -28,7 +28,12 @@ from ._inputs import (
     pair_search_inputs,
     radius_inputs,
 )
-from ._self_exclusion import knn_without_self, own_queries, radius_without_self
+from ._self_exclusion import (
+    counts_without_self,
+    knn_without_self,
+    own_queries,
+    radius_without_self,
+)
 
 if TYPE_CHECKING:
     from ._kernels.state import GridState
@@ -198,7 +203,7 @@ class Grid(FunctionQueries, RayQueries):
             if radii is not None:
                 raise TypeError("`radii` applies to pairs among the points, not with `queries`.")
             found = self._radius(queries, r, return_distances, False, False)
-            return self._io.results(self._io.host_results(found).to_pairs())
+            return self._io.results(self._engine.pairs_of_rows(found))
         r2, radii_sorted, reach = self._pair_inputs(r, radii)
         return self._io.results(self._engine.query_pairs(r2, radii_sorted, reach,
                                                          return_distances))
@@ -206,7 +211,7 @@ class Grid(FunctionQueries, RayQueries):
     def _pair_inputs(self, r, radii) -> tuple[float, np.ndarray, float]:
         """``(r2, radii, reach)`` of a pair search, validated (`pair_search_inputs`)."""
         return pair_search_inputs(self._engine, self._n_points, self._box, self._periodic,
-                                  r, self._io.host_argument(radii, "radii"))
+                                  r, self._io.values(radii, "radii", self._n_points))
 
     def _found_pairs(self, r: float | None = None, radii=None) -> FoundPairs:
         """The pairs of ``query_pairs(r)`` (or ``query_pairs(radii=radii)``) as the
@@ -272,13 +277,21 @@ class Grid(FunctionQueries, RayQueries):
 
     def _radius(self, queries, r, return_distances, sort, exclude_self) -> Neighbors:
         """`query_radius` as the engine answers it (on its device)."""
-        queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
-                                            exclude_self)
-        queries = self._io.queries(queries, self._n_dims, self._box)
-        query_points, radii = radius_inputs(queries, self._io.host_argument(r, "r"),
-                                            self._n_dims, self._box, self._periodic)
+        queries, exclude_self = self._queries(queries, exclude_self)
+        query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
+                                            self._periodic, self._io)
         found = self._engine.query_radius(query_points, radii, return_distances, sort)
-        return radius_without_self(self._io.host_results(found)) if exclude_self else found
+        return radius_without_self(self._engine, found) if exclude_self else found
+
+    def _queries(self, queries, exclude_self):
+        """The queries of a radius or k-nearest query as `canonical_queries` takes them
+        (the caller's through `Boundary.queries`, or for None the grid's own points,
+        `own_queries`), and whether each point leaves out its own row."""
+        own = queries is None
+        queries, exclude_self = own_queries(self._engine, self._n_dims, queries,
+                                            exclude_self)
+        return (queries if own else self._io.queries(queries, self._n_dims, self._box),
+                exclude_self)
 
     def count_radius(self, queries, r, *, exclude_self: bool = False,
                      out: np.ndarray | None = None) -> np.ndarray:
@@ -291,16 +304,13 @@ class Grid(FunctionQueries, RayQueries):
         same array each call takes no new memory for them (on a grid built on NumPy
         points: a grid on tensors or device arrays answers in their kind, and refuses it).
         """
-        queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
-                                            exclude_self)
-        queries = self._io.queries(queries, self._n_dims, self._box)
-        query_points, radii = radius_inputs(queries, self._io.host_argument(r, "r"),
-                                            self._n_dims, self._box, self._periodic)
+        queries, exclude_self = self._queries(queries, exclude_self)
+        query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
+                                            self._periodic, self._io)
         counts = self._engine.count_radius(query_points, radii, count_out(
             out, query_points, {"queries": queries, "r": r}, self._engine, self._io.kind))
         if exclude_self:
-            counts = self._io.host_results(counts)
-            counts -= 1  # in place: in ``out`` where one is given
+            counts = counts_without_self(self._engine, counts)
         return self._io.results(counts)
 
     def query_knn(self, queries, k: int, *, r_max: float | None = None,
@@ -339,9 +349,7 @@ class Grid(FunctionQueries, RayQueries):
             ``r_max`` excludes them, in which case the remaining slots hold -1 and
             ``inf``.
         """
-        queries, exclude_self = own_queries(self._engine.state, self._n_dims, queries,
-                                            exclude_self)
-        queries = self._io.queries(queries, self._n_dims, self._box)
+        queries, exclude_self = self._queries(queries, exclude_self)
         query_points = canonical_queries(queries, self._n_dims, self._box)
         k = as_count(k, "k")
         limit = np.inf if r_max is None else as_positive_scalar(
@@ -349,8 +357,8 @@ class Grid(FunctionQueries, RayQueries):
         out = knn_out(out, query_points, k, {"queries": queries}, self._engine,
                       self._io.kind)
         if exclude_self:
-            return self._io.results(knn_without_self(
-                self._engine, query_points, k, limit, out, self._io.host_results))
+            return self._io.results(knn_without_self(self._engine, query_points, k, limit,
+                                                     out))
         check_knn_size(query_points.shape[0], k, self._n_points)
         return self._io.results(self._engine.query_knn(query_points, k, limit, out))
 
@@ -371,7 +379,5 @@ class Grid(FunctionQueries, RayQueries):
         Neighbors
             CSR rows of point indices, one row per box; ``distances`` is None.
         """
-        lower, upper = (self._io.host_argument(value, name)
-                        for value, name in ((lower, "lower"), (upper, "upper")))
         return self._io.results(self._engine.query_box(
-            *box_inputs(lower, upper, self._n_dims, self._box), sort))
+            *box_inputs(lower, upper, self._n_dims, self._box, self._io), sort))

@@ -12,8 +12,8 @@ from ._inputs import radius_inputs
 
 class FunctionQueries:
     """`Grid`'s calls of a user's function. They use the grid's validated state:
-    ``_engine``, ``_n_dims``, ``_box``, ``_periodic`` and ``_pair_inputs``, which `Grid`
-    sets and defines."""
+    ``_engine``, ``_n_dims``, ``_box``, ``_periodic``, ``_io`` (its caller's kind of
+    array) and ``_pair_inputs``, which `Grid` sets and defines."""
 
     def for_each_pair(self, r: float | None = None, fn=None, *args, radii=None,
                       once: bool = False) -> None:
@@ -110,7 +110,8 @@ class FunctionQueries:
         calls come in the order of its unsorted row of `query_radius`, the CPU engine's
         order: sums into row ``q`` equal the CPU engine's bit for bit."""
         fn = pair_function(fn, self._device)
+        queries = self._io.queries(queries, self._n_dims, self._box)
         query_points, radii = radius_inputs(queries, r, self._n_dims, self._box,
-                                              self._periodic)
+                                            self._periodic, self._io)
         self._engine.for_each_neighbor(query_points, radii, fn, args)
 

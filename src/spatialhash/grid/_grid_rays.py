@@ -99,13 +99,9 @@ class RayQueries:
         >>> hits.indices.tolist(), hits.distances.tolist()
         ([1, 0], [1.5, 1.5])
         """
-        origins, directions, radii, max_distance = (
-            self._io.host_argument(value, name) for value, name in (
-                (origins, "origins"), (directions, "directions"), (radii, "radii"),
-                (max_distance, "max_distance")))
         origins3, units3, radii, limit = ray_inputs(self._n_dims, self._n_points,
                                                     self._periodic, origins, directions,
-                                                    radii, max_distance)
+                                                    radii, max_distance, self._io)
         fn = ray_function(fn, args, all_hits, GRID_RAY_CALL, self._device)
         return self._io.results(self._engine.query_ray(origins3, units3, radii, limit,
                                                        all_hits, fn, args))

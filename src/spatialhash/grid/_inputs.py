@@ -21,8 +21,10 @@ from .._validation import (
     pad_to_3d,
     wrap_into_box,
 )
+from ._device_arrays import DeviceValues
 
 if TYPE_CHECKING:
+    from ._device_arrays import Boundary
     from ._engine import GridEngine
 
 #: `Grid.query_knn` refuses a ``k`` beyond the point count whose padding columns (-1
@@ -33,7 +35,8 @@ KNN_MAX_PADDING_BYTES = 2**30
 def pair_search_inputs(engine: GridEngine, n_points: int, box: np.ndarray,
                        periodic: np.ndarray, r, radii) -> tuple[float, np.ndarray, float]:
     """Validated (squared radius, radii in ``engine``'s point order, reach) of a pair
-    search among ``n_points`` points in ``box`` (periodic on the axes of ``periodic``)."""
+    search among ``n_points`` points in ``box`` (periodic on the axes of ``periodic``);
+    ``radii`` as `Boundary.values` gives them."""
     if (r is None) == (radii is None):
         raise TypeError("give exactly one of `r` (a distance) and `radii` (one per point).")
     if radii is not None:
@@ -46,9 +49,15 @@ def pair_search_inputs(engine: GridEngine, n_points: int, box: np.ndarray,
     return r * r, np.empty(0), r
 
 
-def box_inputs(lower, upper, n_dims: int, box: np.ndarray):
-    """Validated ``(lower3, upper3, width)`` of `Grid.query_box`."""
-    lower, upper = as_bounds(lower, upper, n_dims)
+def box_inputs(lower, upper, n_dims: int, box: np.ndarray, io: Boundary):
+    """Validated ``(lower3, upper3, width)`` of `Grid.query_box`, of ``lower`` and
+    ``upper`` as the caller gave them, read by ``io`` (on the grid's Warp device where
+    they lie there, `Boundary.boxes`)."""
+    on_device = io.boxes(lower, upper, n_dims, box)
+    if on_device is not None:
+        return on_device
+    lower, upper = as_bounds(io.host_argument(lower, "lower"),
+                             io.host_argument(upper, "upper"), n_dims)
     with np.errstate(over="ignore"):
         # A width that overflows to inf covers any periodic axis, as it should.
         width = pad_to_3d(upper - lower)
@@ -56,19 +65,30 @@ def box_inputs(lower, upper, n_dims: int, box: np.ndarray):
 
 
 def ray_inputs(n_dims: int, n_points: int, periodic: np.ndarray, origins, directions,
-               radii, max_distance):
+               radii, max_distance, io: Boundary):
     """Validated ``(origins3, units3, radii, limit)`` of `Grid.query_ray` on a grid of
-    ``n_points`` points in ``n_dims`` dimensions, periodic on the axes of ``periodic``."""
+    ``n_points`` points in ``n_dims`` dimensions, periodic on the axes of ``periodic``,
+    of the arguments as the caller gave them, read by ``io`` (on the grid's Warp device
+    where they lie there: `Boundary.rays`, `Boundary.values`, whose ``radii`` stay
+    `DeviceValues`)."""
     if periodic.any():
         raise ValueError(
             "`box` must be None for ray casts (rays run through open grids only); got a "
             f"grid periodic on axes {np.flatnonzero(periodic).tolist()}."
         )
-    origins3, units3 = as_rays(origins, directions, n_dims)
+    rays = io.rays(origins, directions, n_dims)
+    origins3, units3 = rays if rays is not None else as_rays(
+        io.host_argument(origins, "origins"), io.host_argument(directions, "directions"),
+        n_dims)
     m = origins3.shape[0]
-    radii = as_radii(radii, "radii", n_points)
-    limit = np.full(m, np.inf) if max_distance is None else as_radii(
-        max_distance, "max_distance", m, allow_inf=True)
+    radii = io.values(radii, "radii", n_points)
+    if not isinstance(radii, DeviceValues):
+        radii = as_radii(radii, "radii", n_points)
+    if max_distance is None:
+        return origins3, units3, radii, np.full(m, np.inf)
+    limit = io.values(max_distance, "max_distance", m, allow_inf=True)
+    limit = limit.values if isinstance(limit, DeviceValues) else as_radii(
+        limit, "max_distance", m, allow_inf=True)
     return origins3, units3, radii, limit
 
 
@@ -106,18 +126,28 @@ def _is_vectors(value) -> bool:
     return warp is not None and isinstance(value, warp.array) and value.dtype is warp.vec3d
 
 
-def radius_inputs(queries, r, n_dims: int, box: np.ndarray, periodic: np.ndarray):
-    """Validated query points and one radius per query of a radius search."""
+def radius_inputs(queries, r, n_dims: int, box: np.ndarray, periodic: np.ndarray,
+                  io: Boundary):
+    """Validated query points and one radius per query of a radius search, ``queries``
+    from ``io.queries`` and ``r`` as the caller gave it, read by ``io`` (`Boundary`: an
+    array of radii on the grid's Warp device is checked there, `Boundary.values`)."""
     query_points = canonical_queries(queries, n_dims, box)
-    radii = as_radii(r, "r", query_points.shape[0])
-    largest = float(radii.max()) if radii.size else 0.0
+    radii = io.values(r, "r", query_points.shape[0])
+    if isinstance(radii, DeviceValues):
+        radii, largest = radii
+    else:
+        radii = as_radii(radii, "r", query_points.shape[0])
+        largest = float(radii.max()) if radii.size else 0.0
     check_periodic_reach(box, periodic, largest, "r", largest)
     return query_points, radii
 
 
 def pair_radii(engine: GridEngine, radii, n_points: int) -> tuple[np.ndarray, float]:
     """Validated per-point ``radii`` of a pair search in the engine's point order, and
-    the largest."""
+    the largest: radii checked on a Warp device already (`DeviceValues`) put in order
+    there (the Warp engine's `in_grid_order`)."""
+    if isinstance(radii, DeviceValues):
+        return engine.in_grid_order(radii.values), radii.largest
     array = as_array(radii, "radii", "a scalar or a 1-D array of real numbers")
     if array.dtype == np.float64 and array.shape == (n_points,):
         # One compiled pass: sorted copy, largest, validity (the message comes from

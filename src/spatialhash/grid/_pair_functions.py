@@ -167,9 +167,11 @@ def slab_plan(state, reach_cells) -> np.ndarray | None:
     for plane in wanted.tolist():
         if plane - cuts[-1] >= thickness and n_planes - plane >= thickness:
             cuts.append(plane)
+    if len(cuts) < MIN_SLABS:
+        return None
     if not np.isinf(state.box[axis]) and len(cuts) % 2 == 1:
         # Merge the two neighbouring slabs of fewest points: the phases stay balanced.
-        points_at = np.append(points_before[np.array(cuts[1:]) - 1], cell_start[-1])
+        points_at = np.append(points_before[np.array(cuts[1:], np.int64) - 1], cell_start[-1])
         per_slab = np.diff(points_at, prepend=0.0)
         cuts.pop(1 + int(np.argmin(per_slab[:-1] + per_slab[1:])))
     if len(cuts) < MIN_SLABS:

@@ -4,8 +4,10 @@
 
 Everything here runs above the engine, in NumPy, on the engine's ordinary results: no
 kernel of its own and no new specialization of one (the queries are float64 arrays
-through `canonical_queries`, as any caller's). A point is left out by its index, not by
-its distance, so a duplicate point at distance 0 stays in the row, as in scikit-learn.
+through `canonical_queries`, as any caller's). The Warp engine's results, on its device,
+are taken apart there, by its passes of the same rules (``_warp_kernels/rows.py``). A
+point is left out by its index, not by its distance, so a duplicate point at distance 0
+stays in the row, as in scikit-learn.
 
 - k nearest: the engine searches ``k + 1``. Each point is at distance 0 from itself,
   within any ``r_max``, so its row holds its own index unless ``k + 1`` points at distance
@@ -28,17 +30,16 @@ from ._inputs import check_knn_size
 
 if TYPE_CHECKING:
     from ._engine import GridEngine
-    from ._kernels.state import GridState
 
 
-def own_queries(state: GridState, n_dims: int, queries, exclude_self):
+def own_queries(engine: GridEngine, n_dims: int, queries, exclude_self):
     """The queries of a query that may name the grid's own points, and whether to leave
     each point out of its own row.
 
     Parameters
     ----------
-    state : GridState
-        The engine's cells (`GridEngine.state`).
+    engine : GridEngine
+        The grid's engine, which gives its own points (`GridEngine.own_points`).
     n_dims : int
         Dimension of the grid's points.
     queries : array_like or None
@@ -48,9 +49,11 @@ def own_queries(state: GridState, n_dims: int, queries, exclude_self):
 
     Returns
     -------
-    queries : array_like or ndarray of float64, shape (n, n_dims)
+    queries : array_like, ndarray of float64, shape (n, n_dims), or Warp vectors
         ``queries`` as given, or for None the grid's points in the caller's order as the
-        grid holds them (periodic axes wrapped), a new array.
+        grid holds them (periodic axes wrapped), a new array: on the Warp engine, (n,)
+        float64 vectors on its device, which `_inputs.canonical_queries` takes as they
+        are.
     exclude_self : bool
 
     Raises
@@ -70,15 +73,11 @@ def own_queries(state: GridState, n_dims: int, queries, exclude_self):
                 f"of its own row only among the grid's own points); got exclude_self=True "
                 f"and `queries` {seen}. Pass `queries=None` to query the grid's points.")
         return queries, False
-    # The sorted copy the grid keeps, put back in the caller's order: the grid's points as
-    # it was built on them, whatever became of the caller's array since.
-    points = np.empty((state.order.shape[0], n_dims))
-    points[state.order] = state.points[:n_dims].T
-    return points, bool(exclude_self)
+    return engine.own_points(n_dims), bool(exclude_self)
 
 
 def knn_without_self(engine: GridEngine, query_points: np.ndarray, k: int,
-                     limit: float, out=None, on_host=None) -> KNearest:
+                     limit: float, out=None) -> KNearest:
     """`GridEngine.query_knn` of the grid's own points, each left out of its own row.
 
     Parameters
@@ -93,9 +92,6 @@ def knn_without_self(engine: GridEngine, query_points: np.ndarray, k: int,
         ``r_max``, or ``inf``.
     out : (ndarray, ndarray) or None
         Checked arrays of shape (n, k) that receive the rows (`_inputs.knn_out`).
-    on_host : callable, optional
-        Brings the engine's result to NumPy arrays on the host (an engine on a device);
-        default: the result as it is.
 
     Returns
     -------
@@ -107,7 +103,8 @@ def knn_without_self(engine: GridEngine, query_points: np.ndarray, k: int,
     # The (n, k + 1) search pads as many slots as a k search among n - 1 points would.
     check_knn_size(n, k, n - 1)
     found = engine.query_knn(query_points, k + 1, limit)
-    found = found if on_host is None else on_host(found)
+    if not isinstance(found.indices, np.ndarray):  # on a Warp device: the same, there
+        return engine.knn_without_own(found, out)
     own = found.indices == np.arange(n, dtype=found.indices.dtype)[:, np.newaxis]
     absent = ~own.any(axis=1)
     # Rows without their own index are k + 1 points ranked before it: the last one goes.
@@ -121,9 +118,21 @@ def knn_without_self(engine: GridEngine, query_points: np.ndarray, k: int,
     return KNearest(indices, distances, counts, found.n_points)
 
 
-def radius_without_self(found: Neighbors) -> Neighbors:
-    """``found``, rows of `GridEngine.query_radius` of the grid's own points, with each
-    point's own index (and its distance) taken out of its row; the rest keep their order."""
+def counts_without_self(engine: GridEngine, counts: np.ndarray) -> np.ndarray:
+    """``counts``, the engine's `GridEngine.count_radius` of the grid's own points (each
+    within any ``r`` of itself), less one each, in place (in ``out`` where one was given)."""
+    if not isinstance(counts, np.ndarray):  # on a Warp device: the same, there
+        return engine.counts_without_own(counts)
+    counts -= 1
+    return counts
+
+
+def radius_without_self(engine: GridEngine, found: Neighbors) -> Neighbors:
+    """``found``, rows of ``engine``'s `GridEngine.query_radius` of the grid's own
+    points, with each point's own index (and its distance) taken out of its row; the rest
+    keep their order."""
+    if not isinstance(found.indptr, np.ndarray):  # on a Warp device: the same, there
+        return engine.rows_without_own(found)
     m = len(found)
     rows = np.repeat(np.arange(m, dtype=found.indices.dtype), found.counts)
     own = found.indices == rows

@@ -43,10 +43,13 @@ import warp as wp
 from .._results import KNearest, Neighbors, Pairs, RayHits
 from .._user_functions import GRID_RAY_CALL, PAIR_CALL, warp_arguments
 from . import _build
+from ._device_arrays import DeviceValues
 from ._kernels import ray as cpu_rays
 from ._pair_search import FoundPairs, chunks_of_cells
+from ._warp_arguments import own_points, values_in_order
 from ._warp_build import build_device_grid
 from ._warp_kernels import functions, knn, ray, scan
+from ._warp_kernels import rows as row_kernels
 from ._warp_memory import device_empty
 
 
@@ -101,6 +104,19 @@ class WarpEngine:
         valid = bool(np.all((in_order >= 0.0) & (in_order < np.inf)))
         return in_order, float(in_order.max()) if valid and in_order.size else 0.0, valid
 
+    def own_points(self, n_dims: int) -> wp.array:
+        """The grid's points in the caller's order as it holds them (periodic axes
+        wrapped, zeros on the axes past ``n_dims``): (n,) float64 vectors on the device,
+        the queries of ``queries=None``, which `_inputs.canonical_queries` takes as
+        they are."""
+        return own_points(self._device_build.grid.points, self._device_build.order)
+
+    def in_grid_order(self, radii: wp.array) -> wp.array:
+        """Per-point float64 ``radii`` on the device, checked there already
+        (`_device_arrays.Boundary.values`), in the grid's point order, as `sorted_radii`
+        puts them on the host."""
+        return values_in_order(radii, self._device_build.order)
+
     # ------------------------------------------------------------------ pairs
     def query_pairs(self, r2, radii, reach, return_distances) -> Pairs:
         n = self.n_points
@@ -153,7 +169,7 @@ class WarpEngine:
         """``rows(first, n_rows, write, positions, indices, distances)``: the count or fill
         pass of a pair search over the sorted points ``first .. first + n_rows - 1``,
         writing ``order``'s entry for each point (None: the caller's index)."""
-        radii_device = wp.array(radii, dtype=wp.float64, device=self.device)
+        radii_device = self._floats(radii)
         # Typed: a generic kernel would take a Python float for a float32.
         r2, reach = wp.float64(r2), wp.float64(reach)
         order = self._device_build.order if order is None else order
@@ -181,7 +197,7 @@ class WarpEngine:
     def _radius_rows(self, query_points, radii, sort):
         """The count or fill pass of a radius query, as `_count_and_fill` calls it."""
         queries = self._vectors(query_points)
-        query_radii = wp.array(radii, dtype=wp.float64, device=self.device)
+        query_radii = self._floats(radii)
         no_radii = wp.empty(0, dtype=wp.float64, device=self.device)
 
         def rows(write, positions, indices, distances):
@@ -212,8 +228,7 @@ class WarpEngine:
     # ------------------------------------------------------------------ boxes
     def query_box(self, lower3, upper3, width, sort) -> Neighbors:
         m = lower3.shape[0]
-        lowers, uppers, widths = (wp.array(corner, dtype=wp.vec3d, device=self.device)
-                                  for corner in (lower3, upper3, width))
+        lowers, uppers, widths = (self._vectors(corner) for corner in (lower3, upper3, width))
         no_floats = wp.empty(0, dtype=wp.float64, device=self.device)
 
         def rows(write, positions, indices, distances):
@@ -234,13 +249,14 @@ class WarpEngine:
             args = warp_arguments(fn, args, self.device, GRID_RAY_CALL)
         m = origins3.shape[0]
         device = self.device
+        if isinstance(radii, DeviceValues):  # checked on the device already
+            radii_in_order, largest = self.in_grid_order(radii.values), radii.largest
+        else:
+            radii_in_order, largest = radii[self._order], radii.max() if radii.size else 0.0
         inputs = (self._device_build.grid, self._device_build.order,
-                  wp.array(radii[self._order], dtype=wp.float64, device=device),
-                  wp.float64(radii.max() if radii.size else 0.0),
+                  self._floats(radii_in_order), wp.float64(largest),
                   wp.float64(cpu_rays.WALK_COST_PER_POINT * self.n_points),
-                  wp.array(origins3, dtype=wp.vec3d, device=device),
-                  wp.array(units3, dtype=wp.vec3d, device=device),
-                  wp.array(limit, dtype=wp.float64, device=device))
+                  self._vectors(origins3), self._vectors(units3), self._floats(limit))
 
         def rows(write, positions, indices, distances):
             mode = cpu_rays.MODE_FILL if write else cpu_rays.MODE_COUNT
@@ -258,6 +274,55 @@ class WarpEngine:
                                        distances))
         return RayHits(indices.reshape(-1), distances)
 
+    # ------------------------------------------------------------------ rows
+    def pairs_of_rows(self, found: Neighbors) -> Pairs:
+        """``found.to_pairs()`` on the device: the rows of a radius query as (query,
+        point) pairs, the distances as they are (`_warp_kernels/rows.py`)."""
+        m, nnz = found.indptr.shape[0] - 1, found.indices.shape[0]
+        pairs = device_empty((nnz, 2), self._index_type(), self.device,
+                             f"the {nnz:,} pairs of query_pairs")
+        self._launch(row_kernels.pairs_of_rows, m, (found.indptr, found.indices, pairs))
+        return Pairs(pairs, found.distances, (m, self.n_points))
+
+    def rows_without_own(self, found: Neighbors) -> Neighbors:
+        """The rows of a radius query of the grid's own points, each less its own index
+        (`_self_exclusion.radius_without_self`), counted, scanned and filled on the
+        device."""
+        m = found.indptr.shape[0] - 1
+        with_distances = found.distances is not None
+        distances = found.distances if with_distances else self._no_output(1)[1]
+
+        def kept_rows(write, positions, kept, kept_distances):
+            self._launch(row_kernels.rows_without_own, m, (
+                found.indptr, found.indices, distances, write, positions, kept,
+                kept_distances))
+
+        indptr, indices, kept_distances = self._count_and_fill(
+            m, kept_rows, 1, with_distances, "query_radius")
+        return Neighbors(indptr, indices.reshape(-1), kept_distances, found.n_points)
+
+    def counts_without_own(self, counts: wp.array) -> wp.array:
+        """The counts of `count_radius` of the grid's own points, on the device, less
+        one each, in place (`_self_exclusion.counts_without_self`)."""
+        self._launch(row_kernels.less_one, counts.shape[0], (counts,))
+        return counts
+
+    def knn_without_own(self, found: KNearest, out=None) -> KNearest:
+        """The ``k + 1`` nearest of each of the grid's own points less its own index
+        (`_self_exclusion.knn_without_self`), on the device; copied into ``out`` (NumPy
+        arrays of shape (n, k)) where given."""
+        n, width = found.indices.shape
+        what = f"query_knn's results of shape ({n}, {width - 1})"
+        indices = device_empty((n, width - 1), self._index_type(), self.device, what)
+        distances = device_empty((n, width - 1), wp.float64, self.device, what)
+        counts = device_empty(n, wp.int64, self.device, what)
+        self._launch(row_kernels.knn_without_own, n, (found.indices, found.distances,
+                                               found.counts, indices, distances, counts))
+        if out is None:
+            return KNearest(indices, distances, counts, found.n_points)
+        return KNearest(_host(indices, out[0]), _host(distances, out[1]), counts,
+                        found.n_points)
+
     # ------------------------------------------------------------------ functions
     def for_each_pair(self, r2, radii, reach, fn, args, once=False) -> None:
         """``fn(i, j, d2, dx, dy, dz, *args)``, ``fn`` a Warp function, for every ordered
@@ -268,7 +333,7 @@ class WarpEngine:
         row ``j`` come from other threads."""
         args = warp_arguments(fn, args, self.device, PAIR_CALL)
         inputs = (self._device_build.grid, self._device_build.order,
-                  wp.array(radii, dtype=wp.float64, device=self.device), wp.float64(r2),
+                  self._floats(radii), wp.float64(r2),
                   wp.float64(reach), bool(once), *args)
         self._launch_function(functions.pair_kernel(fn, len(args)), self.n_points, inputs,
                               fn)
@@ -279,8 +344,7 @@ class WarpEngine:
         order of the rows of `query_radius`."""
         args = warp_arguments(fn, args, self.device, PAIR_CALL)
         inputs = (self._device_build.grid, self._device_build.order,
-                  wp.array(query_points, dtype=wp.vec3d, device=self.device),
-                  wp.array(radii, dtype=wp.float64, device=self.device), *args)
+                  self._vectors(query_points), self._floats(radii), *args)
         self._launch_function(functions.neighbor_kernel(fn, len(args)),
                               query_points.shape[0], inputs, fn)
 
@@ -343,11 +407,19 @@ class WarpEngine:
                 wp.empty(0, dtype=wp.float64, device=self.device))
 
     def _vectors(self, points3):
-        """(m, 3) float64 points as vectors on the device: copied there from NumPy, or
-        as they are, the vectors `_device_arrays` made there of a caller's array."""
+        """(m, 3) float64 points (queries, ray origins and directions, box corners) as
+        vectors on the device: copied there from NumPy, or as they are, the vectors
+        `_device_arrays` made there of a caller's arrays."""
         if isinstance(points3, wp.array):
             return points3
         return wp.array(points3, dtype=wp.vec3d, device=self.device)
+
+    def _floats(self, values):
+        """(n,) float64 values on the device: copied there from NumPy, or as they are,
+        the values `_device_arrays` checked there (`in_grid_order`'s, or a caller's)."""
+        if isinstance(values, wp.array):
+            return values
+        return wp.array(values, dtype=wp.float64, device=self.device)
 
     def _index_type(self):
         return wp.int32 if self.index_dtype == np.int32 else wp.int64

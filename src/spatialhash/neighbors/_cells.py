@@ -13,11 +13,16 @@ dual vectors of the periodic ones (a point's fractional coordinate along periodi
 distance between the two faces the other vectors span: ``1 / |dual[a]|``). The dual
 vectors lie in the span of the periodic vectors, so that the widths are those of the
 periodic lattice whatever the open axes' vectors are: a slab's width across its periodic
-axes does not depend on its (open) third vector.
+axes does not depend on its (open) third vector. `SystemCells` holds the cells of all the
+systems of a call stacked along a first axis, read, checked and measured together (no
+Python work per system), as the kernels take them; each system's `CellGeometry` is made
+only where asked for (a message, the skin list's comparisons).
 """
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -56,10 +61,42 @@ class CellGeometry(NamedTuple):
     widths: np.ndarray
 
 
+class SystemCells(Sequence):
+    """The checked cells of all systems of a call, stacked, so that the list's kernels
+    take them as they are; ``cells[b]`` is system ``b``'s `CellGeometry`.
+
+    Attributes
+    ----------
+    vectors : ndarray of float64, shape (B, d, d)
+        Each system's cell vectors as rows.
+    periodic : ndarray of bool, shape (B, d)
+        Each system's periodic axes.
+    dual : ndarray of float64, shape (B, d, d)
+        ``CellGeometry.dual`` in the rows of the periodic axes, zero on the open ones.
+    widths : ndarray of float64, shape (B, d)
+        ``CellGeometry.widths`` on the periodic axes, infinite on the open ones (a reach of
+        0 cells).
+    """
+
+    def __init__(self, vectors: np.ndarray, periodic: np.ndarray, dual: np.ndarray,
+                 widths: np.ndarray) -> None:
+        self.vectors, self.periodic, self.dual, self.widths = vectors, periodic, dual, widths
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+    def __getitem__(self, b) -> CellGeometry:
+        b = operator.index(b)
+        axes = np.flatnonzero(self.periodic[b])
+        return CellGeometry(self.vectors[b], self.periodic[b], axes, self.dual[b, axes],
+                            self.widths[b, axes])
+
+
 def system_cells(cell, pbc, n_dims: int, n_systems: int | None, name: str = "cell"
-                 ) -> list[CellGeometry]:
-    """The checked cell of each system: one for ``n_systems=None`` (a single system), else
-    ``n_systems`` of them, ``cell`` then holding one cell per system along a first axis.
+                 ) -> SystemCells:
+    """The checked cells of the systems (`SystemCells`): one for ``n_systems=None`` (a
+    single system), else ``n_systems`` of them, ``cell`` then holding one cell per system
+    along a first axis.
 
     ``cell=None`` is an open system (``pbc`` must then be None or all false); ``pbc=None``
     makes every axis periodic when a cell is given. ``name`` names the cell in messages
@@ -69,7 +106,7 @@ def system_cells(cell, pbc, n_dims: int, n_systems: int | None, name: str = "cel
     count = n_systems if batch else 1
     flags = _as_pbc(pbc, n_dims, n_systems, cell is not None)
     if cell is None:
-        return geometries(np.zeros((count, n_dims, n_dims)), flags, ["cell"] * count)
+        return geometries(np.zeros((count, n_dims, n_dims)), flags, name, batch)
     values = as_float_array(cell, name)
     check_finite(values, name)
     if batch and (values.ndim < 2 or values.shape[0] != n_systems):
@@ -81,47 +118,81 @@ def system_cells(cell, pbc, n_dims: int, n_systems: int | None, name: str = "cel
             f"`np.broadcast_to(cell, ({n_systems}, {n_dims}, {n_dims}))`."
         )
     systems = values if batch else values[np.newaxis]
-    names = [f"{name}[{b}]" if batch else name for b in range(count)]
-    vectors = []
-    for b in range(count):
-        try:
-            vectors.append(cell_vectors(systems[b], n_dims, names[b]))
-        except ValueError:
-            geometries(np.array(vectors).reshape(b, n_dims, n_dims), flags[:b], names[:b])
-            raise  # the earlier systems' errors first, as one system after another
-    return geometries(np.array(vectors), flags, names)
+    vectors, refused = _stacked_vectors(systems, n_dims)
+    if refused < count:
+        # The earlier systems' errors first, as one system after another.
+        geometries(vectors[:refused], flags[:refused], name, batch)
+        cell_vectors(systems[refused], n_dims, _name(name, batch, refused))  # raises
+    return geometries(vectors, flags, name, batch)
 
 
-def geometries(vectors: np.ndarray, periodic: np.ndarray, names: list[str]
-               ) -> list[CellGeometry]:
-    """`geometry` of each of the cells ``vectors`` (B, d, d) with their periodic axes
-    ``periodic`` (B, d), measured together for the cells of each pattern of periodic axes
-    (NumPy's stacked linear algebra, the same arithmetic cell by cell), so that a batch of
-    many systems costs no Python work per system but the making of its result. The first
-    cell, in order, that `geometry` refuses is refused with its message."""
-    if not len(vectors):
-        return []
-    cells = [None] * len(vectors)
+def _stacked_vectors(systems: np.ndarray, n_dims: int) -> tuple[np.ndarray, int]:
+    """``(vectors, refused)``: the (B, d, d) cell vectors of the cells ``systems`` (finite
+    float64, one per system along the first axis) as `cell_vectors` reads each, and the
+    first system it refuses (B if none); the vectors are those of the systems before it.
+    Matrices and lengths are read together, ``[a, b, c, alpha, beta, gamma]`` system by
+    system."""
+    count, shape = len(systems), systems.shape[1:]
+    vectors = np.zeros((count, n_dims, n_dims))
+    if shape == (n_dims, n_dims):
+        vectors[:] = systems
+        return vectors, count
+    if shape in ((), (n_dims,)):
+        lengths = np.broadcast_to(systems.reshape(count, -1), (count, n_dims))
+        negative = (lengths < 0).any(axis=1)
+        refused = int(np.argmax(negative)) if negative.any() else count
+        diagonal = np.arange(n_dims)
+        vectors[:refused, diagonal, diagonal] = lengths[:refused]
+        return vectors, refused
+    if n_dims == 3 and shape == (6,):
+        for b in range(count):
+            try:
+                vectors[b] = _mdanalysis_vectors(systems[b], "cell")
+            except ValueError:
+                return vectors, b
+        return vectors, count
+    return vectors, 0
+
+
+def _name(name: str, batch: bool, b: int) -> str:
+    """The name of system ``b``'s cell in messages: ``cell[b]`` in a batch."""
+    return f"{name}[{b}]" if batch else name
+
+
+def geometries(vectors: np.ndarray, periodic: np.ndarray, name: str, batch: bool
+               ) -> SystemCells:
+    """The cells ``vectors`` (B, d, d) with their periodic axes ``periodic`` (B, d),
+    checked and measured as `geometry` does each (`SystemCells`), together for the cells of
+    each pattern of periodic axes (NumPy's stacked linear algebra, the same arithmetic cell
+    by cell), so that a batch of many systems costs no Python work per system. The first
+    cell, in order, that `geometry` refuses is refused with its message (its name
+    ``name``, with ``[b]`` in a ``batch``)."""
+    count, n_dims = periodic.shape
+    periodic = np.array(periodic, dtype=bool)
+    dual = np.zeros((count, n_dims, n_dims))
+    widths = np.full((count, n_dims), np.inf)
+    if not count:
+        return SystemCells(vectors, periodic, dual, widths)
     patterns, pattern_of = np.unique(periodic, axis=0, return_inverse=True)
+    failed = np.zeros(count, dtype=bool)
+    groups = []
     for k, pattern in enumerate(patterns):
         members = np.flatnonzero(pattern_of.reshape(-1) == k)
         axes = np.flatnonzero(pattern)
         group = vectors[members]
-        rows = group[:, axes]
-        failed = ((_relative_volumes(rows) <= DEGENERATE_VOLUME)
-                  | (_signed_relative_volumes(group) < -DEGENERATE_VOLUME))
-        if failed.any():
-            first = members[np.argmax(failed)]
-            geometry(vectors[first], periodic[first], names[first])  # raises
-        if axes.size:
-            duals = np.linalg.solve(rows @ rows.transpose(0, 2, 1), rows)
-        else:
-            duals = np.zeros((len(members), 0, vectors.shape[2]))
-        widths = 1.0 / np.sqrt((duals * duals).sum(axis=2))
-        flags = np.array(pattern, dtype=bool)
-        for member, cell, dual, width in zip(members, group, duals, widths, strict=True):
-            cells[member] = CellGeometry(cell, flags, axes, dual, width)
-    return cells
+        failed[members] = ((_relative_volumes(group[:, axes]) <= DEGENERATE_VOLUME)
+                           | (_signed_relative_volumes(group) < -DEGENERATE_VOLUME))
+        groups.append((members, axes, group[:, axes]))
+    if failed.any():
+        first = int(np.argmax(failed))
+        geometry(vectors[first], periodic[first], _name(name, batch, first))  # raises
+    for members, axes, rows in groups:
+        if not axes.size:
+            continue
+        duals = np.linalg.solve(rows @ rows.transpose(0, 2, 1), rows)
+        dual[members[:, np.newaxis], axes] = duals
+        widths[members[:, np.newaxis], axes] = 1.0 / np.sqrt((duals * duals).sum(axis=2))
+    return SystemCells(vectors, periodic, dual, widths)
 
 
 def cell_vectors(values: np.ndarray, n_dims: int, name: str) -> np.ndarray:

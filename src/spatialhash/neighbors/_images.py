@@ -58,7 +58,7 @@ import numpy as np
 
 from .. import _outputs
 from .._config import threads
-from ._cells import CellGeometry
+from ._cells import CellGeometry, SystemCells
 from ._kernels.molecular import (
     ATOMS_PER_CHUNK,
     MolecularState,
@@ -164,19 +164,12 @@ def _row_arrays(letters: str, m: int, n_dims: int) -> tuple[np.ndarray, ...]:
                  for letter in KERNEL_LETTERS)
 
 
-def _state(positions: np.ndarray, cells: list[CellGeometry], offsets: np.ndarray,
+def _state(positions: np.ndarray, cells: SystemCells, offsets: np.ndarray,
            reach: float, radii, names: tuple[str, str, str, bool]) -> MolecularState:
     """The kernels' arrays of all systems (`MolecularState`): the atoms wrapped, checked,
     given their query shifts and binned, each system's search radius and bins."""
-    n, n_dims = positions.shape
     n_systems = len(cells)
-    vectors = np.stack([cell.vectors for cell in cells])
-    periodic = np.stack([cell.periodic for cell in cells])
-    dual = np.zeros((n_systems, n_dims, n_dims))
-    widths = np.full((n_systems, n_dims), np.inf)  # open axes: a reach of 0 cells
-    for b, cell in enumerate(cells):
-        dual[b, cell.axes] = cell.dual
-        widths[b, cell.axes] = cell.widths
+    vectors, periodic, dual, widths = cells.vectors, cells.periodic, cells.dual, cells.widths
     system = np.repeat(np.arange(n_systems, dtype=np.int64), np.diff(offsets))
     (wraps, wrapped, fractional, farthest, low, high, largest, wrapped_min,
      wrapped_max) = wrap_atoms(positions, system, vectors, periodic, dual, n_systems)
@@ -224,7 +217,7 @@ def _bins(extent: np.ndarray, search: np.ndarray, n: np.ndarray
                          width)
 
 
-def _check(cells: list[CellGeometry], farthest: np.ndarray, counts: np.ndarray,
+def _check(cells: SystemCells, farthest: np.ndarray, counts: np.ndarray,
            reach: float, names: tuple[str, str, str, bool]) -> None:
     """Refuse the first system, in order, with points beyond `MAX_CELLS_AWAY` cells of the
     origin or needing more than `MAX_IMAGES` images (see there why). A cell without

@@ -16,10 +16,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _outputs as output_pool
+from .._config import threads
 from .._validation import as_array, as_points, as_positive_scalar, as_radii
 from ._arrays import callers_kind, gradient_letters, to_callers_kind, to_numpy, with_gradients
-from ._cells import CellGeometry, system_cells
+from ._cells import SystemCells, system_cells
 from ._images import batch_rows
+from ._kernels.molecular_sort import sorted_rows
 
 #: The letters `neighbor_list` returns: ASE's five and the system of each pair.
 QUANTITIES = "ijSdDb"
@@ -322,30 +325,35 @@ def _as_ptr(ptr, n: int) -> np.ndarray | None:
     return offsets.astype(np.int64)
 
 
-def _check_minimum_image(cells: list[CellGeometry], reach: float, name: str, seen,
+def _check_minimum_image(cells: SystemCells, reach: float, name: str, seen,
                          batch: bool) -> None:
     """Refuse a reach beyond half the shortest perpendicular width of any system's
-    periodic axes (``mic=True``)."""
-    for system, cell in enumerate(cells):
-        if not len(cell.axes):
-            continue
-        column = int(np.argmin(cell.widths))
-        half = cell.widths[column] / 2.0
-        if reach > half:
-            where = f" of cell[{system}]" if batch else ""
-            raise ValueError(
-                f"`{name}` must be at most half the cell's shortest perpendicular width "
-                f"with `mic=True` ({half:.17g}, across axis {cell.axes[column]}{where}); "
-                f"got {seen}. Pass mic=False for a pair at every image within reach."
-            )
+    periodic axes (``mic=True``), the first such system in order (a system without
+    periodic axes has infinite widths)."""
+    refused = np.flatnonzero(reach > cells.widths.min(axis=1, initial=np.inf) / 2.0)
+    if not refused.size:
+        return
+    system = int(refused[0])
+    cell = cells[system]
+    column = int(np.argmin(cell.widths))
+    half = cell.widths[column] / 2.0
+    where = f" of cell[{system}]" if batch else ""
+    raise ValueError(
+        f"`{name}` must be at most half the cell's shortest perpendicular width "
+        f"with `mic=True` ({half:.17g}, across axis {cell.axes[column]}{where}); "
+        f"got {seen}. Pass mic=False for a pair at every image within reach."
+    )
 
 
 def _sorted(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The rows in lexicographic order of ``(i, j, S[:, 0], S[:, 1], ...)``."""
-    shifts = arrays["S"]
-    keys = [shifts[:, axis] for axis in range(shifts.shape[1] - 1, -1, -1)]
-    order = np.lexsort([*keys, arrays["j"], arrays["i"]])
-    return {letter: values[order] for letter, values in arrays.items()}
+    """The rows, grouped by ``i`` in increasing order as `batch_rows` gives them, in
+    lexicographic order of ``(i, j, S[:, 0], S[:, 1], ...)``: each atom's rows sorted by
+    ``(j, S)`` (``_kernels/molecular_sort.py``), ``i`` itself unchanged."""
+    with threads(None):
+        order = sorted_rows(arrays["i"], arrays["j"], arrays["S"])
+    return {letter: values if letter == "i" else np.take(
+        values, order, axis=0, out=output_pool.empty(values.shape, values.dtype))
+        for letter, values in arrays.items()}
 
 
 def _outputs(letters: str, arrays: dict[str, np.ndarray]):

@@ -10,7 +10,13 @@ fill kernels of the radius, box and pair queries on it. ``knn.py``: the k-neares
 ring by ring of cells, each query's heap in its own output row. ``ray.py``: the ray casts,
 one walk of each ray's cells (first hit, count and fill). ``functions.py``: the kernels
 that call a user's Warp function over pairs or neighbours, generated for each function,
-on the walk of ``scan.py`` as an iterator of runs.
+on the walk of ``scan.py`` as an iterator of runs. ``arguments.py``: a query's array
+arguments on the device converted and checked as the host checks them (radii and
+distances, the rows of rays and boxes), and the grid's own points as queries.
+``rows.py``: a query's rows made into pairs, or less each point's own index. These two
+are compiled (or loaded from Warp's cache) at their first launch, not with the others
+when a device is first used: a caller who passes no such argument and asks for no such
+rows never compiles them.
 
 Every module takes `MODULE_OPTIONS`: ``fuse_fp`` off, so that the CUDA compiler does not
 contract ``a * b + c`` into a fused multiply-add, which rounds once where the CPU engine

@@ -14,7 +14,7 @@ from typing import Any
 import warp as wp
 
 from . import MODULE_OPTIONS
-from .cells import floor_to_int
+from .cells import floor_to_int, wrap_coordinate
 
 wp.set_module_options(MODULE_OPTIONS)
 
@@ -54,18 +54,10 @@ def points_in(points: wp.array2d(dtype=Any), box: wp.vec3d,
         x = wp.float64(0.0)
         if axis < d:
             x = wp.float64(points[i, axis])
-        period = box[axis]
         if not wp.isfinite(x):
             wp.atomic_add(n_not_finite, 0, wp.int64(1))
-        elif wp.isfinite(period) and not (x > wp.float64(0.0) and x < period):
-            wrapped = wp.mod(x, period)  # fmod: exact
-            if wrapped == wp.float64(0.0):
-                wrapped = wp.float64(0.0)  # +0 for -0, as NumPy's mod
-            elif wrapped < wp.float64(0.0):
-                wrapped = wrapped + period
-            if wrapped >= period:
-                wrapped = wp.float64(0.0)
-            x = wrapped
+        else:
+            x = wrap_coordinate(x, box[axis])
         p[axis] = x
         wp.atomic_min(bounds, 0, axis, x)
         wp.atomic_max(bounds, 1, axis, x)

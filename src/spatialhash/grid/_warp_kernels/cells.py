@@ -58,6 +58,24 @@ def floor_to_int(u: wp.float64) -> wp.int64:
 
 
 @wp.func
+def wrap_coordinate(x: wp.float64, period: wp.float64) -> wp.float64:
+    """A finite ``x`` wrapped into ``[0, period)`` on a periodic axis (``period`` finite),
+    as itself on an open one (`points.wrap_columns`: ``fmod``, exact, then the period
+    added to a negative remainder, +0 for a remainder of 0, and 0 for a tiny negative
+    number whose remainder plus the period rounds to the period)."""
+    if not wp.isfinite(period) or (x > wp.float64(0.0) and x < period):
+        return x
+    wrapped = wp.mod(x, period)  # fmod: exact
+    if wrapped == wp.float64(0.0):
+        wrapped = wp.float64(0.0)  # +0 for -0, as NumPy's mod
+    elif wrapped < wp.float64(0.0):
+        wrapped = wrapped + period
+    if wrapped >= period:
+        wrapped = wp.float64(0.0)
+    return wrapped
+
+
+@wp.func
 def floor_div(c: wp.int64, n: wp.int64) -> wp.int64:
     """Python's ``c // n`` for ``n > 0``: Warp's integer division truncates toward zero."""
     q = c / n
