@@ -66,7 +66,7 @@ import numpy as np
 from .._config import threads
 from .._validation import as_positive_scalar
 from ._arrays import gradient_letters, to_numpy
-from ._cells import CellGeometry, system_cells
+from ._cells import CellGeometry, SystemCells, system_cells
 from ._images import KERNEL_LETTERS, _row_arrays, batch_rows
 from ._kernels.molecular_list import (
     atom_moves,
@@ -448,16 +448,12 @@ class MolecularNeighborList:
         return dict(zip(KERNEL_LETTERS, out, strict=True))
 
 
-def _cell_arrays(geometries: list[CellGeometry], system: np.ndarray
+def _cell_arrays(geometries: SystemCells, system: np.ndarray
                  ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
     """``((vectors, periodic, system), dual)`` of the kernels: each system's cell vectors
-    (B, d, d), periodic axes (B, d) and dual vectors (B, d, d), zero on open axes."""
-    vectors = np.stack([cell.vectors for cell in geometries])
-    periodic = np.stack([cell.periodic for cell in geometries])
-    dual = np.zeros(vectors.shape)
-    for b, cell in enumerate(geometries):
-        dual[b, cell.axes] = cell.dual
-    return (vectors, periodic, system), dual
+    (B, d, d), periodic axes (B, d) and dual vectors (B, d, d), zero on open axes, as the
+    cells hold them stacked."""
+    return (geometries.vectors, geometries.periodic, system), geometries.dual
 
 
 def _changed(built: CellGeometry, now: CellGeometry) -> bool:
