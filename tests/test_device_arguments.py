@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 from spatialhash import Grid, Pairs
 from spatialhash.grid import _device_arrays
 
+from device_kinds import assert_same, exact32, host, sorted_pairs
+
 torch = pytest.importorskip("torch", reason="the torch extra")
 wp = pytest.importorskip("warp", reason="the gpu extra")
 
@@ -47,38 +49,12 @@ NUMPY = {"torch": np.asarray, "torch32": as32, "warp": np.asarray, "warp32": as3
          "strided": np.asarray}
 
 
-def host(array):
-    if array is None or isinstance(array, np.ndarray):
-        return array
-    return array.numpy()
 
 
-def assert_same(got, expected, what):
-    """Every array of ``got`` equal, byte for byte, to ``expected``'s (NumPy)."""
-    if isinstance(expected, np.ndarray):
-        value = host(got)
-        assert value.dtype == expected.dtype and value.shape == expected.shape, what
-        assert value.tobytes() == expected.tobytes(), what
-        return
-    assert type(got) is type(expected), what
-    for name, value in vars(expected).items():
-        if isinstance(value, np.ndarray):
-            assert_same(getattr(got, name), value, f"{what}.{name}")
-        elif value is None:
-            assert getattr(got, name) is None, f"{what}.{name}"
 
 
-def sorted_pairs(pairs):
-    indices, distances = host(pairs.indices), host(pairs.distances)
-    order = np.lexsort((indices[:, 1], indices[:, 0]))
-    return Pairs(indices[order], None if distances is None else distances[order],
-                 pairs.shape)
 
 
-def exact32(array):
-    """Values a float32 holds exactly, in float64: the float32 kinds then give the NumPy
-    path's answers."""
-    return np.asarray(array).astype(np.float32).astype(np.float64)
 
 
 def scene(seed=0, n=300, m=30, n_dims=3):

@@ -17,6 +17,8 @@ import pytest
 
 from spatialhash import Grid, Pairs
 
+from device_kinds import assert_same, exact32, host, sorted_pairs
+
 torch = pytest.importorskip("torch", reason="the torch extra")
 wp = pytest.importorskip("warp", reason="the gpu extra")
 
@@ -44,43 +46,12 @@ KINDS = {"torch": (as_torch, torch.Tensor), "torch32": (as_torch32, torch.Tensor
          "warp": (as_warp, wp.array), "warp32": (as_warp32, wp.array)}
 
 
-def host(array):
-    """A result's array as NumPy, whatever its kind."""
-    if array is None or isinstance(array, np.ndarray):
-        return array
-    if isinstance(array, torch.Tensor):
-        return array.cpu().numpy()
-    return array.numpy()
 
 
-def assert_same(got, expected, kind_type, what):
-    """``got`` (a result or an array) holds ``kind_type`` arrays equal, byte for byte, to
-    ``expected``'s NumPy arrays."""
-    if isinstance(expected, np.ndarray):
-        assert isinstance(got, kind_type), what
-        value = host(got)
-        assert value.dtype == expected.dtype and value.shape == expected.shape, what
-        assert value.tobytes() == expected.tobytes(), what
-        return
-    assert type(got) is type(expected), what
-    for name, value in vars(expected).items():
-        if isinstance(value, np.ndarray):
-            assert_same(getattr(got, name), value, kind_type, f"{what}.{name}")
-        else:
-            assert getattr(got, name) == value, f"{what}.{name}"
 
 
-def sorted_pairs(pairs):
-    indices, distances = host(pairs.indices), host(pairs.distances)
-    order = np.lexsort((indices[:, 1], indices[:, 0]))
-    return Pairs(indices[order], None if distances is None else distances[order],
-                 pairs.shape)
 
 
-def exact32(array):
-    """``array``'s values rounded to float32, in float64: the float32 kinds then hold the
-    same values as the NumPy arrays they are compared with."""
-    return array.astype(np.float32).astype(np.float64)
 
 
 def scene(seed=0, n=400, n_dims=3):
@@ -129,9 +100,9 @@ def test_every_query_gives_the_kind_of_the_points_and_the_numpy_answers(device, 
     for name, value in expected.items():
         if name in ("pairs", "pairs radii", "iter"):
             # Sorted on the host here; the kind of each chunk is checked below.
-            assert_same(got[name], value, np.ndarray, name)
+            assert_same(got[name], value, name, np.ndarray)
         else:
-            assert_same(got[name], value, kind_type, name)
+            assert_same(got[name], value, name, kind_type)
     for chunk in grid.iter_pairs(0.1, chunk_size=50):
         assert isinstance(chunk.indices, kind_type)
     assert isinstance(grid.query_pairs(0.1).indices, kind_type)
@@ -156,10 +127,10 @@ def test_points_on_the_device_build_the_cpu_engine_grid(kind, n_dims):
         assert grid.n_occupied_cells == cpu.n_occupied_cells
         assert host(given).tobytes() == before.tobytes()
         for name in ("points", "order", "cell_start"):
-            assert_same(getattr(grid.state, name), getattr(cpu.state, name), np.ndarray,
-                        name)
-        assert_same(grid.query_knn(make(queries), 4), cpu.query_knn(queries, 4), kind_type,
-                    "knn")
+            assert_same(getattr(grid.state, name), getattr(cpu.state, name), name,
+                        np.ndarray)
+        assert_same(grid.query_knn(make(queries), 4), cpu.query_knn(queries, 4), "knn",
+                    kind_type)
 
 
 def test_strided_empty_and_brute_force_points_on_the_device():
@@ -168,15 +139,15 @@ def test_strided_empty_and_brute_force_points_on_the_device():
     strided = wide[:, 1:3]  # a view of every row's middle columns
     assert not strided.is_contiguous()
     assert_same(Grid(strided, 0.1, device=WARP).query_knn(queries[:, 1:3], 3),
-                Grid(points[:, 1:3], 0.1).query_knn(queries[:, 1:3], 3), torch.Tensor, "knn")
+                Grid(points[:, 1:3], 0.1).query_knn(queries[:, 1:3], 3), "knn", torch.Tensor)
     few = Grid(torch.from_numpy(points[:20]), device=WARP)
     assert few.algorithm == "brute"
     assert_same(few.query_radius(queries, 0.3), Grid(points[:20]).query_radius(queries, 0.3),
-                torch.Tensor, "radius")
+                "radius", torch.Tensor)
     empty = Grid(torch.zeros((0, 3)), device=WARP)
     assert empty.n_points == 0 and empty.cell_size == Grid(np.zeros((0, 3))).cell_size
     assert_same(empty.query_knn(queries, 2), Grid(np.zeros((0, 3))).query_knn(queries, 2),
-                torch.Tensor, "knn")
+                "knn", torch.Tensor)
 
 
 def test_lists_of_queries_without_warp_imported(monkeypatch):
@@ -222,7 +193,7 @@ def test_a_float32_tensor_is_not_modified_and_not_converted_on_the_host():
     assert torch.equal(given, before) and given.dtype == torch.float32
     cpu = Grid(given.numpy(), 0.3, box=1.0)
     assert_same(sorted_pairs(grid.query_pairs(0.3)), sorted_pairs(cpu.query_pairs(0.3)),
-                np.ndarray, "pairs")
+                "pairs", np.ndarray)
 
 
 def test_points_on_the_device_are_not_read_on_the_host(monkeypatch):
@@ -247,11 +218,11 @@ def test_points_on_the_device_are_not_read_on_the_host(monkeypatch):
     assert torch.equal(shifted, kept)
     cpu = Grid(points, 0.1, box=1.0)
     assert_same(sorted_pairs(found[0]), sorted_pairs(cpu.query_pairs(
-        0.1, return_distances=True)), np.ndarray, "pairs")
+        0.1, return_distances=True)), "pairs", np.ndarray)
     assert_same(found[1], cpu.query_radius(queries - 0.5, 0.1, return_distances=True),
-                torch.Tensor, "radius")
-    assert_same(found[2], cpu.count_radius(queries, 0.1), torch.Tensor, "count")
-    assert_same(found[3], cpu.query_knn(queries, 3, r_max=0.1), torch.Tensor, "knn")
+                "radius", torch.Tensor)
+    assert_same(found[2], cpu.count_radius(queries, 0.1), "count", torch.Tensor)
+    assert_same(found[3], cpu.query_knn(queries, 3, r_max=0.1), "knn", torch.Tensor)
 
 
 @pytest.mark.parametrize("make", [as_torch, as_warp], ids=["torch", "warp"])
@@ -333,8 +304,8 @@ def test_bad_points_on_the_device_raise_as_numpy_points_do(make):
 def test_integer_tensors_on_the_host_are_converted_as_numpy_ones():
     points = np.arange(30).reshape(10, 3)
     grid = Grid(torch.from_numpy(points), 2.0, device=WARP)
-    assert_same(grid.query_pairs(2.0), Grid(points, 2.0).query_pairs(2.0), torch.Tensor,
-                "pairs")
+    assert_same(grid.query_pairs(2.0), Grid(points, 2.0).query_pairs(2.0), "pairs",
+                torch.Tensor)
 
 
 @pytest.mark.parametrize("make", [as_torch, as_warp], ids=["torch", "warp"])
@@ -388,7 +359,7 @@ def test_cuda_tensors_build_on_their_gpu_and_stay_there():
     got = every_query(grid, points, queries, radii, on_gpu)
     for name, value in expected.items():
         if name not in ("pairs", "pairs radii", "iter"):
-            assert_same(got[name], value, torch.Tensor, name)
+            assert_same(got[name], value, name, torch.Tensor)
             for array in vars(got[name]).values() if not isinstance(got[name],
                                                                     torch.Tensor) else ():
                 assert not isinstance(array, torch.Tensor) or array.device == given.device
@@ -419,4 +390,4 @@ def test_warp_arrays_on_a_gpu_give_warp_arrays_there():
     found = Grid(given, 0.1).query_radius(wp.array(queries, dtype=wp.float64,
                                                    device="cuda:0"), 0.1)
     assert isinstance(found.indices, wp.array) and found.indices.device.is_cuda
-    assert_same(found, Grid(points, 0.1).query_radius(queries, 0.1), wp.array, "radius")
+    assert_same(found, Grid(points, 0.1).query_radius(queries, 0.1), "radius", wp.array)

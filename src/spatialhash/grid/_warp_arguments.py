@@ -47,11 +47,8 @@ def values_in_order(values: wp.array, order: wp.array) -> wp.array:
     """Per-point float64 ``values`` in the grid's order of points (``order``: the caller's
     index of each sorted point), a new array on their device."""
     n = order.shape[0]
-    ordered = device_empty(n, wp.float64, values.device, f"the {n:,} values in order")
-    if n:
-        with wp.ScopedLogLevel(wp.LOG_WARNING):
-            wp.launch(kernels.in_order, n, (values, order, ordered), device=values.device)
-    return ordered
+    return _gathered(kernels.in_order, values, order, wp.float64,
+                     f"the {n:,} values in order")
 
 
 def own_points(points: wp.array, order: wp.array) -> wp.array:
@@ -59,11 +56,20 @@ def own_points(points: wp.array, order: wp.array) -> wp.array:
     ``order``) in the caller's order (``order``: the caller's index of each sorted
     point), a new (n,) array on their device."""
     n = order.shape[0]
-    own = device_empty(n, wp.vec3d, points.device, f"the grid's {n:,} points as queries")
+    return _gathered(kernels.in_caller_order, points, order, wp.vec3d,
+                     f"the grid's {n:,} points as queries")
+
+
+def _gathered(kernel, source: wp.array, order: wp.array, dtype, what: str) -> wp.array:
+    """A new array of ``dtype``, one value per entry of ``order``, written by ``kernel``
+    from ``source`` and ``order`` on ``source``'s device (``what`` names it if the device
+    cannot hold it)."""
+    n = order.shape[0]
+    out = device_empty(n, dtype, source.device, what)
     if n:
         with wp.ScopedLogLevel(wp.LOG_WARNING):
-            wp.launch(kernels.in_caller_order, n, (points, order, own), device=points.device)
-    return own
+            wp.launch(kernel, n, (source, order, out), device=source.device)
+    return out
 
 
 def device_rays(origins: wp.array, directions: wp.array, n_dims: int, device
