@@ -261,128 +261,129 @@ def _pair_vector(positions, vectors, periodic, i, positions_j, j, b, pair_shift,
 
 
 @jit_inline
-def _shift_hits(state, i, b, reach, full_list, tag, hits, at, scratch):
-    """The hits of atom ``i`` at the query shift ``scratch[0]``: the atoms of the bins
-    within the search radius of the shifted query that make a row, in row-major order of
-    bins (a run of bins along the last axis is one slice of ``order``), each stored from
-    ``hits[at]`` (while ``hits`` has room) as ``tag | t``, ``t`` its place in ``order``.
-    Returns their number. The arrays are taken out of their tuples before the loops: an
-    access inside them costs a reference count per candidate."""
+def _atom_hits(state, i, reach, full_list, bits, hits, at, scratch):
+    """The hits of atom ``i``, its query shifts in lexicographic order (the last axis
+    fastest): at each, the atoms of the bins within the search radius of the shifted
+    query that make a row, in row-major order of bins (a run of bins along the last axis
+    is one slice of ``order``), each stored from ``hits[at]`` (while ``hits`` has room) as
+    ``rank << bits | t``, ``rank`` the shift's rank in that order and ``t`` the atom's
+    place in ``order``. Returns their number. The arrays are taken out of their tuples
+    once per atom, before the loops: an access inside them costs a reference count."""
     shifts, query, first, last, pair_shift, vector, run_d2, near = scratch
     positions, wraps, radii = state.positions, state.wraps, state.radii
     binned_positions, binned_wraps = state.binned_positions, state.binned_wraps
     vectors, periodic, binned, order = state.vectors, state.periodic, state.binned, state.order
-    bin_start = state.bin_start
+    bin_start, lower, upper = state.bin_start, state.lower, state.upper
     n_dims = positions.shape[1]
+    b = state.system[i]
     search = state.search[b]
     inv_bin = state.inv_bin[b]
+    bin_offset = state.bin_offset[b]
     pad = 3 - n_dims  # bins padded to 3 axes in front, one bin wide
-    for a in range(3):
-        first[a] = 0
-        last[a] = 0
-    for a in range(n_dims):
-        value = state.wrapped[i, a]
-        for c in range(n_dims):
-            if shifts[c] != 0:
-                value -= shifts[c] * vectors[b, c, a]
-        query[a] = value
-        top = float(state.n_bins[b, a] - 1)
-        low = math.floor((value - search - state.origin[b, a]) * inv_bin)
-        high = math.floor((value + search - state.origin[b, a]) * inv_bin)
-        if high < 0.0 or low > top:
-            return 0
-        first[pad + a] = int(max(low, 0.0))
-        last[pad + a] = int(min(high, top))
     width1 = state.n_bins[b, n_dims - 2] if n_dims >= 2 else 1
     width2 = state.n_bins[b, n_dims - 1]
     search2 = search * search
     margin = search - reach
-    query_x, query_y, query_z = query[0], query[1], query[2]  # zeros past n_dims
     with_radii = radii.shape[0] > 0
     room = hits.shape[0]
+    for a in range(3):
+        first[a] = 0
+        last[a] = 0
+        query[a] = 0.0
+    for a in range(n_dims):
+        shifts[a] = lower[i, a]
     count = 0
-    for k0 in range(first[0], last[0] + 1):
-        for k1 in range(first[1], last[1] + 1):
-            base = state.bin_offset[b] + (k0 * width1 + k1) * width2
-            run_end = bin_start[base + last[2] + 1]
-            for block in range(bin_start[base + first[2]], run_end, RUN_BLOCK):
-                # The distances first, in a loop LLVM vectorizes (unsigned bounds: see
-                # `cells.UNSIGNED_LOOPS`), then the candidates within the search radius
-                # picked out without a branch, then only those looked at.
-                n_block = min(RUN_BLOCK, run_end - block)
-                for offset in range(np.uint64(0), np.uint64(n_block)):
-                    u = np.uint64(block) + offset
-                    dx = binned[0, u] - query_x
-                    dy = binned[1, u] - query_y
-                    dz = binned[2, u] - query_z
-                    run_d2[offset] = dx * dx + dy * dy + dz * dz
-                n_near = 0
-                for k in range(n_block):
-                    near[n_near] = k
-                    within = run_d2[k] <= search2
-                    # A half list's rows have j >= i: the others are dropped here too.
-                    n_near += 1 if within & (full_list | (order[block + k] >= i)) else 0
-                for h in range(n_near):
-                    t = block + near[h]
-                    d2 = run_d2[near[h]]
-                    j = order[t]
-                    bound = radii[i] + radii[j] if with_radii else reach
-                    if with_radii and d2 > (bound + margin) * (bound + margin):
-                        continue
-                    # Within the bound less the margin on the search's distance, the exact
-                    # one is within the bound too (the margin is far above the rounding of
-                    # either): its test is skipped.
-                    certain = bound > margin and d2 <= (bound - margin) * (bound - margin)
-                    if i == j or not certain:
-                        zero = True
-                        for a in range(n_dims):
-                            pair_shift[a] = shifts[a] + binned_wraps[t, a] - wraps[i, a]
-                            zero = zero and pair_shift[a] == 0
-                        if i == j and (zero or not (full_list or _positive(pair_shift, n_dims))):
+    rank = 0
+    while True:
+        tag = rank << bits
+        missed = False
+        for a in range(n_dims):
+            value = state.wrapped[i, a]
+            for c in range(n_dims):
+                if shifts[c] != 0:
+                    value -= shifts[c] * vectors[b, c, a]
+            query[a] = value
+            top = float(state.n_bins[b, a] - 1)
+            low = math.floor((value - search - state.origin[b, a]) * inv_bin)
+            high = math.floor((value + search - state.origin[b, a]) * inv_bin)
+            if high < 0.0 or low > top:
+                missed = True
+                break
+            first[pad + a] = int(max(low, 0.0))
+            last[pad + a] = int(min(high, top))
+        query_x, query_y, query_z = query[0], query[1], query[2]  # zeros past n_dims
+        stop = first[0] if missed else last[0] + 1  # a query beside the bins scans none
+        for k0 in range(first[0], stop):
+            for k1 in range(first[1], last[1] + 1):
+                base = bin_offset + (k0 * width1 + k1) * width2
+                run_end = bin_start[base + last[2] + 1]
+                for block in range(bin_start[base + first[2]], run_end, RUN_BLOCK):
+                    # The distances first, in a loop LLVM vectorizes (unsigned bounds: see
+                    # `cells.UNSIGNED_LOOPS`), then the candidates within the search radius
+                    # picked out without a branch, then only those looked at.
+                    n_block = min(RUN_BLOCK, run_end - block)
+                    for offset in range(np.uint64(0), np.uint64(n_block)):
+                        u = np.uint64(block) + offset
+                        dx = binned[0, u] - query_x
+                        dy = binned[1, u] - query_y
+                        dz = binned[2, u] - query_z
+                        run_d2[offset] = dx * dx + dy * dy + dz * dz
+                    n_near = 0
+                    for k in range(n_block):
+                        near[n_near] = k
+                        within = run_d2[k] <= search2
+                        # A half list's rows have j >= i: the others are dropped here too.
+                        n_near += 1 if within & (full_list | (order[block + k] >= i)) else 0
+                    for h in range(n_near):
+                        t = block + near[h]
+                        d2 = run_d2[near[h]]
+                        j = order[t]
+                        bound = radii[i] + radii[j] if with_radii else reach
+                        if with_radii and d2 > (bound + margin) * (bound + margin):
                             continue
-                        if not certain and math.sqrt(_pair_vector(
-                                positions, vectors, periodic, i, binned_positions, t, b,
-                                pair_shift, vector)) > bound:
-                            continue
-                    if at + count < room:
-                        hits[at + count] = tag | t
-                    count += 1
+                        # Within the bound less the margin on the search's distance, the
+                        # exact one is within the bound too (the margin is far above the
+                        # rounding of either): its test is skipped.
+                        certain = bound > margin and d2 <= (bound - margin) * (bound - margin)
+                        if i == j or not certain:
+                            zero = True
+                            for a in range(n_dims):
+                                pair_shift[a] = shifts[a] + binned_wraps[t, a] - wraps[i, a]
+                                zero = zero and pair_shift[a] == 0
+                            if i == j and (zero or not (full_list
+                                                        or _positive(pair_shift, n_dims))):
+                                continue
+                            if not certain and math.sqrt(_pair_vector(
+                                    positions, vectors, periodic, i, binned_positions, t, b,
+                                    pair_shift, vector)) > bound:
+                                continue
+                        if at + count < room:
+                            hits[at + count] = tag | t
+                        count += 1
+        a = n_dims - 1
+        while a >= 0 and shifts[a] == upper[i, a]:
+            shifts[a] = lower[i, a]
+            a -= 1
+        if a < 0:
+            break
+        shifts[a] += 1
+        rank += 1
     return count
 
 
 @jit
 def chunk_hits(state, lo, hi, reach, full_list, hits, bits, counts):
-    """The hits of the atoms ``order[lo:hi]`` (`_shift_hits`), stored one after another
-    into ``hits`` while it has room, each atom's query shifts in lexicographic order (the
-    last axis fastest) tagged with their rank in that order shifted up by ``bits``; each
-    atom's number of hits into ``counts``. Returns their total (above the length of
-    ``hits``: they did not all fit)."""
+    """The hits of the atoms ``order[lo:hi]`` (`_atom_hits`), stored one after another
+    into ``hits`` while it has room; each atom's number of hits into ``counts``. Returns
+    their total (above the length of ``hits``: they did not all fit)."""
     scratch = (np.zeros(3, np.int64), np.zeros(3, np.float64), np.zeros(3, np.int64),
                np.zeros(3, np.int64), np.zeros(3, np.int64), np.zeros(3, np.float64),
                np.empty(RUN_BLOCK, np.float64), np.empty(RUN_BLOCK, np.int64))
-    shifts = scratch[0]
-    lower, upper = state.lower, state.upper
-    n_dims = lower.shape[1]
     order = state.order
     total = 0
     for t in range(lo, hi):
         i = order[t]
-        b = state.system[i]
-        for a in range(n_dims):
-            shifts[a] = lower[i, a]
-        count = 0
-        rank = 0
-        while True:
-            count += _shift_hits(state, i, b, reach, full_list, rank << bits, hits,
-                                 total + count, scratch)
-            a = n_dims - 1
-            while a >= 0 and shifts[a] == upper[i, a]:
-                shifts[a] = lower[i, a]
-                a -= 1
-            if a < 0:
-                break
-            shifts[a] += 1
-            rank += 1
+        count = _atom_hits(state, i, reach, full_list, bits, hits, total, scratch)
         counts[i] = count
         total += count
     return total
