@@ -59,8 +59,8 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
         any object with ``__dlpack__`` on the CPU is read in
         place too (``np.from_dlpack``), with NumPy results. Positions not C-contiguous
         or read-only are copied once (numba compiles a read-only or strided array's
-        kernels apart). ``cell``, ``pbc``, ``ptr``,
-        ``radii`` and ``cutoff`` take tensors and DLPack objects as well. An ASE
+        kernels apart). ``cell``, ``pbc``, ``ptr``, ``radii`` and ``cutoff`` take
+        tensors and DLPack objects as well. An ASE
         ``Atoms`` (anything with ``get_positions``, ``get_cell`` and ``get_pbc``) gives
         the positions, the cell and the periodicity. An MDAnalysis ``AtomGroup`` or
         ``Universe`` (anything with ``atoms.positions`` and ``dimensions``) gives the
