@@ -4,6 +4,7 @@ Run from the repository root::
 
     python benchmarks/bench_compile.py
     python benchmarks/bench_compile.py --warm-runs 5 --output-json compile.json
+    python benchmarks/bench_compile.py --molecular --runs 3 --src src ../main/src
 
 (a) Cold: a subprocess with ``NUMBA_CACHE_DIR`` set to a fresh temporary folder imports
 numba, then spatialhash, sets numba's CPU target up (timed apart: numba does it once per
@@ -25,6 +26,15 @@ kernel the calls never reach would be missing from the total.
 fresh process and an empty cache per family, which builds a grid (timed) and makes that
 family's first call (timed), on 1,000 points (the calling thread's kernels) and on 60,000
 (the multi-threaded drivers too).
+
+(d) Molecular lists (``--molecular``): the first calls of `neighbor_list` and
+`MolecularNeighborList`, each step after the ones before it in one fresh process on an
+empty cache (`MOLECULAR_STEPS`), on random atoms at water's density in triclinic cells
+(``bench_molecular.batch_systems``): CPU seconds (``time.process_time``, numba compiles on
+the calling thread) and wall seconds of each, and numba's own view, the seconds of each
+kernel's compile less those of the kernels it compiled inside it (``"numba:compile"``
+events). ``--runs`` fresh processes give medians; ``--src`` names the ``src`` folders to
+compare (another checkout's, say), one process each in turn.
 
 (b) Warm: the same cache, now filled, in new subprocesses (``--warm-runs`` of them): the
 import time and the first ``Grid(points, cell_size=r).query_pairs(r)`` on 1,000 points,
@@ -154,6 +164,144 @@ def first_calls_table(rows: list[dict]) -> str:
           f"{row['process_wall_s']:.2f}"] for row in rows])
 
 
+#: The steps of ``--molecular``, in order, each a first call after the ones before it:
+#: what it is, and the kernels it adds (the letters ``ijSdD``, cutoff 5 A, skin 1 A).
+MOLECULAR_STEPS = (
+    "neighbor_list",  # the search
+    "neighbor_list sorted=True",  # the sort of each atom's rows
+    "MolecularNeighborList first update",  # the candidates' rows
+    "update: moves within the skin",  # the atoms' moves
+    "update: an atom wrapped by a cell vector",  # the shifts of the candidates
+    "batch of two: first update",
+    "batch: one system searched again",  # its candidates copied into its slots
+)
+
+
+class _CompileClock:
+    """numba's ``"numba:compile"`` events of spatialhash's kernels, as CPU seconds per
+    kernel less those of the spatialhash kernels compiled inside its compile (numba's own
+    functions count to the kernel that compiles them)."""
+
+    def __init__(self) -> None:
+        from numba.core import event
+
+        self.seconds: dict[str, float] = {}
+        self._stack: list[list] = []
+
+        clock = self
+
+        class Listener(event.Listener):
+            def on_start(self, ev):
+                dispatcher = ev.data["dispatcher"]
+                module = getattr(dispatcher.py_func, "__module__", "") or ""
+                name = (f"{module.removeprefix('spatialhash.')}."
+                        f"{dispatcher.py_func.__qualname__}")
+                clock._stack.append([name, time.process_time(), 0.0,
+                                     module.startswith("spatialhash.")])
+
+            def on_end(self, ev):
+                name, start, inner, ours = clock._stack.pop()
+                if not ours:
+                    return
+                total = time.process_time() - start
+                clock.seconds[name] = clock.seconds.get(name, 0.0) + total - inner
+                for frame in reversed(clock._stack):
+                    if frame[3]:
+                        frame[2] += total
+                        break
+
+        event.register("numba:compile", Listener())
+
+
+def molecular_child(seed: int) -> dict:
+    """`MOLECULAR_STEPS` in order, CPU and wall seconds of each, and each kernel's compile
+    seconds (`_CompileClock`)."""
+    import numpy as np
+    from numba.core.registry import cpu_target
+
+    import bench_molecular
+    from spatialhash.neighbors import MolecularNeighborList, neighbor_list
+
+    cpu_target.target_context.refresh()
+    clock = _CompileClock()
+    positions, cells, ptr = bench_molecular.batch_systems(2, 300, seed)
+    one, cell = positions[:300], cells[0]
+    cutoff, skin = 5.0, 1.0
+    moved = one + np.random.default_rng(seed).normal(0.0, 0.01, one.shape)
+    wrapped = moved.copy()
+    wrapped[0] += cell[0]
+    searched = positions.copy()
+    searched[0, 0] += 0.8 * skin  # beyond half the skin, in system 0
+    lists = {}
+    calls = (
+        lambda: neighbor_list("ijSdD", one, cutoff, cell),
+        lambda: neighbor_list("ijSdD", one, cutoff, cell, sorted=True),
+        lambda: lists.setdefault("one", MolecularNeighborList(
+            "ijSdD", cutoff, skin, cell)).update(one),
+        lambda: lists["one"].update(moved),
+        lambda: lists["one"].update(wrapped),
+        lambda: lists.setdefault("batch", MolecularNeighborList(
+            "ijSdD", cutoff, skin, cells, ptr=ptr)).update(positions),
+        lambda: lists["batch"].update(searched),
+    )
+    steps = {}
+    for name, call in zip(MOLECULAR_STEPS, calls, strict=True):
+        cpu, wall = time.process_time(), time.perf_counter()
+        call()
+        steps[name] = (time.process_time() - cpu, time.perf_counter() - wall)
+    return {"steps": steps, "kernels": clock.seconds}
+
+
+def molecular_runs(sources: list[str], runs: int, seed: int) -> dict[str, list[dict]]:
+    """`molecular_child` ``runs`` times for each of ``sources`` (``src`` folders), each in
+    a new process on an empty cache, the sources in turn."""
+    results: dict[str, list[dict]] = {source: [] for source in sources}
+    for run in range(runs):
+        for source in sources:
+            cache_dir = tempfile.mkdtemp(prefix="spatialhash-numba-cache-")
+            try:
+                env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir,
+                           SPATIALHASH_COMPILE_NOTICE="0", SPATIALHASH_ADAPT_THREADS="0",
+                           PYTHONPATH=str(Path(source).resolve()))
+                command = [sys.executable, str(Path(__file__).resolve()), "--child-molecular",
+                           "--seed", str(seed)]
+                finished = subprocess.run(command, env=env, capture_output=True, text=True,
+                                          check=True)
+            finally:
+                shutil.rmtree(cache_dir, ignore_errors=True)
+            results[source].append(json.loads(finished.stdout.strip().splitlines()[-1]))
+            print(f"{source}: run {run + 1} of {runs} done", file=sys.stderr)
+    return results
+
+
+def molecular_tables(results: dict[str, list[dict]]) -> str:
+    """Medians over the runs: each step's CPU and wall seconds, and each kernel's compile
+    seconds, one column per source."""
+    sources = list(results)
+
+    def step_seconds(source: str, pick) -> str:
+        cpu = common.median([pick({k: v[0] for k, v in r["steps"].items()})
+                             for r in results[source]])
+        wall = common.median([pick({k: v[1] for k, v in r["steps"].items()})
+                              for r in results[source]])
+        return f"{cpu:.2f} / {wall:.2f}"
+
+    steps = [[name] + [step_seconds(s, lambda values, name=name: values[name])
+                       for s in sources] for name in MOLECULAR_STEPS]
+    steps.append(["all of them"] + [step_seconds(s, lambda values: sum(values.values()))
+                                    for s in sources])
+    kernels = {name for runs in results.values() for r in runs for name in r["kernels"]}
+    rows = [[name] + [common.median([r["kernels"].get(name, 0.0) for r in results[s]])
+                      for s in sources] for name in kernels]
+    rows.sort(key=lambda row: -max(row[1:]))
+    return (common.markdown_table(["first call, after those above (median)"]
+                                  + [f"{s}: CPU / wall (s)" for s in sources], steps)
+            + "\n\n" + common.markdown_table(
+                ["kernel compiled, less the kernels inside (median)"]
+                + [f"{s}: CPU (s)" for s in sources],
+                [[row[0]] + [f"{value:.2f}" for value in row[1:]] for row in rows]))
+
+
 # ---------------------------------------------------------------------- parent process
 def run_child(phase: str, cache_dir: str, seed: int) -> dict:
     """One child process with ``NUMBA_CACHE_DIR=cache_dir``; its measurements."""
@@ -261,7 +409,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--first-calls", action="store_true",
                         help="instead: each query family's first call alone, a fresh process "
                              "and empty cache each, on 1,000 and 60,000 points")
+    parser.add_argument("--molecular", action="store_true",
+                        help="instead: the molecular lists' first calls, one after another, "
+                             "in fresh processes on empty caches")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="with --molecular: processes per source (default 3)")
+    parser.add_argument("--src", nargs="+", default=[str(Path(__file__).resolve().parents[1]
+                                                         / "src")],
+                        help="with --molecular: the src folders to compare (default this "
+                             "checkout's)")
     parser.add_argument("--child", choices=("cold", "warm"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-molecular", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-first", nargs=2, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -275,6 +433,15 @@ def main(argv=None) -> int:
     if args.child_first:
         family, n = args.child_first
         print(json.dumps(first_call_child(family, int(n), args.seed)))
+        return 0
+    if args.child_molecular:
+        print(json.dumps(molecular_child(args.seed)))
+        return 0
+    if args.molecular:
+        results = molecular_runs(args.src, args.runs, args.seed)
+        print(molecular_tables(results))
+        if args.output_json:
+            args.output_json.write_text(json.dumps(results, indent=2))
         return 0
     if args.first_calls:
         from spatialhash._warmup import N_PARALLEL, N_POINTS

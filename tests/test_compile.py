@@ -19,6 +19,7 @@ from numba.core.registry import CPUDispatcher
 from spatialhash import DynamicHash, Grid
 from spatialhash._warmup import KERNEL_PACKAGES
 from spatialhash.demos import _cloth_kernels, _particle_kernels
+from spatialhash.neighbors import MolecularNeighborList, neighbor_list
 
 
 def _dispatchers():
@@ -71,3 +72,42 @@ def test_no_kernel_is_compiled_for_literal_or_unsigned_call_site_types():
     assert not problems, "\n".join(problems)
     compiled = [name for name, dispatcher in _dispatchers() if dispatcher.signatures]
     assert len(compiled) > 30, compiled
+
+
+def _molecular_calls(positions, radii):
+    """The molecular lists' kernels, each once, on ``positions`` and ``radii``: a sorted
+    search (its short rows, then rows too many to rank), a skin list's updates (moves, a
+    jump by a cell vector) and a batch's partial search."""
+    cell = np.array([[3.0, 0.0, 0.0], [0.5, 3.0, 0.0], [0.0, 0.5, 3.0]])
+    neighbor_list("ijSdDb", positions, 1.0, cell, sorted=True)
+    neighbor_list("ijSdDb", positions[:2], 9.0, cell, sorted=True)
+    neighbor_list("ijSdD", positions, cell=cell, radii=radii)
+    skin = MolecularNeighborList("ijSdD", None, 0.2, cell, radii=radii)
+    moved = np.array(positions)
+    for step in range(3):
+        moved[step] += cell[0] if step == 2 else 0.05
+        skin.update(moved if step else positions)
+    ptr = np.array([0, len(positions) // 2, len(positions)])
+    batch = MolecularNeighborList("ij", 1.0, 0.2, np.stack([cell, cell]), ptr=ptr)
+    batch.update(positions)
+    batch.update(moved)
+
+
+def test_molecular_kernels_compile_once_whatever_the_layout_of_the_inputs():
+    # Read-only, Fortran-ordered and strided arrays are types of their own to numba: each
+    # would compile every kernel of the molecular lists again.
+    rng = np.random.default_rng(6)
+    positions = rng.random((40, 3)) * 3.0
+    radii = rng.uniform(0.3, 0.6, 40)
+    _molecular_calls(positions, radii)
+    molecular = [(name, dispatcher) for name, dispatcher in _dispatchers()
+                 if ".neighbors._kernels.molecular" in name or "row_sort" in name]
+    before = {name: set(dispatcher.signatures) for name, dispatcher in molecular}
+    frozen, frozen_radii = positions.copy(), radii.copy()
+    frozen.flags.writeable = frozen_radii.flags.writeable = False
+    wide = np.concatenate([positions, positions], axis=1)
+    for other, other_radii in [(frozen, frozen_radii), (np.asfortranarray(positions), radii),
+                               (wide[:, :3], wide[:, 0] / 10.0 + 0.3)]:
+        _molecular_calls(other, other_radii)
+    after = {name: set(dispatcher.signatures) for name, dispatcher in molecular}
+    assert after == before

@@ -1,7 +1,8 @@
 """``sorted=True`` of the molecular lists: each atom's rows sorted on their own
 (``neighbors/_kernels/molecular_sort.py``) must give the order ``np.lexsort`` gives of all
 the rows by ``(i, j, S)``, stably, whatever the keys: packed into one integer per row where
-they fit, merge sorted on the keys themselves where they do not."""
+they fit, merge sorted on the keys themselves where they do not, in chunks of groups
+sorted by a first pass or, where it left them, by a second."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from hypothesis import strategies as st
 
 from spatialhash._kernels.row_sort import RANK_SORT_MAX
 from spatialhash.neighbors import MolecularNeighborList, neighbor_list
-from spatialhash.neighbors._kernels.molecular_sort import sorted_rows
+from spatialhash.neighbors._kernels.molecular_sort import GROUPS_PER_CHUNK
+from spatialhash.neighbors._molecular import row_order
 
 
 def lexsort_order(first, j, shifts):
@@ -22,14 +24,16 @@ def lexsort_order(first, j, shifts):
 
 
 @st.composite
-def grouped_rows(draw, bound=4):
+def grouped_rows(draw, bound=4, most_groups=12, long_shares=(0.0,)):
     """``(i, j, S)``: rows grouped by ``i`` in increasing order (atoms without rows among
     them), with ``j`` and ``S`` among five values in ``[-bound, bound]``: equal keys are
-    common."""
+    common. A share of the groups (one of ``long_shares``) is longer than ranks sort."""
     n_dims = draw(st.integers(1, 3))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     counts = rng.integers(0, draw(st.sampled_from([3, 20, 2 * RANK_SORT_MAX])),
-                          draw(st.integers(0, 12)))
+                          draw(st.integers(0, most_groups)))
+    long = rng.random(len(counts)) < draw(st.sampled_from(long_shares))
+    counts[long] = RANK_SORT_MAX + 1 + rng.integers(0, RANK_SORT_MAX, np.count_nonzero(long))
     first = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     values = rng.integers(-bound, bound + 1, 5)  # a few values: ties at any bound
     j = rng.choice(values, len(first))
@@ -40,13 +44,34 @@ def grouped_rows(draw, bound=4):
 @given(rows=grouped_rows())
 def test_each_atoms_rows_sorted_alone_are_the_lexsort_of_all(rows):
     first, j, shifts = rows
-    np.testing.assert_array_equal(sorted_rows(first, j, shifts), lexsort_order(*rows))
+    np.testing.assert_array_equal(row_order(first, j, shifts), lexsort_order(*rows))
 
 
 @given(rows=grouped_rows(bound=2**61))
 def test_keys_too_wide_to_pack_are_sorted_all_the_same(rows):
     first, j, shifts = rows
-    np.testing.assert_array_equal(sorted_rows(first, j, shifts), lexsort_order(*rows))
+    np.testing.assert_array_equal(row_order(first, j, shifts), lexsort_order(*rows))
+
+
+@given(rows=grouped_rows(most_groups=3 * GROUPS_PER_CHUNK, long_shares=(0.0, 0.002, 0.05)))
+def test_chunks_of_many_groups_some_too_long_to_rank(rows):
+    # The first pass leaves the chunks of groups with a long group; the second sorts them,
+    # the others stay as the first sorted them.
+    first, j, shifts = rows
+    np.testing.assert_array_equal(row_order(first, j, shifts), lexsort_order(*rows))
+
+
+def test_one_chunk_too_long_to_rank_one_too_wide_to_pack_among_short_ones():
+    rng = np.random.default_rng(6)
+    counts = rng.integers(0, 30, 4 * GROUPS_PER_CHUNK)
+    counts[GROUPS_PER_CHUNK + 7] = RANK_SORT_MAX + 1  # in the second chunk
+    counts[2 * GROUPS_PER_CHUNK + 5] = 5  # in the third
+    first = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    j = rng.integers(-3, 4, len(first))
+    shifts = rng.integers(-3, 4, (len(first), 3))
+    j[first == 2 * GROUPS_PER_CHUNK + 5] = [2**62, -2**62, 0, 2**62, 1]
+    np.testing.assert_array_equal(row_order(first, j, shifts),
+                                  lexsort_order(first, j, shifts))
 
 
 @pytest.mark.parametrize("j, shifts", [
@@ -57,12 +82,12 @@ def test_keys_too_wide_to_pack_are_sorted_all_the_same(rows):
 def test_named_keys(j, shifts):
     first = np.zeros(len(j), np.int64)
     j, shifts = np.array(j, np.int64), np.array(shifts, np.int64)
-    np.testing.assert_array_equal(sorted_rows(first, j, shifts),
+    np.testing.assert_array_equal(row_order(first, j, shifts),
                                   lexsort_order(first, j, shifts))
 
 
 def test_no_rows():
-    assert sorted_rows(*(np.zeros(0, np.int64),) * 2, np.zeros((0, 3), np.int64)).shape == (0,)
+    assert row_order(*(np.zeros(0, np.int64),) * 2, np.zeros((0, 3), np.int64)).shape == (0,)
 
 
 @pytest.mark.parametrize("full_list", [True, False])

@@ -55,9 +55,11 @@ def _neighbor_list_pairs(points: np.ndarray, r: float):
 
 def _molecular_list(points: np.ndarray, r: float):
     """A molecular neighbour list of ``points`` in the unit cube, periodic, sorted (the
-    search's kernels and the sort's)."""
+    search's kernels and the sort's); then of two of them among their images within three
+    cells, a few hundred rows an atom (the sort's kernel for long rows)."""
     from .neighbors import neighbor_list
 
+    neighbor_list("ijSdDb", points[:2], 3.0, 1.0, sorted=True)
     return neighbor_list("ijSdDb", points, r, 1.0, sorted=True)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._config import jit
+from .._config import jit, jit_inline
 
 #: Rows up to this length are sorted by counting ranks; longer ones by `merge_sort_row`.
-#: A multiple of 16 (see `sort_row`).
+#: A multiple of 16 (see `rank_sort_row`).
 RANK_SORT_MAX = 128
 #: Padding of the rank sort's keys: larger than any index.
 SORT_PAD = np.iinfo(np.int64).max
@@ -62,21 +62,31 @@ def row_sort_buffers():
 
 @jit
 def sort_row(indices, distances, start, end, keys, values):
-    """Sort ``indices[start:end]`` ascending, moving ``distances`` alongside.
+    """Sort ``indices[start:end]`` ascending, moving ``distances`` alongside: by
+    `rank_sort_row` where the row fits ``keys``, else by `merge_sort_row`. ``keys`` and
+    ``values`` are scratch of `row_sort_buffers`; ``distances`` may be empty.
+    """
+    if end - start > keys.shape[0]:
+        merge_sort_row(indices, distances, start, end)
+    else:
+        rank_sort_row(indices, distances, start, end, keys, values)
+
+
+@jit_inline
+def rank_sort_row(indices, distances, start, end, keys, values):
+    """`sort_row` of a row of distinct indices no longer than ``keys`` (scratch of
+    `row_sort_buffers`, as ``values``).
 
     The indices of a row are distinct (a point is met once per query), so each one's
     place is the number of smaller ones: for the short rows of radius and box queries
     (tens of entries) that count is a branch-free loop LLVM vectorizes, several times
-    faster than insertion sort. ``keys`` and ``values`` are scratch of `row_sort_buffers`;
-    ``distances`` may be empty.
+    faster than insertion sort. Inlined into its callers: a caller whose rows all fit
+    (the molecular sort's first pass) then compiles no merge sort.
     """
     n = end - start
     if n < 2:
         return
     with_distances = distances.shape[0] > 0
-    if n > keys.shape[0]:
-        merge_sort_row(indices, distances, start, end)
-        return
     for t in range(n):
         keys[t] = indices[start + t]
         if with_distances:

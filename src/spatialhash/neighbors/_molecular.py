@@ -18,11 +18,17 @@ import numpy as np
 
 from .. import _outputs as output_pool
 from .._config import threads
+from .._kernels import indirect
 from .._validation import as_array, as_points, as_positive_scalar, as_radii
 from ._arrays import callers_kind, gradient_letters, to_callers_kind, to_numpy, with_gradients
 from ._cells import SystemCells, system_cells
 from ._images import batch_rows
-from ._kernels.molecular_sort import sorted_rows
+from ._kernels.molecular_sort import (
+    chunk_bounds,
+    sort_groups,
+    sort_short_groups,
+    sorted_rows,
+)
 
 #: The letters `neighbor_list` returns: ASE's five and the system of each pair.
 QUANTITIES = "ijSdDb"
@@ -51,8 +57,10 @@ def neighbor_list(quantities: str, points, cutoff: float | None = None, cell=Non
         of points that require grad, ``"d"`` and ``"D"`` carry the gradient of
         ``|D|`` and ``D`` with respect to them (new tensors, their values unchanged);
         any object with ``__dlpack__`` on the CPU is read in
-        place too (``np.from_dlpack``), with NumPy results. ``cell``, ``pbc``, ``ptr``,
-        ``radii`` and ``cutoff`` take tensors and DLPack objects as well. An ASE
+        place too (``np.from_dlpack``), with NumPy results. Positions not C-contiguous
+        or read-only are copied once (numba compiles a read-only or strided array's
+        kernels apart). ``cell``, ``pbc``, ``ptr``, ``radii`` and ``cutoff`` take
+        tensors and DLPack objects as well. An ASE
         ``Atoms`` (anything with ``get_positions``, ``get_cell`` and ``get_pbc``) gives
         the positions, the cell and the periodicity. An MDAnalysis ``AtomGroup`` or
         ``Universe`` (anything with ``atoms.positions`` and ``dimensions``) gives the
@@ -181,7 +189,8 @@ class CallersInputs(NamedTuple):
     Attributes
     ----------
     positions : ndarray of float64, shape (n, d)
-        The positions, checked (those of an ``Atoms``, ``AtomGroup`` or ``Universe``).
+        The positions, checked (those of an ``Atoms``, ``AtomGroup`` or ``Universe``),
+        C-contiguous and writable (`kernel_array`).
     cell, pbc, ptr
         As given, as NumPy arrays where they were tensors or DLPack objects; the cell
         and periodicity of an ``Atoms``, ``AtomGroup`` or ``Universe`` in its place.
@@ -220,8 +229,16 @@ def read_inputs(letters: str, points, cell, pbc, ptr) -> CallersInputs:
         (points, "points"), (cell, "cell"), (pbc, "pbc"), (ptr, "ptr")))
     positions, cell, pbc, cell_name = _unpack_atoms(arrays, cell, pbc, ptr)
     # `_unpack_atoms` gives anything but those objects back as it came.
-    return CallersInputs(as_points(positions, "points"), cell, pbc, ptr, cell_name,
-                         positions is not arrays, kind, gradients, points)
+    return CallersInputs(kernel_array(as_points(positions, "points")), cell, pbc, ptr,
+                         cell_name, positions is not arrays, kind, gradients, points)
+
+
+def kernel_array(array: np.ndarray) -> np.ndarray:
+    """``array`` as the kernels take every array, C-contiguous and writable (they never
+    write the caller's): a copy only where it is not. A read-only, Fortran-ordered or
+    strided array is a type of its own to numba, which would compile every kernel of the
+    list again for it."""
+    return np.require(array, requirements=("C", "W"))
 
 
 def give_back(letters: str, arrays: dict[str, np.ndarray], given: CallersInputs):
@@ -284,7 +301,7 @@ def _reach(cutoff, radii, n: int) -> tuple[float, np.ndarray | None, str, object
         raise TypeError("give exactly one of `cutoff` (a distance) and `radii` (one per "
                         f"point); got cutoff={cutoff!r:.80} and radii={radii!r:.80}.")
     if radii is not None:
-        radii = as_radii(radii, "radii", n)
+        radii = kernel_array(as_radii(radii, "radii", n))
         reach = 2.0 * float(radii.max()) if n else 0.0
         return reach, radii, "radii", f"2 * max(radii) = {reach}"
     if isinstance(cutoff, dict) or np.ndim(cutoff) != 0:
@@ -347,13 +364,32 @@ def _check_minimum_image(cells: SystemCells, reach: float, name: str, seen,
 
 def _sorted(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The rows, grouped by ``i`` in increasing order as `batch_rows` gives them, in
-    lexicographic order of ``(i, j, S[:, 0], S[:, 1], ...)``: each atom's rows sorted by
-    ``(j, S)`` (``_kernels/molecular_sort.py``), ``i`` itself unchanged."""
-    with threads(None):
-        order = sorted_rows(arrays["i"], arrays["j"], arrays["S"])
+    lexicographic order of ``(i, j, S[:, 0], S[:, 1], ...)`` (`row_order`), ``i`` itself
+    unchanged."""
+    order = row_order(arrays["i"], arrays["j"], arrays["S"])
     return {letter: values if letter == "i" else np.take(
         values, order, axis=0, out=output_pool.empty(values.shape, values.dtype))
         for letter, values in arrays.items()}
+
+
+def row_order(first: np.ndarray, j: np.ndarray, shifts: np.ndarray) -> np.ndarray:
+    """The order (int64 (m,)) that sorts the rows ``(i, j, S)`` (int64 (m,), (m,),
+    (m, d)), grouped by ``i = first`` in increasing order, by ``(j, S)`` within each
+    group (``_kernels/molecular_sort.py``): the chunks of groups by
+    `molecular_sort.sort_short_groups`, then the chunks it left (a group too long to rank,
+    or keys that do not pack) by `molecular_sort.sort_groups`, so that the merge sorts
+    compile only for rows that need them."""
+    bounds = chunk_bounds(first)
+    chunks = np.arange(len(bounds) - 1, dtype=np.int64)
+    order = np.empty(len(first), np.int64)
+    args = (first, j, shifts, 0, 0, order)
+    with threads(None):
+        left = sorted_rows(first, j, shifts, bounds, chunks, order,
+                           indirect.kernel_target(sort_short_groups, args, None))
+        if left.any():
+            sorted_rows(first, j, shifts, bounds, chunks[left > 0], order,
+                        indirect.kernel_target(sort_groups, args, None))
+    return order
 
 
 def _outputs(letters: str, arrays: dict[str, np.ndarray]):

@@ -10,16 +10,17 @@ positions and the cell of the build; sorted once there when ``sorted=True``. An 
 splits each atom's displacement since the build into a whole number ``n`` of cell vectors
 (its fractional displacement rounded) and what is left, ``x - x_built - n @ cell``
 (``_kernels/molecular_list.atom_moves``). A candidate ``(i, j, S)`` is, at the current
-positions, the image pair ``(i, j, S + n[i] - n[j])`` (the stored shifts take the
-change of the jumps whenever they change, ``shift_candidates``), and its vector is the
-build's plus the difference of the leftovers of ``i`` and ``j``. So while every leftover is at
-most ``skin / 2`` long, no image pair has come closer by more than ``skin``, and every
-row now within the cutoff is a candidate: the update recomputes the candidates' vectors
-and keeps those within the cutoff (``listed_rows``). An atom wrapped back into the cell
-between steps jumps by a lattice vector, which goes into ``n``, not into its leftover:
-it has not moved far, and the shifts of its rows change by its jump. Any integer ``n``
-makes that argument hold; the nearest one makes the leftover short wherever the cell is
-not far from orthogonal (elsewhere a short move may come out long, and rebuilds).
+positions, the image pair ``(i, j, S + n[i] - n[j])`` (the stored shifts take the change
+of the jumps whenever they change, in the first pass of ``listed_rows``), and its vector
+is the build's plus the difference of the leftovers of ``i`` and ``j``. So while every
+leftover is at most ``skin / 2`` long, no image pair has come closer by more than
+``skin``, and every row now within the cutoff is a candidate: the update recomputes the
+candidates' vectors and keeps those within the cutoff (``listed_rows``). An atom wrapped
+back into the cell between steps jumps by a lattice vector, which goes into ``n``, not
+into its leftover: it has not moved far, and the shifts of its rows change by its jump.
+Any integer ``n`` makes that argument hold; the nearest one makes the leftover short
+wherever the cell is not far from orthogonal (elsewhere a short move may come out long,
+and rebuilds).
 
 Why the rows are the same as a new search's: a row is kept on its distance computed from
 the caller's positions by `molecular._pair_vector`, the search's own arithmetic, and
@@ -64,16 +65,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._config import threads
+from .._kernels import indirect
 from .._validation import as_positive_scalar
 from ._arrays import gradient_letters, to_numpy
 from ._cells import CellGeometry, SystemCells, system_cells
 from ._images import KERNEL_LETTERS, _row_arrays, batch_rows
-from ._kernels.molecular_list import (
-    atom_moves,
-    listed_rows,
-    place_candidates,
-    shift_candidates,
-)
+from ._kernels.molecular_list import atom_moves, chunk_rows, listed_rows, place_candidates
 from ._molecular import (
     CallersInputs,
     _as_ptr,
@@ -255,14 +252,15 @@ class MolecularNeighborList:
             self._search(coords, geometries, search, latest[2])
         # Kept only now: a refused update leaves the list as it was.
         self._given, self._geometries = latest, geometries
-        if not np.array_equal(self._jumps, self._applied):
-            # The candidates' shifts follow the jumps: their rows at these positions.
-            with threads(None):
-                shift_candidates(*self._candidates, self._slots, self._jumps - self._applied)
-            self._applied = self._jumps.copy()
         self.rebuilt = bool(search.any())
         self.rebuilt_systems = np.flatnonzero(search)
-        return give_back(self._letters, self._rows(coords, given.gradients), given)
+        # The candidates' shifts follow the jumps: their rows at these positions.
+        jumped = not np.array_equal(self._jumps, self._applied)
+        rows = self._rows(coords, given.gradients,
+                          self._jumps - self._applied if jumped else self._no_jumps)
+        if jumped:
+            self._applied = self._jumps.copy()
+        return give_back(self._letters, rows, given)
 
     def _first(self, coords: np.ndarray, given: CallersInputs) -> None:
         """Check the radii and the offsets against the first positions, and set up the
@@ -289,6 +287,7 @@ class MolecularNeighborList:
         self._built_at = np.array(coords)
         self._jumps = np.zeros(coords.shape, dtype=np.int64)
         self._applied = self._jumps.copy()  # the jumps the candidates' shifts include
+        self._no_jumps = np.zeros((0, coords.shape[1]), dtype=np.int64)  # none changed
         self._far = np.zeros(n, dtype=np.bool_)
         self._candidates = (np.empty(0, np.int64), np.empty(0, np.int64),
                             np.empty((0, coords.shape[1]), np.int64))
@@ -337,9 +336,9 @@ class MolecularNeighborList:
                                                                  strict=True)]
         half_skin = 0.5 * self._skin
         with threads(None):
-            n_far = atom_moves(coords, self._built_at, self._cell_arrays, self._dual,
-                               half_skin * half_skin, self._limits, self._jumps, self._far)
-        if n_far:
+            atom_moves(coords, self._built_at, self._cell_arrays, self._dual,
+                       half_skin * half_skin, self._limits, self._jumps, self._far)
+        if self._far.any():
             search[self._system[self._far]] = True
         return search
 
@@ -430,21 +429,27 @@ class MolecularNeighborList:
         self._slots = (new_starts, new_starts[:-1] + sizes)
         self._keep = np.empty(n_slots, dtype=np.bool_)
 
-    def _rows(self, coords: np.ndarray, gradients: str) -> dict[str, np.ndarray]:
-        """The candidates within the cutoff at ``coords``: the arrays of the letters asked
-        for and of ``gradients``, by letter, over memory recycled as a search's are
-        (``_outputs.py``: the rows of a large batch would otherwise take fresh pages at
-        every update)."""
+    def _rows(self, coords: np.ndarray, gradients: str, jumps: np.ndarray
+              ) -> dict[str, np.ndarray]:
+        """The candidates within the cutoff at ``coords``, their shifts first moved by
+        ``jumps`` (the change of each atom's jump, int64 (n, d); (0, d) where none
+        changed): the arrays of the letters asked for and of ``gradients``, by letter,
+        over memory recycled as a search's are (``_outputs.py``: the rows of a large batch
+        would otherwise take fresh pages at every update)."""
         n_dims = coords.shape[1]
         letters = self._letters + gradients
         radii = np.empty(0) if self._radii is None else self._radii
-        args = (coords, self._cell_arrays, (*self._candidates, *self._slots), radii,
-                self._cutoff, self._keep)
+        args = (coords, self._cell_arrays, (*self._candidates, *self._slots), jumps, radii,
+                self._cutoff)
+        no_rows = _row_arrays("", 0, n_dims)
+        # One set of argument types whatever the list: one target.
+        kernel = indirect.kernel_target(chunk_rows, (*args, 0, 0, self._keep, 0, no_rows),
+                                        None)
         with threads(None):
-            counts = listed_rows(*args, np.empty(0, np.int64), _row_arrays("", 0, n_dims))
+            counts = listed_rows(*args, self._keep, np.empty(0, np.int64), no_rows, kernel)
             starts = np.cumsum(counts) - counts
             out = _row_arrays(letters, int(counts.sum()), n_dims)
-            listed_rows(*args, starts, out)
+            listed_rows(*args, self._keep, starts, out, kernel)
         return dict(zip(KERNEL_LETTERS, out, strict=True))
 
 

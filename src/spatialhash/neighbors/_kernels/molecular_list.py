@@ -9,10 +9,10 @@ moved far: `atom_moves` rounds each atom's displacement in fractional coordinate
 the periodic axes to the integers ``n`` (its jump) and measures what is left,
 ``x - x_built - n @ cell``. A candidate ``(i, j, S)`` of the build is the same image pair
 at the current positions as ``(i, j, S + n[i] - n[j])``: its vector is the build's plus
-the difference of the two atoms' leftovers. When the jumps change, `shift_candidates`
-adds the change to the stored shifts once, so that the hot loop reads each candidate's
-current shift and no jump (gathering both atoms' jumps for every candidate made that
-loop 1.4 to 2.4 times slower, on one thread).
+the difference of the two atoms' leftovers. When the jumps change, the first pass of
+`listed_rows` adds the change to the stored shifts once, so that the passes of later
+updates read each candidate's current shift and no jump (gathering both atoms' jumps for
+every candidate made that loop 1.4 to 2.4 times slower, on one thread).
 
 `listed_rows` recomputes each candidate's vector with `molecular._pair_vector`, the
 arithmetic of the search's rows, so a candidate is kept exactly when the search at the
@@ -20,7 +20,9 @@ current positions finds its row, with the same ``d`` and ``D`` to the bit. The c
 are cut into fixed chunks and tested, their results kept (one byte each) and counted per
 chunk; then the rows kept are written at offsets fixed by the counts, their vectors
 computed again (cheaper than holding every candidate's vector between the passes): the
-rows keep the candidates' order, for any thread count.
+rows keep the candidates' order, for any thread count. A chunk is `chunk_rows`, which the
+parallel `listed_rows` calls through its address (``_kernels/indirect.py``): it is
+compiled once, by itself, not again inside the driver's parallel loop.
 
 The candidates lie in slots: system ``b``'s in ``starts[b]`` up to ``ends[b]``, with room
 up to ``starts[b + 1]`` (``slots = (starts, ends)``, int64 (B + 1,) and (B,)), so that a
@@ -37,6 +39,7 @@ import numpy as np
 from numba import prange
 
 from ..._config import jit, jit_parallel
+from ..._kernels.indirect import kernel_caller
 from .molecular import _pair_vector
 
 #: Candidates handed to a thread at a time.
@@ -53,10 +56,11 @@ def atom_moves(positions, built_at, cells, dual, limit2, limits, jumps, far):
     ``dual`` (B, d, d) with zero rows on open axes) rounded to the nearest integers. Marks
     in ``far`` (bool (n,)) the atoms whose displacement less ``n @ vectors`` has a squared
     length above ``limit2`` (a jump too large to round counts), or with a coordinate
-    above ``limits`` (float64 (B,)) of its system, and returns their number."""
+    above ``limits`` (float64 (B,)) of its system. (Their number is the caller's to
+    count: a sum over a parallel loop is a reduction, which takes numba a fifth longer to
+    compile.)"""
     vectors, periodic, system = cells
     n, n_dims = positions.shape
-    n_far = 0
     for i in prange(n):
         b = system[i]
         beyond = False
@@ -79,30 +83,6 @@ def atom_moves(positions, built_at, cells, dual, limit2, limits, jumps, far):
             squared += left * left
             beyond = beyond or not abs(positions[i, k]) <= limits[b]
         far[i] = beyond or not squared <= limit2
-        n_far += 1 if far[i] else 0
-    return n_far
-
-
-@jit_parallel
-def shift_candidates(cand_i, cand_j, cand_shifts, slots, delta):
-    """Add ``delta[i] - delta[j]`` (int64 (n, d): the change of each atom's jump) to the
-    shift of each candidate ``(i, j)`` in the used ``slots`` (as `listed_rows` takes
-    them), in place."""
-    starts, ends = slots
-    n_dims = cand_shifts.shape[1]
-    m = cand_i.shape[0]
-    n_chunks = (m + ROWS_PER_CHUNK - 1) // ROWS_PER_CHUNK
-    for chunk in prange(n_chunks):
-        lo = chunk * ROWS_PER_CHUNK
-        hi = min(m, lo + ROWS_PER_CHUNK)
-        b = _first_system(starts, lo)
-        while b < ends.shape[0] and starts[b] < hi:
-            for r in range(max(lo, starts[b]), min(hi, ends[b])):
-                i = cand_i[r]
-                j = cand_j[r]
-                for a in range(n_dims):
-                    cand_shifts[r, a] += delta[i, a] - delta[j, a]
-            b += 1
 
 
 @jit
@@ -142,14 +122,16 @@ def _first_system(starts, slot):
 
 
 @jit
-def chunk_rows(positions, cells, candidates, radii, cutoff, lo, hi, keep, start, out):
+def chunk_rows(positions, cells, candidates, delta, radii, cutoff, lo, hi, keep, start, out):
     """The candidates in the used slots ``lo`` to ``hi - 1`` within reach at
-    ``positions``: with ``start`` < 0, each one's test into ``keep`` and their number
-    returned; else the rows of those ``keep`` marks written from ``start`` into ``out``
-    (as `listed_rows`). Taken a run of one system's candidates at a time, its cell copied
-    as system 0 of a batch of one: the cell is then read at a fixed place, as for a single
-    system (read at each row's system, it made the passes over a single system's
-    candidates measurably slower)."""
+    ``positions``: with ``start`` < 0, each one's shift first moved by ``delta`` (int64
+    (n, d), the change of each atom's jump: ``delta[i] - delta[j]`` added, in place; none
+    with (0, d)), then its test into ``keep`` and their number returned; else the rows of
+    those ``keep`` marks written from ``start`` into ``out`` (as `listed_rows`). Taken a
+    run of one system's candidates at a time, its cell copied as system 0 of a batch of
+    one: the cell is then read at a fixed place, as for a single system (read at each
+    row's system, it made the passes over a single system's candidates measurably
+    slower)."""
     vectors, periodic, _ = cells
     cand_i, cand_j, cand_shifts, starts, ends = candidates
     out_i, out_j, out_shifts, out_vectors, out_distances, out_systems = out
@@ -159,6 +141,7 @@ def chunk_rows(positions, cells, candidates, radii, cutoff, lo, hi, keep, start,
     cell_periodic = np.zeros((1, n_dims), np.bool_)
     with_radii = radii.shape[0] > 0
     fill = start >= 0
+    moved = not fill and delta.shape[0] > 0
     count = 0
     b = _first_system(starts, lo)
     while b < ends.shape[0] and starts[b] < hi:
@@ -175,6 +158,9 @@ def chunk_rows(positions, cells, candidates, radii, cutoff, lo, hi, keep, start,
                 continue
             i = cand_i[r]
             j = cand_j[r]
+            if moved:
+                for a in range(n_dims):
+                    cand_shifts[r, a] += delta[i, a] - delta[j, a]
             squared = _pair_vector(positions, cell_vectors, cell_periodic, i, positions, j, 0,
                                    cand_shifts[r], vector)
             distance = math.sqrt(squared)
@@ -201,27 +187,37 @@ def chunk_rows(positions, cells, candidates, radii, cutoff, lo, hi, keep, start,
     return count
 
 
+_check_chunk_rows, _call_chunk_rows = kernel_caller(chunk_rows)
+
+
 @jit_parallel
-def listed_rows(positions, cells, candidates, radii, cutoff, keep, starts, out):
+def listed_rows(positions, cells, candidates, delta, radii, cutoff, keep, starts, out,
+                kernel):
     """The candidates ``(i, j, S, slot_starts, slot_ends)`` (int64 (m,), (m,), (m, d),
-    (B + 1,), (B,); ``S`` the shift at the current positions; system ``b``'s candidates
-    in the slots ``slot_starts[b]`` up to ``slot_ends[b]``, those up to
-    ``slot_starts[b + 1]`` unused) whose rows at ``positions`` (in the cell of their
-    system, ``cells`` as `atom_moves` takes them) have ``d <= cutoff`` (with ``radii``
-    (n,), ``d <= radii[i] + radii[j]``; (0,) without). Two passes: with ``starts`` (0,),
-    each candidate's test into ``keep`` (bool (m,)) and the number kept in each chunk of
-    `ROWS_PER_CHUNK` slots returned; with ``starts`` (the running sum of those numbers),
-    the kept rows written, in the candidates' order, into ``out``,
-    ``(i, j, S, D, d, b)``: int64 (k,), int64 (k,), int64 (k, d), float64 (k, d),
-    float64 (k,), int64 (k,), each with k rows or none (not asked for); the second pass
-    computes only the vectors of the rows kept."""
+    (B + 1,), (B,); ``S`` the shift at the current positions once moved by ``delta``;
+    system ``b``'s candidates in the slots ``slot_starts[b]`` up to ``slot_ends[b]``,
+    those up to ``slot_starts[b + 1]`` unused) whose rows at ``positions`` (in the cell of
+    their system, ``cells`` as `atom_moves` takes them) have ``d <= cutoff`` (with
+    ``radii`` (n,), ``d <= radii[i] + radii[j]``; (0,) without). Two passes: with
+    ``starts`` (0,), each candidate's shift moved by ``delta`` (int64 (n, d): the change
+    of each atom's jump, ``delta[i] - delta[j]`` added in place; (0, d): none), its test
+    into ``keep`` (bool (m,)) and the number kept in each chunk of `ROWS_PER_CHUNK` slots
+    returned; with ``starts`` (the running sum of those numbers), the kept rows written,
+    in the candidates' order, into ``out``, ``(i, j, S, D, d, b)``: int64 (k,), int64
+    (k,), int64 (k, d), float64 (k, d), float64 (k,), int64 (k,), each with k rows or
+    none (not asked for); the second pass computes only the vectors of the rows kept.
+    Each chunk is `chunk_rows`, called at ``kernel`` (``indirect.kernel_target``)."""
     m = candidates[0].shape[0]
     n_chunks = (m + ROWS_PER_CHUNK - 1) // ROWS_PER_CHUNK
-    counts = np.zeros(n_chunks, np.int64)
+    # Every chunk writes its count. (`np.zeros` here is a parallel loop of its own to
+    # compile.)
+    counts = np.empty(n_chunks, np.int64)
     fill = starts.shape[0] > 0
+    _check_chunk_rows(kernel, (positions, cells, candidates, delta, radii, cutoff, m, m, keep,
+                               m, out))
     for chunk in prange(n_chunks):
         lo = chunk * ROWS_PER_CHUNK
-        counts[chunk] = chunk_rows(positions, cells, candidates, radii, cutoff, lo,
-                                   min(m, lo + ROWS_PER_CHUNK), keep,
-                                   starts[chunk] if fill else -1, out)
+        counts[chunk] = _call_chunk_rows(kernel, (
+            positions, cells, candidates, delta, radii, cutoff, lo,
+            min(m, lo + ROWS_PER_CHUNK), keep, starts[chunk] if fill else -1, out))
     return counts

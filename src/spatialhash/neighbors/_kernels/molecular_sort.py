@@ -10,6 +10,16 @@ would keep their order), and sorted by `row_sort.sort_row` (ranks counted for th
 dozen rows of an atom, a merge sort for more). A group whose spans do not fit 62 bits (a
 cell far thinner than the cutoff, among very many atoms) is merge sorted on the keys
 themselves (`sort_group`). Either way the order is the one ``np.lexsort`` gives.
+
+Compile time. The groups are cut into chunks of `GROUPS_PER_CHUNK` and sorted in two
+passes of one parallel driver, `sorted_rows`, which calls a sequential kernel per chunk
+through its address (``_kernels/indirect.py``: the kernel is compiled once, by itself,
+not again inside the driver's parallel loop). The first pass, `sort_short_groups`, sorts
+the groups whose keys pack and whose rows are few enough to rank, nearly all of them at
+the cutoffs of molecular codes, and leaves a chunk at its first other group; the second,
+`sort_groups`, sorts the chunks left, every group by its rule. So the merge sorts compile
+only when some rows need them (the two kernels are one source, `jit_variant`'s constant
+pruning the merge sorts from the first).
 """
 
 from __future__ import annotations
@@ -17,8 +27,9 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from ..._config import jit, jit_inline, jit_parallel
-from ..._kernels.row_sort import row_sort_buffers, sort_row
+from ..._config import jit, jit_inline, jit_parallel, jit_variant
+from ..._kernels.indirect import kernel_caller
+from ..._kernels.row_sort import RANK_SORT_MAX, rank_sort_row, row_sort_buffers, sort_row
 
 #: Atoms' groups of rows handed to a thread at a time.
 GROUPS_PER_CHUNK = 256
@@ -97,24 +108,24 @@ def pack_group(j, shifts, start, end, keys, least, spans):
     return place_bits
 
 
-@jit_parallel
-def sorted_rows(first, j, shifts):
-    """The order (int64 (m,)) that sorts the rows ``(i, j, S)`` (int64 (m,), (m,),
-    (m, d)), grouped by ``i = first`` in increasing order, by ``(j, S)`` within each
-    group, the groups staying in place."""
-    m, n_dims = shifts.shape
-    order = np.empty(m, np.int64)
-    n_groups = first[m - 1] + 1 if m else 0
-    n_chunks = -(-n_groups // GROUPS_PER_CHUNK)
-    for chunk in prange(n_chunks):
-        lo, hi = chunk * GROUPS_PER_CHUNK, min(n_groups, (chunk + 1) * GROUPS_PER_CHUNK)
-        begin, stop = np.searchsorted(first, lo), np.searchsorted(first, hi)
+def _groups_kernel(every_group: bool):
+    """The kernel that sorts the rows ``begin:stop`` (whole groups of ``first``) by
+    ``(j, S)`` within each group, into ``order[begin:stop]``: with ``every_group``, each
+    group by the rule of the module's docstring, returning 0; else only groups whose keys
+    pack and whose length is at most `RANK_SORT_MAX`, by counting ranks, and at the
+    first other group it returns 1, leaving the rest of its rows."""
+
+    def sort_groups(first, j, shifts, begin, stop, order):
+        n_dims = shifts.shape[1]
         longest, start = 0, begin
         for t in range(begin, stop + 1):
             if t == stop or first[t] != first[start]:
                 longest, start = max(longest, t - start), t
-        keys, rows = np.empty(longest, np.int64), np.empty(longest, np.int64)
-        scratch = np.empty(longest, np.int64)
+        if not every_group and longest > RANK_SORT_MAX:
+            return 1
+        keys = np.empty(longest, np.int64)
+        rows = np.empty(longest if every_group else 0, np.int64)
+        scratch = np.empty(longest if every_group else 0, np.int64)
         least, spans = np.empty(n_dims + 1, np.int64), np.empty(n_dims + 1, np.int64)
         rank_keys, rank_values = row_sort_buffers()
         no_values = np.empty(0, np.float64)
@@ -123,13 +134,55 @@ def sorted_rows(first, j, shifts):
             if t == stop or first[t] != first[start]:
                 place_bits = pack_group(j, shifts, start, t, keys, least, spans)
                 if place_bits:
-                    sort_row(keys, no_values, 0, t - start, rank_keys, rank_values)
+                    if every_group:
+                        sort_row(keys, no_values, 0, t - start, rank_keys, rank_values)
+                    else:
+                        rank_sort_row(keys, no_values, 0, t - start, rank_keys, rank_values)
                     mask = (1 << place_bits) - 1
                     for k in range(t - start):
                         order[start + k] = start + (keys[k] & mask)
-                else:
+                elif every_group:
                     sort_group(j, shifts, start, t, rows, scratch)
                     for k in range(t - start):
                         order[start + k] = rows[k]
+                else:
+                    return 1
                 start = t
-    return order
+        return np.int64(0)  # not a literal 0: both variants return int64, called alike
+
+    return sort_groups
+
+
+#: The first pass: groups of short rows whose keys pack (nearly all of them), sorted
+#: without the merge sorts, which it does not compile.
+sort_short_groups = jit_variant(_groups_kernel(every_group=False), "sort_short_groups")
+#: Every group (the chunks the first pass left).
+sort_groups = jit_variant(_groups_kernel(every_group=True), "sort_groups")
+_check_sort_groups, _call_sort_groups = kernel_caller(sort_short_groups, sort_groups)
+
+
+def chunk_bounds(first):
+    """The rows of each chunk of `GROUPS_PER_CHUNK` groups of ``first`` (int64 (m,),
+    grouped in increasing order): chunk ``c``'s rows are ``bounds[c]:bounds[c + 1]``."""
+    n_groups = int(first[-1]) + 1 if first.shape[0] else 0
+    n_chunks = -(-n_groups // GROUPS_PER_CHUNK)
+    cuts = np.arange(n_chunks + 1, dtype=np.int64) * GROUPS_PER_CHUNK
+    return np.searchsorted(first, cuts).astype(np.int64)
+
+
+@jit_parallel
+def sorted_rows(first, j, shifts, bounds, chunks, order, kernel):
+    """The order of the rows ``(i, j, S)`` (int64 (m,), (m,), (m, d)), grouped by
+    ``i = first`` in increasing order, sorted by ``(j, S)`` within each group, the groups
+    staying in place, into ``order`` (int64 (m,)), for the chunks ``chunks`` of the
+    groups (chunk ``c`` the rows ``bounds[c]:bounds[c + 1]``, `chunk_bounds`) on all
+    threads, each by the kernel at ``kernel`` (``indirect.kernel_target`` of
+    `sort_short_groups` or `sort_groups`). Returns what the kernel returned for each
+    chunk (int64, as ``chunks``): 1 where `sort_short_groups` left it."""
+    left = np.empty(chunks.shape[0], np.int64)
+    _check_sort_groups(kernel, (first, j, shifts, 0, 0, order))
+    for k in prange(chunks.shape[0]):
+        chunk = chunks[k]
+        left[k] = _call_sort_groups(kernel, (first, j, shifts, bounds[chunk],
+                                             bounds[chunk + 1], order))
+    return left
