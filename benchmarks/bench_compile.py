@@ -322,7 +322,7 @@ def run_child(phase: str, cache_dir: str, seed: int) -> dict:
 
 #: Kernels only the tests call (the warm-up cannot reach them): `dda.traverse` runs the DDA
 #: loop whole, as a reference for the loop the ray casts inline.
-TEST_ONLY_KERNELS = {"dda.traverse"}
+TEST_ONLY_KERNELS = {"_kernels.dda.traverse"}
 
 
 def kernels_not_cached(cache_dir: str) -> list[str]:
@@ -330,9 +330,20 @@ def kernels_not_cached(cache_dir: str) -> list[str]:
     the warm-up calls never compiled them, so the cold total leaves them out."""
     from spatialhash._warmup import kernel_dispatchers
 
-    cached = {path.name.split("-")[0] for path in Path(cache_dir).rglob("*.nbi")}
-    return sorted(name for name, _ in kernel_dispatchers(import_all=True)
-                  if name not in cached and name not in TEST_ONLY_KERNELS)
+    # numba names a kernel's index file by its module file's stem, its qualified name and
+    # its first line ("sort.entry_keys-103.py311.nbi"), under a folder that depends on the
+    # cache locator: the file name alone identifies the kernel.
+    cached = {path.name.rsplit(".", 2)[0] for path in Path(cache_dir).rglob("*.nbi")}
+
+    def index_name(dispatcher) -> str:
+        code = dispatcher.py_func.__code__
+        return f"{Path(code.co_filename).stem}.{dispatcher.py_func.__qualname__}-" \
+               f"{code.co_firstlineno}"
+
+    # Inlined functions are compiled into their callers, never on their own.
+    return sorted(name for name, dispatcher in kernel_dispatchers(import_all=True)
+                  if dispatcher.targetoptions.get("inline") != "always"
+                  and index_name(dispatcher) not in cached and name not in TEST_ONLY_KERNELS)
 
 
 def run(warm_runs: int = 3, seed: int = 0, keep_cache: bool = False) -> dict:
