@@ -86,9 +86,7 @@ def ray_inputs(n_dims: int, n_points: int, periodic: np.ndarray, origins, direct
         radii = as_radii(radii, "radii", n_points)
     if max_distance is None:
         return origins3, units3, radii, np.full(m, np.inf)
-    limit = io.values(max_distance, "max_distance", m, allow_inf=True)
-    limit = limit.values if isinstance(limit, DeviceValues) else as_radii(
-        limit, "max_distance", m, allow_inf=True)
+    limit, _ = checked_values(io, max_distance, "max_distance", m, allow_inf=True)
     return origins3, units3, radii, limit
 
 
@@ -132,14 +130,22 @@ def radius_inputs(queries, r, n_dims: int, box: np.ndarray, periodic: np.ndarray
     from ``io.queries`` and ``r`` as the caller gave it, read by ``io`` (`Boundary`: an
     array of radii on the grid's Warp device is checked there, `Boundary.values`)."""
     query_points = canonical_queries(queries, n_dims, box)
-    radii = io.values(r, "r", query_points.shape[0])
-    if isinstance(radii, DeviceValues):
-        radii, largest = radii
-    else:
-        radii = as_radii(radii, "r", query_points.shape[0])
-        largest = float(radii.max()) if radii.size else 0.0
+    radii, largest = checked_values(io, r, "r", query_points.shape[0])
     check_periodic_reach(box, periodic, largest, "r", largest)
     return query_points, radii
+
+
+def checked_values(io: Boundary, value, name: str, n: int, *, allow_inf: bool = False
+                   ) -> tuple:
+    """``(values, largest)`` of ``n`` radii or distances as the caller gave them
+    (`_validation.as_radii`, ``allow_inf`` as there): float64 on the grid's Warp device
+    where they lie there, checked there (`Boundary.values`), else a NumPy array checked
+    on the host."""
+    values = io.values(value, name, n, allow_inf=allow_inf)
+    if isinstance(values, DeviceValues):
+        return values
+    values = as_radii(values, name, n, allow_inf=allow_inf)
+    return values, float(values.max()) if values.size else 0.0
 
 
 def pair_radii(engine: GridEngine, radii, n_points: int) -> tuple[np.ndarray, float]:
