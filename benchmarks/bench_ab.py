@@ -68,7 +68,12 @@ again) and ``molecular_skin_batch_searching`` (moves of 0.06 A: some systems are
 again at most steps, each on its own); ``molecular_sorted`` (`neighbor_list`, letters
 ``ijSdD``, cutoff 5 A, full list, ``sorted=True``, on 30,000 atoms of that water box) and
 ``molecular_batch`` (one `neighbor_list` call with ``ptr``, letters ``ijSdD``, cutoff 5 A,
-full list, on ``bench_molecular``'s batch of 1,000 systems of 100 atoms).
+full list, on ``bench_molecular``'s batch of 1,000 systems of 100 atoms),
+``molecular_batch_half`` (the same, half list), and ``molecular_water_half``,
+``molecular_water_full``, ``molecular_fcc_half``, ``molecular_fcc_full`` (one
+`neighbor_list` call, letters ``ijSdD``, cutoff 5 A, on ``bench_molecular``'s water box of
+100,000 atoms or its FCC crystal of 97,336, both in triclinic cells: the systems of its
+targets against vesin).
 """
 
 from __future__ import annotations
@@ -97,7 +102,13 @@ WORKLOADS = ("pairs5k", "pairs5k_2d", "build5k", "build1m_2d", "pairs1m", "build
              "rays_fn", "radius200k", "radius200k_periodic", "knn200k", "radius1m", "knn1m",
              "pairs_fn", "pairs_fn_periodic", "list_fn", "pairs_fn_full", "neighbors_fn",
              "molecular_skin", "molecular_skin_batch", "molecular_skin_batch_searching",
-             "molecular_sorted", "molecular_batch")
+             "molecular_sorted", "molecular_batch", "molecular_batch_half",
+             "molecular_water_half", "molecular_water_full", "molecular_fcc_half",
+             "molecular_fcc_full")
+#: The workloads of one `neighbor_list` call (`_molecular_workload`).
+MOLECULAR_CALLS = ("molecular_sorted", "molecular_batch", "molecular_batch_half",
+                   "molecular_water_half", "molecular_water_full", "molecular_fcc_half",
+                   "molecular_fcc_full")
 #: Workloads of a million points (fewer warm-up calls).
 MILLION_WORKLOADS = ("build1m_2d", "pairs1m", "build1m", "radius1m", "knn1m")
 #: Points of the radius, k-nearest and pair-function workloads, and queries of the first two.
@@ -237,17 +248,21 @@ def _molecular_skin_workload(name: str):
 
 
 def _molecular_workload(name: str):
-    """``(call, digest)`` of ``molecular_sorted`` and ``molecular_batch``: one
-    `neighbor_list` call, the digest of its arrays."""
+    """``(call, digest)`` of the `MOLECULAR_CALLS`: one `neighbor_list` call, the digest
+    of its arrays."""
     import bench_molecular
     from spatialhash.neighbors import neighbor_list
 
     if name == "molecular_sorted":
         system = bench_molecular.water_box(30_000, 0)
         arguments, options = (system.positions, 5.0, system.cell), {"sorted": True}
-    else:
+    elif name.startswith("molecular_batch"):
         positions, cells, ptr = bench_molecular.batch_systems(1000, 100, 0)
         arguments, options = (positions, 5.0, cells), {"ptr": ptr}
+    else:
+        system = bench_molecular.make_system(name.split("_")[1], 100_000, 0)
+        arguments, options = (system.positions, 5.0, system.cell), {}
+    options["full_list"] = not name.endswith("_half")
 
     def digest(rows):
         return hashlib.sha1(b"".join(array.tobytes() for array in rows)).hexdigest()[:12]
@@ -283,7 +298,7 @@ def _workload(name: str, inputs: str):
         return none, *_scan_workload(name)
     if name.startswith("molecular_skin"):
         return _molecular_skin_workload(name)
-    if name in ("molecular_sorted", "molecular_batch"):
+    if name in MOLECULAR_CALLS:
         return none, *_molecular_workload(name)
     if name == "cloth":
         from spatialhash.demos.cloth import Cloth
