@@ -243,7 +243,10 @@ def _positive(shift, n_dims):
     return total > 0 or (total == 0 and last > 0)
 
 
-@jit_inline
+# The helpers of D below take no arrays but `_cell_axes`'s: plain kernels, compiled once
+# and inlined by LLVM where they are called (inlined by numba, at each call site of the
+# two copies of `_rows`, the first call compiled seconds longer).
+@jit
 def _shifted(value, s0, s1, s2, w0, w1, w2, p0, p1, p2):
     """``value`` plus the vector of the shift ``(s0, s1, s2)`` along one axis, ``w`` the
     cell vectors' components along it: the terms ``s * w`` of the periodic axes (``p``)
@@ -259,7 +262,7 @@ def _shifted(value, s0, s1, s2, w0, w1, w2, p0, p1, p2):
     return value + shift if p0 or p1 or p2 else value
 
 
-@jit_inline
+@jit
 def _cell_axes(vectors, periodic, b, n_dims):
     """System ``b``'s cell vectors as three rows of three (zeros past ``n_dims``) and its
     periodic flags (false past ``n_dims``): ``((v0, v1, v2), (p0, p1, p2))``, read once
@@ -273,7 +276,7 @@ def _cell_axes(vectors, periodic, b, n_dims):
     return (v0, v1, v2), (p0, p1, p2)
 
 
-@jit_inline
+@jit
 def _padded_vector(vectors, b, c, n_dims):
     """Cell vector ``c`` of system ``b``, three components (zeros past ``n_dims``, all
     zeros for ``c >= n_dims``)."""
@@ -283,7 +286,7 @@ def _padded_vector(vectors, b, c, n_dims):
             vectors[b, c, 2] if n_dims > 2 else 0.0)
 
 
-@jit_inline
+@jit
 def _row_vector(x, y, z, s0, s1, s2, axes, flags):
     """``D = (x, y, z) + s @ cell`` of a row (the difference ``x[j] - x[i]`` padded to
     three axes with zeros, ``s`` its shift, ``axes`` and ``flags`` from `_cell_axes`), in
