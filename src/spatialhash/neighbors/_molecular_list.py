@@ -23,7 +23,7 @@ wherever the cell is not far from orthogonal (elsewhere a short move may come ou
 and rebuilds).
 
 Why the rows are the same as a new search's: a row is kept on its distance computed from
-the caller's positions by `molecular._pair_vector`, the search's own arithmetic, and
+the caller's positions by `molecular_rows._pair_vector`, the search's own arithmetic, and
 compared with the same bound, so a candidate is kept exactly when the search at the
 current positions keeps its row, with ``d`` and ``D`` to the bit. The half-list rule
 (``i < j``; for ``i == j`` the sign of the shift) is unchanged by the jumps: ``i`` and

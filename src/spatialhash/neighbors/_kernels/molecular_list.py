@@ -14,7 +14,7 @@ the difference of the two atoms' leftovers. When the jumps change, the first pas
 updates read each candidate's current shift and no jump (gathering both atoms' jumps for
 every candidate made that loop 1.4 to 2.4 times slower, on one thread).
 
-`listed_rows` recomputes each candidate's vector with `molecular._pair_vector`, the
+`listed_rows` recomputes each candidate's vector with `molecular_rows._pair_vector`, the
 arithmetic of the search's rows, so a candidate is kept exactly when the search at the
 current positions finds its row, with the same ``d`` and ``D`` to the bit. The candidates
 are cut into fixed chunks and tested, their results kept (one byte each) and counted per
@@ -40,7 +40,7 @@ from numba import prange
 
 from ..._config import jit, jit_parallel
 from ..._kernels.indirect import kernel_caller
-from .molecular import _pair_vector
+from .molecular_rows import _pair_vector
 
 #: Candidates handed to a thread at a time.
 ROWS_PER_CHUNK = 4096
