@@ -64,7 +64,6 @@ from ._kernels.molecular import (
     MolecularState,
     bin_atoms,
     pair_rows,
-    shift_ranges,
     wrap_atoms,
 )
 
@@ -112,15 +111,16 @@ def batch_rows(positions: np.ndarray, cells: list[CellGeometry], offsets: np.nda
     of the cell, and whether this is a batch, for the refusals of points too far from
     their cell and of more than `MAX_IMAGES` images (`ValueError`)."""
     n, n_dims = positions.shape
-    state = _state(positions, cells, offsets, reach, radii, names)
     n_chunks = -(-n // ATOMS_PER_CHUNK)
-    hits = _outputs.empty((n_chunks * _hit_share(state, np.diff(offsets), full_list),),
-                          dtype=np.int64)
     totals, counts = np.empty(n_chunks, np.int64), np.empty(n, np.int64)
     # A hit is its candidate's place in `order` in the low `bits` bits, the rank of its
     # shift above: an atom asks far fewer than 2**(63 - bits) shifts (`MAX_IMAGES`).
     bits = max(1, n.bit_length())
     with threads(None):
+        state, crowding = _state(positions, cells, offsets, reach, radii, names)
+        hits = _outputs.empty(
+            (n_chunks * _hit_share(state, crowding, np.diff(offsets), full_list),),
+            dtype=np.int64)
         none = _row_arrays("", 0, n_dims)
         pair_rows(state, reach, full_list, hits, bits, totals, counts, np.empty(0, np.int64),
                   none)
@@ -131,7 +131,8 @@ def batch_rows(positions: np.ndarray, cells: list[CellGeometry], offsets: np.nda
             if letter in letters}
 
 
-def _hit_share(state: MolecularState, n: np.ndarray, full_list: bool) -> int:
+def _hit_share(state: MolecularState, crowding: np.ndarray, n: np.ndarray,
+               full_list: bool) -> int:
     """The hits a chunk of `ATOMS_PER_CHUNK` atoms may store in the first pass (a chunk
     with more finds them again in the second): `HIT_ROOM` times the rows expected per
     atom in the system with the most, the atoms of a ball of the search radius at the
@@ -139,10 +140,8 @@ def _hit_share(state: MolecularState, n: np.ndarray, full_list: bool) -> int:
     count over a bin's volume (which follows clusters) and, in a cell periodic on every
     axis, its atoms over its volume (an atom's images within a cell thinner than the
     bins count too)."""
-    occupancy = np.diff(state.bin_start).astype(np.float64)
-    bin_system = np.repeat(np.arange(len(n)), np.diff(state.bin_offset))
     n_dims = state.positions.shape[1]
-    seen = np.bincount(bin_system, occupancy * occupancy, minlength=len(n)) / np.maximum(n, 1)
+    seen = crowding / np.maximum(n, 1)
     density = seen * state.inv_bin**n_dims
     periodic = state.periodic.all(axis=1)
     if periodic.any():
@@ -165,39 +164,46 @@ def _row_arrays(letters: str, m: int, n_dims: int) -> tuple[np.ndarray, ...]:
 
 
 def _state(positions: np.ndarray, cells: SystemCells, offsets: np.ndarray,
-           reach: float, radii, names: tuple[str, str, str, bool]) -> MolecularState:
+           reach: float, radii, names: tuple[str, str, str, bool]
+           ) -> tuple[MolecularState, np.ndarray]:
     """The kernels' arrays of all systems (`MolecularState`): the atoms wrapped, checked,
-    given their query shifts and binned, each system's search radius and bins."""
+    given their query shifts and binned, each system's search radius and bins; and each
+    system's sum over its bins of their atoms' number squared (for `_hit_share`)."""
     n_systems = len(cells)
     vectors, periodic, dual, widths = cells.vectors, cells.periodic, cells.dual, cells.widths
-    system = np.repeat(np.arange(n_systems, dtype=np.int64), np.diff(offsets))
-    (wraps, wrapped, fractional, farthest, low, high, largest, wrapped_min,
-     wrapped_max) = wrap_atoms(positions, system, vectors, periodic, dual, n_systems)
-    empty = np.diff(offsets) == 0
-    low[~periodic | empty[:, np.newaxis]] = 0.0
-    high[~periodic | empty[:, np.newaxis]] = 0.0
+    sizes = np.diff(offsets)
+    system = np.repeat(np.arange(n_systems, dtype=np.int64), sizes)
+    wraps, wrapped, farthest, low, high, largest, wrapped_min, wrapped_max = wrap_atoms(
+        positions, offsets, vectors, periodic, dual)
+    unused = ~periodic | (sizes == 0)[:, np.newaxis]
+    low[unused] = 0.0
+    high[unused] = 0.0
     scale = np.maximum(largest, reach)
-    lower, upper = np.empty_like(wraps), np.empty_like(wraps)
     # The queries reach as far from the cell as the images do (a shift at most the reach
     # in cells and 2 beyond, the wrapped atoms spanning a cell): the margin grows with it.
     check_cells = (reach + SEARCH_MARGIN * scale)[:, np.newaxis] / widths
     extent = largest + ((check_cells + 2.0) * np.abs(vectors).max(axis=2)).sum(
         axis=1, where=periodic)
     search = reach + SEARCH_MARGIN * np.maximum(scale, extent)
-    counts = shift_ranges(fractional, system, low, high, check_cells,
-                          search[:, np.newaxis] / widths, lower, upper)
-    _check(cells, farthest, counts, reach, names)
-    origin = np.where(empty[:, np.newaxis], 0.0, wrapped_min)
-    bin_width, n_bins = _bins(np.where(empty[:, np.newaxis], 0.0, wrapped_max - origin),
-                              search, np.diff(offsets))
+    empty = (sizes == 0)[:, np.newaxis]
+    origin = np.where(empty, 0.0, wrapped_min)
+    # A system with a point too far from its cell, refused below (`_check`), gets one bin:
+    # its extent may be beyond float64's range.
+    unbinned = empty | ~(farthest < MAX_CELLS_AWAY)[:, np.newaxis]
+    bin_width, n_bins = _bins(np.where(unbinned, 0.0, wrapped_max - origin), search, sizes)
     inv_bin = 1.0 / bin_width
-    bin_offset = np.concatenate([[0], np.cumsum(np.prod(n_bins, axis=1))]).astype(np.int64)
-    bin_start, order, binned, binned_positions, binned_wraps = bin_atoms(
-        positions, wrapped, wraps, system, origin, inv_bin, n_bins, bin_offset)
+    bin_offset = np.zeros(n_systems + 1, np.int64)
+    np.cumsum(np.prod(n_bins, axis=1), out=bin_offset[1:])
+    (lower, upper, counts, crowding, bin_start, order, binned, binned_positions,
+     binned_wraps) = bin_atoms(positions, wrapped, wraps, offsets, periodic, dual, low, high,
+                               check_cells, search[:, np.newaxis] / widths, origin, inv_bin,
+                               n_bins, bin_offset)
+    _check(cells, farthest, counts, reach, names)
     return MolecularState(
         positions, wrapped, wraps, lower, upper, system,
         np.empty(0) if radii is None else radii, vectors, periodic, search, origin, inv_bin,
-        n_bins, bin_offset, bin_start, order, binned, binned_positions, binned_wraps)
+        n_bins, bin_offset, bin_start, order, binned, binned_positions, binned_wraps
+    ), crowding
 
 
 def _bins(extent: np.ndarray, search: np.ndarray, n: np.ndarray

@@ -42,6 +42,8 @@ from ..._config import jit, jit_inline, jit_parallel
 
 #: Atoms handed to a thread at a time.
 ATOMS_PER_CHUNK = 64
+#: Atoms a thread wraps, or gives their shifts and bins, at a time, at most.
+ATOMS_PER_STATE_CHUNK = 4096
 #: Candidates whose distances are computed in one vectorized loop.
 RUN_BLOCK = 64
 
@@ -110,114 +112,227 @@ class MolecularState(NamedTuple):
     binned_wraps: np.ndarray
 
 
-@jit
-def wrap_atoms(positions, system, vectors, periodic, dual, n_systems):
+@jit_inline
+def _padded(array, i, n_dims):
+    """Row ``i`` of the (n, d) ``array`` as three values, zeros past ``d``: the atoms'
+    loops keep an atom's coordinates in registers, whatever ``d``."""
+    return (array[i, 0], array[i, 1] if n_dims > 1 else 0.0,
+            array[i, 2] if n_dims > 2 else 0.0)
+
+
+@jit_inline
+def _fraction(dual, b, a, x0, x1, x2, n_dims):
+    """``dual[b, a] @ x`` of the point ``(x0, x1, x2)`` (`_padded`): the fractional
+    coordinate along axis ``a``, its terms summed from 0.0 in axis order. The sum is
+    never -0.0, so the 0.0 added for each axis past ``d`` leaves it as it is; one
+    expression, where statements under ``if`` made numba's loops several times slower."""
+    return (0.0 + dual[b, a, 0] * x0 + (dual[b, a, 1] * x1 if n_dims > 1 else 0.0)
+            + (dual[b, a, 2] * x2 if n_dims > 2 else 0.0))
+
+
+@jit_inline
+def _system_chunks(offsets):
+    """``(chunk_start, chunk_system)``: the atoms cut into chunks of one system each, of
+    at most `ATOMS_PER_STATE_CHUNK`, in order; chunk ``c`` holds the atoms
+    ``chunk_start[c]:chunk_start[c + 1]`` of system ``chunk_system[c]``."""
+    n_systems = offsets.shape[0] - 1
+    n_chunks = 0
+    for b in range(n_systems):
+        n_chunks += -(-(offsets[b + 1] - offsets[b]) // ATOMS_PER_STATE_CHUNK)
+    chunk_start = np.empty(n_chunks + 1, np.int64)
+    chunk_system = np.empty(n_chunks, np.int64)
+    c = 0
+    for b in range(n_systems):
+        for lo in range(offsets[b], offsets[b + 1], ATOMS_PER_STATE_CHUNK):
+            chunk_start[c] = lo
+            chunk_system[c] = b
+            c += 1
+    chunk_start[n_chunks] = offsets[n_systems]
+    return chunk_start, chunk_system
+
+
+@jit_parallel
+def wrap_atoms(positions, offsets, vectors, periodic, dual):
     """The atoms wrapped into their cells, with what the checks and the search need:
-    ``(wraps, wrapped, fractional, farthest, low, high, largest, wrapped_min,
-    wrapped_max)``.
+    ``(wraps, wrapped, farthest, low, high, largest, wrapped_min, wrapped_max)``.
 
     Per atom: ``wraps`` (int64 (n, d), ``T``), ``-floor`` of the fractional coordinates
-    (``dual[b, a] @ x`` on periodic axis ``a``, 0 on open ones); ``wrapped`` (float64
-    (n, d)), ``x + T @ cell`` added axis by axis in increasing order; ``fractional``, those
-    of the wrapped atom. Per system: ``farthest``, the largest magnitude of a fractional
+    (`_fraction` of ``x``, on periodic axis ``a``; 0 on open ones); ``wrapped`` (float64
+    (n, d)), ``x + T @ cell`` added axis by axis in increasing order. Per system (atoms
+    ``offsets[b]:offsets[b + 1]``): ``farthest``, the largest magnitude of a fractional
     coordinate before the wrap; ``low`` and ``high`` (B, d), the wrapped atoms' range of
-    fractional coordinates; ``largest``, the largest magnitude of a coordinate before or
-    after the wrap; ``wrapped_min`` and ``wrapped_max`` (B, d), their bounding box. One
-    pass, in atom order: a system's reductions need no merge."""
+    fractional coordinates (`_fraction` of the wrapped atom; infinite where none);
+    ``largest``, the largest magnitude of a coordinate before or after the wrap;
+    ``wrapped_min`` and ``wrapped_max`` (B, d), their bounding box (infinite where
+    none).
+
+    The chunks of `_system_chunks` on all threads, each reducing its atoms in registers;
+    then each system's chunks' reductions merged in order, as one pass over its atoms in
+    order would have them (the same minimum and maximum whatever the chunks)."""
     n, n_dims = positions.shape
-    wraps = np.zeros((n, n_dims), np.int64)
-    wrapped = positions.copy()
-    fractional = np.zeros((n, n_dims), np.float64)
+    n_systems = offsets.shape[0] - 1
+    chunk_start, chunk_system = _system_chunks(offsets)
+    n_chunks = chunk_system.shape[0]
+    wraps = np.empty((n, n_dims), np.int64)
+    wrapped = np.empty((n, n_dims), np.float64)
+    # Each chunk's reductions: farthest, largest; low, high, wrapped_min, wrapped_max
+    # along the three padded axes (from column 2, 5, 8 and 11).
+    reduced = np.empty((n_chunks, 14), np.float64)
+    for c in prange(n_chunks):
+        b = chunk_system[c]
+        far = 0.0
+        big = 0.0
+        low0 = low1 = low2 = min0 = min1 = min2 = np.inf
+        high0 = high1 = high2 = max0 = max1 = max2 = -np.inf
+        periodic0 = periodic[b, 0]
+        periodic1 = n_dims > 1 and periodic[b, 1]
+        periodic2 = n_dims > 2 and periodic[b, 2]
+        for i in range(chunk_start[c], chunk_start[c + 1]):
+            x0, x1, x2 = _padded(positions, i, n_dims)
+            w0, w1, w2 = x0, x1, x2
+            for a in range(n_dims):
+                wrap = 0
+                if periodic[b, a]:
+                    value = _fraction(dual, b, a, x0, x1, x2, n_dims)
+                    far = max(far, abs(value))
+                    wrap = -int(math.floor(value)) if abs(value) < 2.0**62 else 0
+                    w0 += wrap * vectors[b, a, 0]
+                    if n_dims > 1:
+                        w1 += wrap * vectors[b, a, 1]
+                    if n_dims > 2:
+                        w2 += wrap * vectors[b, a, 2]
+                wraps[i, a] = wrap
+            wrapped[i, 0] = w0
+            big = max(big, abs(x0), abs(w0), abs(x1), abs(w1), abs(x2), abs(w2))
+            min0, max0 = min(min0, w0), max(max0, w0)
+            if periodic0:
+                value = _fraction(dual, b, 0, w0, w1, w2, n_dims)
+                low0, high0 = min(low0, value), max(high0, value)
+            if n_dims > 1:
+                wrapped[i, 1] = w1
+                min1, max1 = min(min1, w1), max(max1, w1)
+                if periodic1:
+                    value = _fraction(dual, b, 1, w0, w1, w2, n_dims)
+                    low1, high1 = min(low1, value), max(high1, value)
+            if n_dims > 2:
+                wrapped[i, 2] = w2
+                min2, max2 = min(min2, w2), max(max2, w2)
+                if periodic2:
+                    value = _fraction(dual, b, 2, w0, w1, w2, n_dims)
+                    low2, high2 = min(low2, value), max(high2, value)
+        reduced[c, 0] = far
+        reduced[c, 1] = big
+        reduced[c, 2], reduced[c, 3], reduced[c, 4] = low0, low1, low2
+        reduced[c, 5], reduced[c, 6], reduced[c, 7] = high0, high1, high2
+        reduced[c, 8], reduced[c, 9], reduced[c, 10] = min0, min1, min2
+        reduced[c, 11], reduced[c, 12], reduced[c, 13] = max0, max1, max2
     farthest = np.zeros(n_systems, np.float64)
     largest = np.zeros(n_systems, np.float64)
-    low = np.full((n_systems, n_dims), np.inf)
-    high = np.full((n_systems, n_dims), -np.inf)
-    wrapped_min = np.full((n_systems, n_dims), np.inf)
-    wrapped_max = np.full((n_systems, n_dims), -np.inf)
-    for i in range(n):
-        b = system[i]
+    # low, high, wrapped_min, wrapped_max of each system.
+    bounds = np.empty((4, n_systems, n_dims), np.float64)
+    bounds[0] = np.inf
+    bounds[1] = -np.inf
+    bounds[2] = np.inf
+    bounds[3] = -np.inf
+    for c in range(n_chunks):
+        b = chunk_system[c]
+        farthest[b] = max(farthest[b], reduced[c, 0])
+        largest[b] = max(largest[b], reduced[c, 1])
         for a in range(n_dims):
-            if periodic[b, a]:
-                value = 0.0
-                for k in range(n_dims):
-                    value += dual[b, a, k] * positions[i, k]
-                farthest[b] = max(farthest[b], abs(value))
-                wraps[i, a] = -int(math.floor(value)) if abs(value) < 2.0**62 else 0
-                for k in range(n_dims):
-                    wrapped[i, k] += wraps[i, a] * vectors[b, a, k]
-        for a in range(n_dims):
-            largest[b] = max(largest[b], abs(positions[i, a]), abs(wrapped[i, a]))
-            wrapped_min[b, a] = min(wrapped_min[b, a], wrapped[i, a])
-            wrapped_max[b, a] = max(wrapped_max[b, a], wrapped[i, a])
-            if periodic[b, a]:
-                value = 0.0
-                for k in range(n_dims):
-                    value += dual[b, a, k] * wrapped[i, k]
-                fractional[i, a] = value
-                low[b, a] = min(low[b, a], value)
-                high[b, a] = max(high[b, a], value)
-    return wraps, wrapped, fractional, farthest, low, high, largest, wrapped_min, wrapped_max
+            bounds[0, b, a] = min(bounds[0, b, a], reduced[c, 2 + a])
+            bounds[1, b, a] = max(bounds[1, b, a], reduced[c, 5 + a])
+            bounds[2, b, a] = min(bounds[2, b, a], reduced[c, 8 + a])
+            bounds[3, b, a] = max(bounds[3, b, a], reduced[c, 11 + a])
+    return wraps, wrapped, farthest, bounds[0], bounds[1], largest, bounds[2], bounds[3]
 
 
-@jit
-def shift_ranges(fractional, system, low, high, check_cells, search_cells, lower, upper):
-    """Each atom's query shifts per axis, from ``ceil(f - k - high)`` to
-    ``floor(f + k - low)`` with ``k = search_cells[b]`` (the search radius in cells, 0 on
-    open axes), into ``lower`` and ``upper`` (int64 (n, d)); returns each system's image
-    count (float64 (B,)) at ``k = check_cells[b]``, from the images' side: the product
-    over axes of ``floor(high + k - f) - ceil(low - k - f) + 1``, summed (the same number
-    of shifts, seen from the other atom of each pair)."""
-    n, n_dims = fractional.shape
-    counts = np.zeros(low.shape[0], np.float64)
-    for i in range(n):
-        b = system[i]
-        product = 1.0
-        for a in range(n_dims):
-            f = fractional[i, a]
-            k = check_cells[b, a]
-            product *= math.floor(high[b, a] + k - f) - math.ceil(low[b, a] - k - f) + 1.0
-            k = search_cells[b, a]
-            lower[i, a] = int(math.ceil(f - k - high[b, a]))
-            upper[i, a] = int(math.floor(f + k - low[b, a]))
-        counts[b] += product
-    return counts
+@jit_parallel
+def bin_atoms(positions, wrapped, wraps, offsets, periodic, dual, low, high, check_cells,
+              search_cells, origin, inv_bin, n_bins, bin_offset):
+    """The atoms' query shifts, and the atoms sorted by bin: ``(lower, upper, counts,
+    crowding, bin_start, order, binned, binned_positions, binned_wraps)``.
 
+    Each atom's query shifts per axis run from ``ceil(f - k - high)`` to
+    ``floor(f + k - low)``, ``f`` its ``wrapped`` position's fractional coordinate
+    (`_fraction`, 0 on open axes) and ``k = search_cells[b]`` (the search radius in
+    cells, 0 on open axes): ``lower`` and ``upper`` (int64 (n, d)). ``counts`` (float64
+    (B,)): each system's image count at ``k = check_cells[b]``, from the images' side,
+    the product over axes of ``floor(high + k - f) - ceil(low - k - f) + 1`` summed (the
+    same number of shifts, seen from the other atom of each pair; whole numbers, summed
+    exactly below 2**53 in any order). ``crowding`` (float64 (B,)): the sum over each
+    system's bins of their atoms' number squared.
 
-@jit
-def bin_atoms(positions, wrapped, wraps, system, origin, inv_bin, n_bins, bin_offset):
-    """``(bin_start, order, binned, binned_positions, binned_wraps)`` of `MolecularState`:
-    the atoms sorted by bin with a stable counting sort, from their ``wrapped``
-    positions (n, d) and their systems' bins (the fields of the same names), with their
-    ``positions`` and ``wraps`` in that order."""
+    The atoms go into their systems' bins (``origin``, ``inv_bin``, ``n_bins``,
+    ``bin_offset``, as `MolecularState` holds them) by a stable counting sort:
+    ``bin_start`` and ``order``; then their ``wrapped`` positions, ``positions`` and
+    ``wraps`` are gathered in that order (``binned``, ``binned_positions``,
+    ``binned_wraps``). The shifts and bins of the chunks of `_system_chunks`, and the
+    gathering, run on all threads; the count and the places of the sort in atom order,
+    on one."""
     n, n_dims = wrapped.shape
+    n_systems = offsets.shape[0] - 1
+    chunk_start, chunk_system = _system_chunks(offsets)
+    n_chunks = chunk_system.shape[0]
+    lower = np.empty((n, n_dims), np.int64)
+    upper = np.empty((n, n_dims), np.int64)
     bin_of = np.empty(n, np.int64)
+    images = np.empty(n_chunks, np.float64)
+    for c in prange(n_chunks):
+        b = chunk_system[c]
+        total = 0.0
+        for i in range(chunk_start[c], chunk_start[c + 1]):
+            w0, w1, w2 = _padded(wrapped, i, n_dims)
+            product = 1.0
+            linear = 0
+            for a in range(n_dims):
+                f = _fraction(dual, b, a, w0, w1, w2, n_dims) if periodic[b, a] else 0.0
+                k = check_cells[b, a]
+                product *= math.floor(high[b, a] + k - f) - math.ceil(low[b, a] - k - f) + 1.0
+                k = search_cells[b, a]
+                lower[i, a] = int(math.ceil(f - k - high[b, a]))
+                upper[i, a] = int(math.floor(f + k - low[b, a]))
+                top = n_bins[b, a] - 1
+                place = math.floor((wrapped[i, a] - origin[b, a]) * inv_bin[b])
+                place = min(max(place, 0.0), float(top))  # as floats: a far point's is huge
+                linear = linear * n_bins[b, a] + int(place)
+            total += product
+            bin_of[i] = bin_offset[b] + linear
+        images[c] = total
+    counts = np.zeros(n_systems, np.float64)
+    for c in range(n_chunks):
+        counts[chunk_system[c]] += images[c]
     bin_start = np.zeros(bin_offset[-1] + 1, np.int64)
     for i in range(n):
-        b = system[i]
-        linear = 0
-        for a in range(n_dims):
-            top = n_bins[b, a] - 1
-            k = math.floor((wrapped[i, a] - origin[b, a]) * inv_bin[b])
-            k = min(max(k, 0.0), float(top))  # clamped as floats: a far point's k is huge
-            linear = linear * n_bins[b, a] + int(k)
-        bin_of[i] = bin_offset[b] + linear
         bin_start[bin_of[i] + 1] += 1
+    crowding = np.zeros(n_systems, np.float64)
+    for b in range(n_systems):
+        for k in range(bin_offset[b] + 1, bin_offset[b + 1] + 1):
+            crowding[b] += float(bin_start[k]) * float(bin_start[k])
     for k in range(1, bin_start.shape[0]):
         bin_start[k] += bin_start[k - 1]
-    filled = bin_start[:-1].copy()
     order = np.empty(n, np.int64)
-    binned = np.zeros((3, n), np.float64)
+    for i in range(n):
+        slot = bin_start[bin_of[i]]
+        bin_start[bin_of[i]] += 1
+        order[slot] = i
+    # Each bin's start moved to the next one's by its atoms: shifted back.
+    for k in range(bin_start.shape[0] - 1, 0, -1):
+        bin_start[k] = bin_start[k - 1]
+    bin_start[0] = 0
+    binned = np.empty((3, n), np.float64)
     binned_positions = np.empty((n, n_dims), np.float64)
     binned_wraps = np.empty((n, n_dims), np.int64)
-    for i in range(n):
-        slot = filled[bin_of[i]]
-        filled[bin_of[i]] += 1
-        order[slot] = i
+    for slot in prange(n):
+        i = order[slot]
+        w0, w1, w2 = _padded(wrapped, i, n_dims)
+        binned[0, slot] = w0
+        binned[1, slot] = w1
+        binned[2, slot] = w2
         for a in range(n_dims):
-            binned[a, slot] = wrapped[i, a]
             binned_positions[slot, a] = positions[i, a]
             binned_wraps[slot, a] = wraps[i, a]
-    return bin_start, order, binned, binned_positions, binned_wraps
+    return (lower, upper, counts, crowding, bin_start, order, binned, binned_positions,
+            binned_wraps)
 
 
 @jit_inline
