@@ -173,8 +173,11 @@ def _state(positions: np.ndarray, cells: SystemCells, offsets: np.ndarray,
     vectors, periodic, dual, widths = cells.vectors, cells.periodic, cells.dual, cells.widths
     sizes = np.diff(offsets)
     system = np.repeat(np.arange(n_systems, dtype=np.int64), sizes)
-    wraps, wrapped, farthest, low, high, largest, wrapped_min, wrapped_max = wrap_atoms(
-        positions, offsets, vectors, periodic, dual)
+    # The state's large arrays: recycled memory (`_outputs.py`), as the rows'.
+    shape = positions.shape
+    wraps, wrapped = _outputs.empty(shape, np.int64), _outputs.empty(shape, np.float64)
+    farthest, low, high, largest, wrapped_min, wrapped_max = wrap_atoms(
+        positions, offsets, vectors, periodic, dual, wraps, wrapped)
     unused = ~periodic | (sizes == 0)[:, np.newaxis]
     low[unused] = 0.0
     high[unused] = 0.0
@@ -194,10 +197,13 @@ def _state(positions: np.ndarray, cells: SystemCells, offsets: np.ndarray,
     inv_bin = 1.0 / bin_width
     bin_offset = np.zeros(n_systems + 1, np.int64)
     np.cumsum(np.prod(n_bins, axis=1), out=bin_offset[1:])
-    (lower, upper, counts, crowding, bin_start, order, binned, binned_positions,
-     binned_wraps) = bin_atoms(positions, wrapped, wraps, offsets, periodic, dual, low, high,
-                               check_cells, search[:, np.newaxis] / widths, origin, inv_bin,
-                               n_bins, bin_offset)
+    lower, upper, binned, binned_positions, binned_wraps = out = (
+        _outputs.empty(shape, np.int64), _outputs.empty(shape, np.int64),
+        _outputs.empty((3, shape[0]), np.float64), _outputs.empty(shape, np.float64),
+        _outputs.empty(shape, np.int64))
+    counts, crowding, bin_start, order = bin_atoms(
+        positions, wrapped, wraps, offsets, periodic, dual, low, high, check_cells,
+        search[:, np.newaxis] / widths, origin, inv_bin, n_bins, bin_offset, out)
     _check(cells, farthest, counts, reach, names)
     return MolecularState(
         positions, wrapped, wraps, lower, upper, system,

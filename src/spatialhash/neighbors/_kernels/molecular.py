@@ -152,9 +152,10 @@ def _system_chunks(offsets):
 
 
 @jit_parallel
-def wrap_atoms(positions, offsets, vectors, periodic, dual):
+def wrap_atoms(positions, offsets, vectors, periodic, dual, wraps, wrapped):
     """The atoms wrapped into their cells, with what the checks and the search need:
-    ``(wraps, wrapped, farthest, low, high, largest, wrapped_min, wrapped_max)``.
+    per atom into ``wraps`` and ``wrapped``, per system returned, ``(farthest, low, high,
+    largest, wrapped_min, wrapped_max)``.
 
     Per atom: ``wraps`` (int64 (n, d), ``T``), ``-floor`` of the fractional coordinates
     (`_fraction` of ``x``, on periodic axis ``a``; 0 on open ones); ``wrapped`` (float64
@@ -173,8 +174,6 @@ def wrap_atoms(positions, offsets, vectors, periodic, dual):
     n_systems = offsets.shape[0] - 1
     chunk_start, chunk_system = _system_chunks(offsets)
     n_chunks = chunk_system.shape[0]
-    wraps = np.empty((n, n_dims), np.int64)
-    wrapped = np.empty((n, n_dims), np.float64)
     # Each chunk's reductions: farthest, largest; low, high, wrapped_min, wrapped_max
     # along the three padded axes (from column 2, 5, 8 and 11).
     reduced = np.empty((n_chunks, 14), np.float64)
@@ -243,14 +242,15 @@ def wrap_atoms(positions, offsets, vectors, periodic, dual):
             bounds[1, b, a] = max(bounds[1, b, a], reduced[c, 5 + a])
             bounds[2, b, a] = min(bounds[2, b, a], reduced[c, 8 + a])
             bounds[3, b, a] = max(bounds[3, b, a], reduced[c, 11 + a])
-    return wraps, wrapped, farthest, bounds[0], bounds[1], largest, bounds[2], bounds[3]
+    return farthest, bounds[0], bounds[1], largest, bounds[2], bounds[3]
 
 
 @jit_parallel
 def bin_atoms(positions, wrapped, wraps, offsets, periodic, dual, low, high, check_cells,
-              search_cells, origin, inv_bin, n_bins, bin_offset):
-    """The atoms' query shifts, and the atoms sorted by bin: ``(lower, upper, counts,
-    crowding, bin_start, order, binned, binned_positions, binned_wraps)``.
+              search_cells, origin, inv_bin, n_bins, bin_offset, out):
+    """The atoms' query shifts, and the atoms sorted by bin: into the arrays ``out``,
+    ``(lower, upper, binned, binned_positions, binned_wraps)``; returned, ``(counts,
+    crowding, bin_start, order)``.
 
     Each atom's query shifts per axis run from ``ceil(f - k - high)`` to
     ``floor(f + k - low)``, ``f`` its ``wrapped`` position's fractional coordinate
@@ -273,8 +273,7 @@ def bin_atoms(positions, wrapped, wraps, offsets, periodic, dual, low, high, che
     n_systems = offsets.shape[0] - 1
     chunk_start, chunk_system = _system_chunks(offsets)
     n_chunks = chunk_system.shape[0]
-    lower = np.empty((n, n_dims), np.int64)
-    upper = np.empty((n, n_dims), np.int64)
+    lower, upper, binned, binned_positions, binned_wraps = out
     bin_of = np.empty(n, np.int64)
     images = np.empty(n_chunks, np.float64)
     for c in prange(n_chunks):
@@ -319,9 +318,6 @@ def bin_atoms(positions, wrapped, wraps, offsets, periodic, dual, low, high, che
     for k in range(bin_start.shape[0] - 1, 0, -1):
         bin_start[k] = bin_start[k - 1]
     bin_start[0] = 0
-    binned = np.empty((3, n), np.float64)
-    binned_positions = np.empty((n, n_dims), np.float64)
-    binned_wraps = np.empty((n, n_dims), np.int64)
     for slot in prange(n):
         i = order[slot]
         w0, w1, w2 = _padded(wrapped, i, n_dims)
@@ -331,8 +327,7 @@ def bin_atoms(positions, wrapped, wraps, offsets, periodic, dual, low, high, che
         for a in range(n_dims):
             binned_positions[slot, a] = positions[i, a]
             binned_wraps[slot, a] = wraps[i, a]
-    return (lower, upper, counts, crowding, bin_start, order, binned, binned_positions,
-            binned_wraps)
+    return counts, crowding, bin_start, order
 
 
 @jit_inline
