@@ -192,8 +192,9 @@ def _state(positions: np.ndarray, cells: SystemCells, offsets: np.ndarray,
     origin = np.where(empty, 0.0, wrapped_min)
     # A system with a point too far from its cell, refused below (`_check`), gets one bin:
     # its extent may be beyond float64's range.
-    unbinned = empty | ~(farthest < MAX_CELLS_AWAY)[:, np.newaxis]
-    bin_width, n_bins = _bins(np.where(unbinned, 0.0, wrapped_max - origin), search, sizes)
+    sized = ~empty & (farthest < MAX_CELLS_AWAY)[:, np.newaxis]
+    spread = np.subtract(wrapped_max, origin, out=np.zeros_like(origin), where=sized)
+    bin_width, n_bins = _bins(spread, search, sizes)
     inv_bin = 1.0 / bin_width
     bin_offset = np.zeros(n_systems + 1, np.int64)
     np.cumsum(np.prod(n_bins, axis=1), out=bin_offset[1:])
