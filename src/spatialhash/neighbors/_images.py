@@ -7,7 +7,7 @@ How
 1. Wrap (`wrap_atoms`). Each point's fractional coordinates along the periodic axes
    (``CellGeometry.dual``) are floored to integers; the point is moved back by that many
    cell vectors (``T``, the point's wrap), into the cell. Open axes are left as they are.
-2. Shifts (`shift_ranges`). Wrapped point ``i`` asks for the images of the wrapped
+2. Shifts (`bin_atoms`). Wrapped point ``i`` asks for the images of the wrapped
    points by every integer shift ``s`` (on the periodic axes) that can bring one of them
    within reach: with ``k = reach / width`` (``width`` the cell's perpendicular width
    across the axis) and the wrapped points' fractional coordinates spanning
@@ -22,7 +22,9 @@ How
    bins as wide as the search radius (the reach enlarged by a margin, `SEARCH_MARGIN` of
    the largest coordinate involved, many orders of magnitude above the rounding of any
    of these steps): each query scans the bins within that radius, a superset of the
-   pairs within reach.
+   pairs within reach. The shifts and the bins come from one pass over the wrapped
+   points (the bins' origin and the shifts' ranges need the wrap of all of a system's
+   points first), so the set-up reads the atoms twice, each pass on all threads.
 4. Rows (`pair_rows`). A hit of wrapped point ``i`` at shift ``s`` and wrapped point
    ``j`` is the pair ``(i, j, S)`` with ``S = s + T[j] - T[i]``. Its vector
    ``D = x[j] - x[i] + S @ cell`` is computed from the caller's positions, its distance

@@ -3,7 +3,13 @@ cells, given their query shifts and binned, and their rows ``(i, j, S)`` within 
 found and counted, then written straight into the arrays asked for (the design:
 ``_images.py``).
 
-Atom ``i`` scans, for each shift ``s`` of its range (`shift_ranges`), the bins of its
+Before any scan, two kernels set the atoms up: `wrap_atoms` wraps them and reduces each
+system's bounds, `bin_atoms` gives them their shifts and sorts them into bins. Both cut
+each system's atoms into chunks (`_system_chunks`) handed to all threads; a reduction is
+kept per chunk and merged in order, the sort's places are given in atom order on one
+thread, so the state is that of one pass in order, for any thread count.
+
+Atom ``i`` scans, for each shift ``s`` of its range (`bin_atoms`), the bins of its
 system near ``q = wrapped[i] - s @ cell`` (`bin_atoms`: cubic bins as wide as the search
 radius over the system's wrapped atoms): an atom ``j`` there is ``j``'s image by ``s``
 near ``i``. No image is stored: the shifted positions are only queries, and most atoms,
