@@ -2,10 +2,11 @@
 given their query shifts and sorted into bins by the kernels of
 ``_kernels/molecular.py``, against plain NumPy with the same arithmetic, bit for bit.
 
-The kernels cut each system's atoms into chunks (`ATOMS_PER_STATE_CHUNK`) on all threads
-and merge each system's reductions in order: systems of several chunks, empty systems and
-1-, 2- and 3-D cells with open axes, on one thread and on two, must give the state of one
-pass over the atoms in order.
+The kernels cut each system's atoms into pieces of at most `ATOMS_PER_STATE_CHUNK`, hand
+runs of pieces to all threads and merge each system's reductions in order: systems of
+several pieces, small systems sharing a chunk, empty systems and 1-, 2- and 3-D cells with
+open axes, on one thread and on two, must give the state of one pass over the atoms in
+order.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def _expected(positions, cells, offsets):
 
 def _batch(n_dims: int, seed: int):
     """Atoms up to three cells away from their cells (several wraps each), in systems of
-    several chunks, one atom, none, and a few, with some axes open."""
+    several pieces, one atom, none, and a few (the three in one chunk), with some axes
+    open."""
     rng = np.random.default_rng(seed)
     sizes = [2 * ATOMS_PER_STATE_CHUNK + 17, 1, 0, 40, ATOMS_PER_STATE_CHUNK]
     cells, pbc = [], []

@@ -4,10 +4,10 @@ system wrapped into its cell, by the kernels of ``_kernels/molecular.py``.
 
 How
 ---
-1. Wrap (`wrap_atoms`). Each point's fractional coordinates along the periodic axes
+1. Wrap (`state_chunks`, `_wrap_chunk`). Each point's fractional coordinates along the periodic axes
    (``CellGeometry.dual``) are floored to integers; the point is moved back by that many
    cell vectors (``T``, the point's wrap), into the cell. Open axes are left as they are.
-2. Shifts (`bin_atoms`). Wrapped point ``i`` asks for the images of the wrapped
+2. Shifts (`_bin_chunk`). Wrapped point ``i`` asks for the images of the wrapped
    points by every integer shift ``s`` (on the periodic axes) that can bring one of them
    within reach: with ``k = reach / width`` (``width`` the cell's perpendicular width
    across the axis) and the wrapped points' fractional coordinates spanning
@@ -18,11 +18,11 @@ How
    their total is the number of images a search among materialized images would make;
    it is counted first, from the images' side, and a system that would need more than
    `MAX_IMAGES` is refused with a `ValueError` before any search.
-3. Search (`bin_atoms`, `pair_rows`). Each system's wrapped points are sorted into cubic
-   bins as wide as the search radius (the reach enlarged by a margin, `SEARCH_MARGIN` of
-   the largest coordinate involved, many orders of magnitude above the rounding of any
-   of these steps): each query scans the bins within that radius, a superset of the
-   pairs within reach. The shifts and the bins come from one pass over the wrapped
+3. Search (`_bin_chunk`, `sort_atoms`, `pair_rows`). Each system's wrapped points are
+   sorted into cubic bins as wide as the search radius (the reach enlarged by a margin,
+   `SEARCH_MARGIN` of the largest coordinate involved, many orders of magnitude above
+   the rounding of any of these steps): each query scans the bins within that radius, a
+   superset of the pairs within reach. The shifts and the bins come from one pass over the wrapped
    points (the bins' origin and the shifts' ranges need the wrap of all of a system's
    points first), so the set-up reads the atoms twice, each pass on all threads.
 4. Rows (`pair_rows`). A hit of wrapped point ``i`` at shift ``s`` and wrapped point
@@ -63,10 +63,15 @@ from .._config import threads
 from ._cells import CellGeometry, SystemCells
 from ._kernels.molecular import (
     ATOMS_PER_CHUNK,
+    ATOMS_PER_STATE_CHUNK,
+    GATHER,
+    SHIFTS_AND_BINS,
+    WRAP,
     MolecularState,
-    bin_atoms,
     pair_rows,
-    wrap_atoms,
+    sort_atoms,
+    state_chunks,
+    system_bounds,
 )
 
 #: The search radius exceeds the reach by this fraction of the largest coordinate, query
@@ -94,6 +99,9 @@ BINS_PER_POINT = 4
 EXTRA_BINS = 64
 #: A chunk of atoms may store this many times the hits expected of it in the first pass.
 HIT_ROOM = 1.25
+#: `state_chunks`' arguments of the passes that use none: of the types of the real ones.
+_NO_SHIFT_BOUNDS = (np.empty((0, 0)),) * 4
+_NO_BINS = (np.empty((0, 0)), np.empty(0), np.empty((0, 0), np.int64), np.empty(0, np.int64))
 #: The letters the kernels write, in the order of their output tuple.
 KERNEL_LETTERS = "ijSDdb"
 
@@ -170,16 +178,27 @@ def _state(positions: np.ndarray, cells: SystemCells, offsets: np.ndarray,
            ) -> tuple[MolecularState, np.ndarray]:
     """The kernels' arrays of all systems (`MolecularState`): the atoms wrapped, checked,
     given their query shifts and binned, each system's search radius and bins; and each
-    system's sum over its bins of their atoms' number squared (for `_hit_share`)."""
+    system's sum over its bins of their atoms' number squared (for `_hit_share`). Three
+    passes of `state_chunks` over the atoms, each on all threads: the wrap, then (each
+    system's bounds known) the shifts and bins, then (the sort's places known) the
+    gathering in bin order."""
     n_systems = len(cells)
     vectors, periodic, dual, widths = cells.vectors, cells.periodic, cells.dual, cells.widths
     sizes = np.diff(offsets)
     system = np.repeat(np.arange(n_systems, dtype=np.int64), sizes)
-    # The state's large arrays: recycled memory (`_outputs.py`), as the rows'.
     shape = positions.shape
+    # The large arrays from recycled memory (`_outputs.py`), as the rows'.
     wraps, wrapped = _outputs.empty(shape, np.int64), _outputs.empty(shape, np.float64)
-    farthest, low, high, largest, wrapped_min, wrapped_max = wrap_atoms(
-        positions, offsets, vectors, periodic, dual, wraps, wrapped)
+    atoms, cell = (positions, wraps, wrapped), (vectors, periodic, dual)
+    out = (_outputs.empty(shape, np.int64), _outputs.empty(shape, np.int64),
+           np.empty(shape[0], np.int64), np.empty(shape[0], np.int64),
+           _outputs.empty((3, shape[0]), np.float64), _outputs.empty(shape, np.float64),
+           _outputs.empty(shape, np.int64))
+    lower, upper, _, order, binned, binned_positions, binned_wraps = out
+    partial = np.empty((int((-(-sizes // ATOMS_PER_STATE_CHUNK)).sum()), 14))
+    state_chunks(WRAP, offsets, atoms, cell, _NO_SHIFT_BOUNDS, _NO_BINS, out, partial)
+    farthest, low, high, largest, wrapped_min, wrapped_max = system_bounds(
+        partial, offsets, shape[1])
     unused = ~periodic | (sizes == 0)[:, np.newaxis]
     low[unused] = 0.0
     high[unused] = 0.0
@@ -200,14 +219,12 @@ def _state(positions: np.ndarray, cells: SystemCells, offsets: np.ndarray,
     inv_bin = 1.0 / bin_width
     bin_offset = np.zeros(n_systems + 1, np.int64)
     np.cumsum(np.prod(n_bins, axis=1), out=bin_offset[1:])
-    lower, upper, binned, binned_positions, binned_wraps = out = (
-        _outputs.empty(shape, np.int64), _outputs.empty(shape, np.int64),
-        _outputs.empty((3, shape[0]), np.float64), _outputs.empty(shape, np.float64),
-        _outputs.empty(shape, np.int64))
-    counts, crowding, bin_start, order = bin_atoms(
-        positions, wrapped, wraps, offsets, periodic, dual, low, high, check_cells,
-        search[:, np.newaxis] / widths, origin, inv_bin, n_bins, bin_offset, out)
+    shift_bounds = (low, high, check_cells, search[:, np.newaxis] / widths)
+    bins = (origin, inv_bin, n_bins, bin_offset)
+    state_chunks(SHIFTS_AND_BINS, offsets, atoms, cell, shift_bounds, bins, out, partial)
+    counts, crowding, bin_start = sort_atoms(partial, offsets, bin_offset, out[2], order)
     _check(cells, farthest, counts, reach, names)
+    state_chunks(GATHER, offsets, atoms, cell, shift_bounds, bins, out, partial)
     return MolecularState(
         positions, wrapped, wraps, lower, upper, system,
         np.empty(0) if radii is None else radii, vectors, periodic, search, origin, inv_bin,

@@ -3,15 +3,16 @@ cells, given their query shifts and binned, and their rows ``(i, j, S)`` within 
 found and counted, then written straight into the arrays asked for (the design:
 ``_images.py``).
 
-Before any scan, two kernels set the atoms up: `wrap_atoms` wraps them and reduces each
-system's bounds, `bin_atoms` gives them their shifts and sorts them into bins. Both cut
-each system's atoms into chunks (`_system_chunks`) handed to all threads; a reduction is
-kept per chunk and merged in order, the sort's places are given in atom order on one
-thread, so the state is that of one pass in order, for any thread count.
+Before any scan, `state_chunks` sets the atoms up in three passes, each over chunks of
+atoms on all threads (`_system_chunks`): it wraps them (`_wrap_chunk`), each piece of a
+system reducing its bounds, merged in order by `system_bounds`; gives them their query
+shifts and bins (`_bin_chunk`), sorted by `sort_atoms` (a stable counting sort, its
+places given in atom order on one thread); and gathers them in bin order
+(`_gather_chunk`). So the state is that of one pass in order, for any thread count.
 
-Atom ``i`` scans, for each shift ``s`` of its range (`bin_atoms`), the bins of its
-system near ``q = wrapped[i] - s @ cell`` (`bin_atoms`: cubic bins as wide as the search
-radius over the system's wrapped atoms): an atom ``j`` there is ``j``'s image by ``s``
+Atom ``i`` scans, for each shift ``s`` of its range (`_bin_chunk`), the bins of its
+system near ``q = wrapped[i] - s @ cell`` (cubic bins as wide as the search radius over
+the system's wrapped atoms): an atom ``j`` there is ``j``'s image by ``s``
 near ``i``. No image is stored: the shifted positions are only queries, and most atoms,
 those away from the faces of their cell, ask with ``s = 0`` only.
 
@@ -50,6 +51,8 @@ from ..._config import jit, jit_inline, jit_parallel
 ATOMS_PER_CHUNK = 64
 #: Atoms a thread wraps, or gives their shifts and bins, at a time, at most.
 ATOMS_PER_STATE_CHUNK = 4096
+#: The passes of `state_chunks`.
+WRAP, SHIFTS_AND_BINS, GATHER = 0, 1, 2
 #: Candidates whose distances are computed in one vectorized loop.
 RUN_BLOCK = 64
 
@@ -138,53 +141,80 @@ def _fraction(dual, b, a, x0, x1, x2, n_dims):
 
 @jit_inline
 def _system_chunks(offsets):
-    """``(chunk_start, chunk_system)``: the atoms cut into chunks of one system each, of
-    at most `ATOMS_PER_STATE_CHUNK`, in order; chunk ``c`` holds the atoms
-    ``chunk_start[c]:chunk_start[c + 1]`` of system ``chunk_system[c]``."""
+    """``(piece_start, piece_system, chunk_piece)``: the atoms cut into pieces of one
+    system each, of at most `ATOMS_PER_STATE_CHUNK`, in order (piece ``p`` holds the atoms
+    ``piece_start[p]:piece_start[p + 1]`` of system ``piece_system[p]``), and the pieces
+    grouped into chunks of at most that many atoms (or one piece), handed to a thread at a
+    time: chunk ``c`` holds the pieces ``chunk_piece[c]:chunk_piece[c + 1]``, so that the
+    small systems of a batch go to the threads by the thousand."""
     n_systems = offsets.shape[0] - 1
-    n_chunks = 0
+    n_pieces = 0
     for b in range(n_systems):
-        n_chunks += -(-(offsets[b + 1] - offsets[b]) // ATOMS_PER_STATE_CHUNK)
-    chunk_start = np.empty(n_chunks + 1, np.int64)
-    chunk_system = np.empty(n_chunks, np.int64)
-    c = 0
+        n_pieces += -(-(offsets[b + 1] - offsets[b]) // ATOMS_PER_STATE_CHUNK)
+    piece_start = np.empty(n_pieces + 1, np.int64)
+    piece_system = np.empty(n_pieces, np.int64)
+    p = 0
     for b in range(n_systems):
         for lo in range(offsets[b], offsets[b + 1], ATOMS_PER_STATE_CHUNK):
-            chunk_start[c] = lo
-            chunk_system[c] = b
-            c += 1
-    chunk_start[n_chunks] = offsets[n_systems]
-    return chunk_start, chunk_system
+            piece_start[p] = lo
+            piece_system[p] = b
+            p += 1
+    piece_start[n_pieces] = offsets[n_systems]
+    chunk_piece = np.empty(n_pieces + 1, np.int64)
+    n_chunks = 0
+    filled = 0
+    for p in range(n_pieces):
+        size = piece_start[p + 1] - piece_start[p]
+        if p == 0 or filled + size > ATOMS_PER_STATE_CHUNK:
+            chunk_piece[n_chunks] = p
+            n_chunks += 1
+            filled = 0
+        filled += size
+    chunk_piece[n_chunks] = n_pieces
+    return piece_start, piece_system, chunk_piece[:n_chunks + 1]
 
 
 @jit_parallel
-def wrap_atoms(positions, offsets, vectors, periodic, dual, wraps, wrapped):
-    """The atoms wrapped into their cells, with what the checks and the search need:
-    per atom into ``wraps`` and ``wrapped``, per system returned, ``(farthest, low, high,
-    largest, wrapped_min, wrapped_max)``.
+def state_chunks(task, offsets, atoms, cell, shift_bounds, bins, out, partial):
+    """One pass of the set-up over the chunks of `_system_chunks`, on all threads: with
+    ``task`` `WRAP`, `_wrap_chunk` (each piece's reductions into its row of ``partial``,
+    float64 (n_pieces, 14)); `SHIFTS_AND_BINS`, `_bin_chunk` (each piece's image count
+    into ``partial[p, 0]``); `GATHER`, `_gather_chunk` (the chunk's atoms' range taken as
+    places in ``order``). One kernel for the three passes: one parallel loop to compile.
 
-    Per atom: ``wraps`` (int64 (n, d), ``T``), ``-floor`` of the fractional coordinates
-    (`_fraction` of ``x``, on periodic axis ``a``; 0 on open ones); ``wrapped`` (float64
-    (n, d)), ``x + T @ cell`` added axis by axis in increasing order. Per system (atoms
-    ``offsets[b]:offsets[b + 1]``): ``farthest``, the largest magnitude of a fractional
-    coordinate before the wrap; ``low`` and ``high`` (B, d), the wrapped atoms' range of
-    fractional coordinates (`_fraction` of the wrapped atom; infinite where none);
-    ``largest``, the largest magnitude of a coordinate before or after the wrap;
-    ``wrapped_min`` and ``wrapped_max`` (B, d), their bounding box (infinite where
-    none).
+    ``atoms`` is ``(positions, wraps, wrapped)``, ``cell`` ``(vectors, periodic, dual)``
+    as the cells hold them, ``shift_bounds`` ``(low, high, check_cells, search_cells)``
+    and ``bins`` ``(origin, inv_bin, n_bins, bin_offset)`` (the fields of
+    `MolecularState`; empty for `WRAP`), ``out`` ``(lower, upper, bin_of, order, binned,
+    binned_positions, binned_wraps)``."""
+    piece_start, piece_system, chunk_piece = _system_chunks(offsets)
+    pieces = (piece_start, piece_system)
+    for c in prange(chunk_piece.shape[0] - 1):
+        first, last = chunk_piece[c], chunk_piece[c + 1]
+        if task == WRAP:
+            _wrap_chunk(atoms, cell, pieces, first, last, partial)
+        elif task == SHIFTS_AND_BINS:
+            _bin_chunk(atoms[2], cell, shift_bounds, bins, pieces, first, last, out, partial)
+        else:
+            _gather_chunk(atoms, piece_start[first], piece_start[last], out)
 
-    The chunks of `_system_chunks` on all threads, each reducing its atoms in registers;
-    then each system's chunks' reductions merged in order, as one pass over its atoms in
-    order would have them (the same minimum and maximum whatever the chunks)."""
-    n, n_dims = positions.shape
-    n_systems = offsets.shape[0] - 1
-    chunk_start, chunk_system = _system_chunks(offsets)
-    n_chunks = chunk_system.shape[0]
-    # Each chunk's reductions: farthest, largest; low, high, wrapped_min, wrapped_max
-    # along the three padded axes (from column 2, 5, 8 and 11).
-    reduced = np.empty((n_chunks, 14), np.float64)
-    for c in prange(n_chunks):
-        b = chunk_system[c]
+
+@jit
+def _wrap_chunk(atoms, cell, pieces, first, last, partial):
+    """The atoms of the pieces ``first:last`` wrapped into their cells: ``wraps``
+    (``T``), ``-floor`` of the fractional coordinates (`_fraction` of ``x``, on periodic
+    axis ``a``; 0 on open ones); ``wrapped``, ``x + T @ cell`` added axis by axis in
+    increasing order. Each piece's reductions, kept in registers, into its row of
+    ``partial`` (14,): the largest magnitude of a fractional coordinate before the wrap,
+    of a coordinate before or after it; then along the three padded axes (from 2, 5, 8
+    and 11) the least and greatest fractional coordinate (`_fraction` of the wrapped
+    atom; periodic axes only) and wrapped coordinate (infinite where none)."""
+    positions, wraps, wrapped = atoms
+    vectors, periodic, dual = cell
+    piece_start, piece_system = pieces
+    n_dims = positions.shape[1]
+    for p in range(first, last):
+        b = piece_system[p]
         far = 0.0
         big = 0.0
         low0 = low1 = low2 = min0 = min1 = min2 = np.inf
@@ -192,7 +222,7 @@ def wrap_atoms(positions, offsets, vectors, periodic, dual, wraps, wrapped):
         periodic0 = periodic[b, 0]
         periodic1 = n_dims > 1 and periodic[b, 1]
         periodic2 = n_dims > 2 and periodic[b, 2]
-        for i in range(chunk_start[c], chunk_start[c + 1]):
+        for i in range(piece_start[p], piece_start[p + 1]):
             x0, x1, x2 = _padded(positions, i, n_dims)
             w0, w1, w2 = x0, x1, x2
             for a in range(n_dims):
@@ -225,74 +255,75 @@ def wrap_atoms(positions, offsets, vectors, periodic, dual, wraps, wrapped):
                 if periodic2:
                     value = _fraction(dual, b, 2, w0, w1, w2, n_dims)
                     low2, high2 = min(low2, value), max(high2, value)
-        reduced[c, 0] = far
-        reduced[c, 1] = big
-        reduced[c, 2], reduced[c, 3], reduced[c, 4] = low0, low1, low2
-        reduced[c, 5], reduced[c, 6], reduced[c, 7] = high0, high1, high2
-        reduced[c, 8], reduced[c, 9], reduced[c, 10] = min0, min1, min2
-        reduced[c, 11], reduced[c, 12], reduced[c, 13] = max0, max1, max2
+        partial[p, 0] = far
+        partial[p, 1] = big
+        partial[p, 2], partial[p, 3], partial[p, 4] = low0, low1, low2
+        partial[p, 5], partial[p, 6], partial[p, 7] = high0, high1, high2
+        partial[p, 8], partial[p, 9], partial[p, 10] = min0, min1, min2
+        partial[p, 11], partial[p, 12], partial[p, 13] = max0, max1, max2
+
+
+@jit
+def system_bounds(partial, offsets, n_dims):
+    """``(farthest, low, high, largest, wrapped_min, wrapped_max)`` of each system, from
+    its pieces' reductions (`_wrap_chunk`, ``partial``) merged in order, as one pass over
+    its atoms in order would have them (the same minimum and maximum whatever the
+    pieces): ``farthest``, the largest magnitude of a fractional coordinate before the
+    wrap; ``low`` and ``high`` (B, d), the wrapped atoms' range of fractional coordinates
+    (infinite where none); ``largest``, the largest magnitude of a coordinate before or
+    after the wrap; ``wrapped_min`` and ``wrapped_max`` (B, d), their bounding box
+    (infinite where none)."""
+    n_systems = offsets.shape[0] - 1
+    piece_system = _system_chunks(offsets)[1]
     farthest = np.zeros(n_systems, np.float64)
     largest = np.zeros(n_systems, np.float64)
-    # low, high, wrapped_min, wrapped_max of each system.
     bounds = np.empty((4, n_systems, n_dims), np.float64)
-    bounds[0] = np.inf
-    bounds[1] = -np.inf
-    bounds[2] = np.inf
-    bounds[3] = -np.inf
-    for c in range(n_chunks):
-        b = chunk_system[c]
-        farthest[b] = max(farthest[b], reduced[c, 0])
-        largest[b] = max(largest[b], reduced[c, 1])
+    bounds[0::2] = np.inf
+    bounds[1::2] = -np.inf
+    for p in range(piece_system.shape[0]):
+        b = piece_system[p]
+        farthest[b] = max(farthest[b], partial[p, 0])
+        largest[b] = max(largest[b], partial[p, 1])
         for a in range(n_dims):
-            bounds[0, b, a] = min(bounds[0, b, a], reduced[c, 2 + a])
-            bounds[1, b, a] = max(bounds[1, b, a], reduced[c, 5 + a])
-            bounds[2, b, a] = min(bounds[2, b, a], reduced[c, 8 + a])
-            bounds[3, b, a] = max(bounds[3, b, a], reduced[c, 11 + a])
+            bounds[0, b, a] = min(bounds[0, b, a], partial[p, 2 + a])
+            bounds[1, b, a] = max(bounds[1, b, a], partial[p, 5 + a])
+            bounds[2, b, a] = min(bounds[2, b, a], partial[p, 8 + a])
+            bounds[3, b, a] = max(bounds[3, b, a], partial[p, 11 + a])
     return farthest, bounds[0], bounds[1], largest, bounds[2], bounds[3]
 
 
-@jit_parallel
-def bin_atoms(positions, wrapped, wraps, offsets, periodic, dual, low, high, check_cells,
-              search_cells, origin, inv_bin, n_bins, bin_offset, out):
-    """The atoms' query shifts, and the atoms sorted by bin: into the arrays ``out``,
-    ``(lower, upper, binned, binned_positions, binned_wraps)``; returned, ``(counts,
-    crowding, bin_start, order)``.
+@jit
+def _bin_chunk(wrapped, cell, shift_bounds, bins, pieces, first, last, out, partial):
+    """The query shifts and bins of the atoms of the pieces ``first:last``, into
+    ``lower``, ``upper`` and ``bin_of`` of ``out``; each piece's sum of their image
+    counts into ``partial[p, 0]``.
 
-    Each atom's query shifts per axis run from ``ceil(f - k - high)`` to
+    An atom's query shifts per axis run from ``ceil(f - k - high)`` to
     ``floor(f + k - low)``, ``f`` its ``wrapped`` position's fractional coordinate
     (`_fraction`, 0 on open axes) and ``k = search_cells[b]`` (the search radius in
-    cells, 0 on open axes): ``lower`` and ``upper`` (int64 (n, d)). ``counts`` (float64
-    (B,)): each system's image count at ``k = check_cells[b]``, from the images' side,
-    the product over axes of ``floor(high + k - f) - ceil(low - k - f) + 1`` summed (the
-    same number of shifts, seen from the other atom of each pair; whole numbers, summed
-    exactly below 2**53 in any order). ``crowding`` (float64 (B,)): the sum over each
-    system's bins of their atoms' number squared.
-
-    The atoms go into their systems' bins (``origin``, ``inv_bin``, ``n_bins``,
-    ``bin_offset``, as `MolecularState` holds them) by a stable counting sort:
-    ``bin_start`` and ``order``; then their ``wrapped`` positions, ``positions`` and
-    ``wraps`` are gathered in that order (``binned``, ``binned_positions``,
-    ``binned_wraps``). The shifts and bins of the chunks of `_system_chunks`, and the
-    gathering, run on all threads; the count and the places of the sort in atom order,
-    on one."""
-    n, n_dims = wrapped.shape
-    n_systems = offsets.shape[0] - 1
-    chunk_start, chunk_system = _system_chunks(offsets)
-    n_chunks = chunk_system.shape[0]
-    lower, upper, binned, binned_positions, binned_wraps = out
-    bin_of = np.empty(n, np.int64)
-    images = np.empty(n_chunks, np.float64)
-    for c in prange(n_chunks):
-        b = chunk_system[c]
-        total = 0.0
-        for i in range(chunk_start[c], chunk_start[c + 1]):
+    cells, 0 on open axes). Its image count is the product over axes of
+    ``floor(high + k - f) - ceil(low - k - f) + 1`` at ``k = check_cells[b]``, from the
+    images' side (the same number of shifts, seen from the other atom of each pair). Its
+    bin, row-major among its system's from ``bin_offset[b]``, holds its wrapped
+    position."""
+    _, periodic, dual = cell
+    low, high, check_cells, search_cells = shift_bounds
+    origin, inv_bin, n_bins, bin_offset = bins
+    lower, upper, bin_of = out[0], out[1], out[2]
+    piece_start, piece_system = pieces
+    n_dims = wrapped.shape[1]
+    for p in range(first, last):
+        b = piece_system[p]
+        images = 0.0
+        for i in range(piece_start[p], piece_start[p + 1]):
             w0, w1, w2 = _padded(wrapped, i, n_dims)
             product = 1.0
             linear = 0
             for a in range(n_dims):
                 f = _fraction(dual, b, a, w0, w1, w2, n_dims) if periodic[b, a] else 0.0
                 k = check_cells[b, a]
-                product *= math.floor(high[b, a] + k - f) - math.ceil(low[b, a] - k - f) + 1.0
+                product *= (math.floor(high[b, a] + k - f) - math.ceil(low[b, a] - k - f)
+                            + 1.0)
                 k = search_cells[b, a]
                 lower[i, a] = int(math.ceil(f - k - high[b, a]))
                 upper[i, a] = int(math.floor(f + k - low[b, a]))
@@ -300,12 +331,24 @@ def bin_atoms(positions, wrapped, wraps, offsets, periodic, dual, low, high, che
                 place = math.floor((wrapped[i, a] - origin[b, a]) * inv_bin[b])
                 place = min(max(place, 0.0), float(top))  # as floats: a far point's is huge
                 linear = linear * n_bins[b, a] + int(place)
-            total += product
+            images += product
             bin_of[i] = bin_offset[b] + linear
-        images[c] = total
+        partial[p, 0] = images
+
+
+@jit
+def sort_atoms(partial, offsets, bin_offset, bin_of, order):
+    """``(counts, crowding, bin_start)``: each system's image count (float64 (B,)), its
+    pieces' (`_bin_chunk`, ``partial[:, 0]``) summed (whole numbers, summed exactly below
+    2**53 in any order); the sum over each system's bins of their atoms' number squared
+    (float64 (B,)); and the stable counting sort of the atoms by ``bin_of``, its places
+    into ``order`` (`MolecularState`)."""
+    n = bin_of.shape[0]
+    n_systems = offsets.shape[0] - 1
+    piece_system = _system_chunks(offsets)[1]
     counts = np.zeros(n_systems, np.float64)
-    for c in range(n_chunks):
-        counts[chunk_system[c]] += images[c]
+    for p in range(piece_system.shape[0]):
+        counts[piece_system[p]] += partial[p, 0]
     bin_start = np.zeros(bin_offset[-1] + 1, np.int64)
     for i in range(n):
         bin_start[bin_of[i] + 1] += 1
@@ -315,7 +358,6 @@ def bin_atoms(positions, wrapped, wraps, offsets, periodic, dual, low, high, che
             crowding[b] += float(bin_start[k]) * float(bin_start[k])
     for k in range(1, bin_start.shape[0]):
         bin_start[k] += bin_start[k - 1]
-    order = np.empty(n, np.int64)
     for i in range(n):
         slot = bin_start[bin_of[i]]
         bin_start[bin_of[i]] += 1
@@ -324,7 +366,18 @@ def bin_atoms(positions, wrapped, wraps, offsets, periodic, dual, low, high, che
     for k in range(bin_start.shape[0] - 1, 0, -1):
         bin_start[k] = bin_start[k - 1]
     bin_start[0] = 0
-    for slot in prange(n):
+    return counts, crowding, bin_start
+
+
+@jit
+def _gather_chunk(atoms, lo, hi, out):
+    """The atoms at places ``lo:hi`` of ``order``: their wrapped positions (padded to
+    three rows with zeros), positions and wraps into ``binned``, ``binned_positions``
+    and ``binned_wraps`` of ``out``, one place after another."""
+    positions, wraps, wrapped = atoms
+    order, binned, binned_positions, binned_wraps = out[3], out[4], out[5], out[6]
+    n_dims = positions.shape[1]
+    for slot in range(lo, hi):
         i = order[slot]
         w0, w1, w2 = _padded(wrapped, i, n_dims)
         binned[0, slot] = w0
@@ -333,7 +386,6 @@ def bin_atoms(positions, wrapped, wraps, offsets, periodic, dual, low, high, che
         for a in range(n_dims):
             binned_positions[slot, a] = positions[i, a]
             binned_wraps[slot, a] = wraps[i, a]
-    return counts, crowding, bin_start, order
 
 
 @jit_inline
