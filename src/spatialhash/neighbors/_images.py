@@ -4,10 +4,11 @@ system wrapped into its cell, by the kernels of ``_kernels/molecular.py``.
 
 How
 ---
-1. Wrap (`state_chunks`, `_wrap_chunk`). Each point's fractional coordinates along the periodic axes
+1. Wrap (`state_chunks`, `_wrap_pieces`). Each point's fractional coordinates along
+   the periodic axes
    (``CellGeometry.dual``) are floored to integers; the point is moved back by that many
    cell vectors (``T``, the point's wrap), into the cell. Open axes are left as they are.
-2. Shifts (`_bin_chunk`). Wrapped point ``i`` asks for the images of the wrapped
+2. Shifts (`_bin_pieces`). Wrapped point ``i`` asks for the images of the wrapped
    points by every integer shift ``s`` (on the periodic axes) that can bring one of them
    within reach: with ``k = reach / width`` (``width`` the cell's perpendicular width
    across the axis) and the wrapped points' fractional coordinates spanning
@@ -18,7 +19,7 @@ How
    their total is the number of images a search among materialized images would make;
    it is counted first, from the images' side, and a system that would need more than
    `MAX_IMAGES` is refused with a `ValueError` before any search.
-3. Search (`_bin_chunk`, `sort_atoms`, `pair_rows`). Each system's wrapped points are
+3. Search (`_bin_pieces`, `_sort_atoms`, `pair_rows`). Each system's wrapped points are
    sorted into cubic bins as wide as the search radius (the reach enlarged by a margin,
    `SEARCH_MARGIN` of the largest coordinate involved, many orders of magnitude above
    the rounding of any of these steps): each query scans the bins within that radius, a
@@ -69,9 +70,7 @@ from ._kernels.molecular import (
     WRAP,
     MolecularState,
     pair_rows,
-    sort_atoms,
     state_chunks,
-    system_bounds,
 )
 
 #: The search radius exceeds the reach by this fraction of the largest coordinate, query
@@ -196,9 +195,13 @@ def _state(positions: np.ndarray, cells: SystemCells, offsets: np.ndarray,
            _outputs.empty(shape, np.int64))
     lower, upper, _, order, binned, binned_positions, binned_wraps = out
     partial = np.empty((int((-(-sizes // ATOMS_PER_STATE_CHUNK)).sum()), 14))
-    state_chunks(WRAP, offsets, atoms, cell, _NO_SHIFT_BOUNDS, _NO_BINS, out, partial)
-    farthest, low, high, largest, wrapped_min, wrapped_max = system_bounds(
-        partial, offsets, shape[1])
+    farthest, largest = np.empty(n_systems), np.empty(n_systems)
+    bounds = np.empty((4, n_systems, shape[1]))
+    counts, crowding = np.empty(n_systems), np.empty(n_systems)
+    systems = (farthest, largest, bounds, counts, crowding, np.empty(0, np.int64))
+    state_chunks(WRAP, offsets, atoms, cell, _NO_SHIFT_BOUNDS, _NO_BINS, out, partial,
+                 systems)
+    low, high, wrapped_min, wrapped_max = bounds
     unused = ~periodic | (sizes == 0)[:, np.newaxis]
     low[unused] = 0.0
     high[unused] = 0.0
@@ -221,10 +224,12 @@ def _state(positions: np.ndarray, cells: SystemCells, offsets: np.ndarray,
     np.cumsum(np.prod(n_bins, axis=1), out=bin_offset[1:])
     shift_bounds = (low, high, check_cells, search[:, np.newaxis] / widths)
     bins = (origin, inv_bin, n_bins, bin_offset)
-    state_chunks(SHIFTS_AND_BINS, offsets, atoms, cell, shift_bounds, bins, out, partial)
-    counts, crowding, bin_start = sort_atoms(partial, offsets, bin_offset, out[2], order)
+    bin_start = np.empty(bin_offset[-1] + 1, np.int64)
+    systems = (*systems[:5], bin_start)
+    state_chunks(SHIFTS_AND_BINS, offsets, atoms, cell, shift_bounds, bins, out, partial,
+                 systems)
     _check(cells, farthest, counts, reach, names)
-    state_chunks(GATHER, offsets, atoms, cell, shift_bounds, bins, out, partial)
+    state_chunks(GATHER, offsets, atoms, cell, shift_bounds, bins, out, partial, systems)
     return MolecularState(
         positions, wrapped, wraps, lower, upper, system,
         np.empty(0) if radii is None else radii, vectors, periodic, search, origin, inv_bin,

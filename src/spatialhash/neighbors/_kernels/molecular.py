@@ -4,13 +4,13 @@ found and counted, then written straight into the arrays asked for (the design:
 ``_images.py``).
 
 Before any scan, `state_chunks` sets the atoms up in three passes, each over chunks of
-atoms on all threads (`_system_chunks`): it wraps them (`_wrap_chunk`), each piece of a
-system reducing its bounds, merged in order by `system_bounds`; gives them their query
-shifts and bins (`_bin_chunk`), sorted by `sort_atoms` (a stable counting sort, its
-places given in atom order on one thread); and gathers them in bin order
-(`_gather_chunk`). So the state is that of one pass in order, for any thread count.
+atoms on all threads (`_system_chunks`): it wraps them (`_wrap_pieces`), each piece of a
+system reducing its bounds, merged in order (`_system_bounds`); gives them their query
+shifts and bins (`_bin_pieces`), sorted by a stable counting sort whose places are given
+in atom order on one thread (`_sort_atoms`); and gathers them in bin order
+(`_gather_atoms`). So the state is that of one pass in order, for any thread count.
 
-Atom ``i`` scans, for each shift ``s`` of its range (`_bin_chunk`), the bins of its
+Atom ``i`` scans, for each shift ``s`` of its range (`_bin_pieces`), the bins of its
 system near ``q = wrapped[i] - s @ cell`` (cubic bins as wide as the search radius over
 the system's wrapped atoms): an atom ``j`` there is ``j``'s image by ``s``
 near ``i``. No image is stored: the shifted positions are only queries, and most atoms,
@@ -175,33 +175,56 @@ def _system_chunks(offsets):
 
 
 @jit_parallel
-def state_chunks(task, offsets, atoms, cell, shift_bounds, bins, out, partial):
-    """One pass of the set-up over the chunks of `_system_chunks`, on all threads: with
-    ``task`` `WRAP`, `_wrap_chunk` (each piece's reductions into its row of ``partial``,
-    float64 (n_pieces, 14)); `SHIFTS_AND_BINS`, `_bin_chunk` (each piece's image count
-    into ``partial[p, 0]``); `GATHER`, `_gather_chunk` (the chunk's atoms' range taken as
-    places in ``order``). One kernel for the three passes: one parallel loop to compile.
+def state_chunks(task, offsets, atoms, cell, shift_bounds, bins, out, partial, systems):
+    """One pass of the set-up over the chunks of `_system_chunks` on all threads
+    (`_chunk_pass`), then what it gives each system, on one: with ``task`` `WRAP`, the
+    pieces' reductions merged (`_system_bounds`); `SHIFTS_AND_BINS`, the pieces' image
+    counts summed and the atoms sorted by bin (`_sort_atoms`); `GATHER`, nothing. One
+    kernel for the three passes: one parallel loop to compile.
 
     ``atoms`` is ``(positions, wraps, wrapped)``, ``cell`` ``(vectors, periodic, dual)``
     as the cells hold them, ``shift_bounds`` ``(low, high, check_cells, search_cells)``
     and ``bins`` ``(origin, inv_bin, n_bins, bin_offset)`` (the fields of
     `MolecularState`; empty for `WRAP`), ``out`` ``(lower, upper, bin_of, order, binned,
-    binned_positions, binned_wraps)``."""
+    binned_positions, binned_wraps)``, ``partial`` float64 (n_pieces, 14) and
+    ``systems`` ``(farthest, largest, bounds, counts, crowding, bin_start)``, each
+    system's results (``bounds`` float64 (4, B, d): ``low``, ``high``, ``wrapped_min``
+    and ``wrapped_max``; ``bin_start`` empty for `WRAP`)."""
     piece_start, piece_system, chunk_piece = _system_chunks(offsets)
     pieces = (piece_start, piece_system)
     for c in prange(chunk_piece.shape[0] - 1):
-        first, last = chunk_piece[c], chunk_piece[c + 1]
-        if task == WRAP:
-            _wrap_chunk(atoms, cell, pieces, first, last, partial)
-        elif task == SHIFTS_AND_BINS:
-            _bin_chunk(atoms[2], cell, shift_bounds, bins, pieces, first, last, out, partial)
-        else:
-            _gather_chunk(atoms, piece_start[first], piece_start[last], out)
+        _chunk_pass(task, atoms, cell, shift_bounds, bins, pieces, chunk_piece[c],
+                    chunk_piece[c + 1], out, partial)
+    _system_results(task, piece_system, partial, bins[3], out, systems)
 
 
 @jit
-def _wrap_chunk(atoms, cell, pieces, first, last, partial):
-    """The atoms of the pieces ``first:last`` wrapped into their cells: ``wraps``
+def _system_results(task, piece_system, partial, bin_offset, out, systems):
+    """What `state_chunks`' pass ``task`` gives each system, on one thread: with `WRAP`,
+    the pieces' reductions merged (`_system_bounds`); with `SHIFTS_AND_BINS`, the
+    pieces' image counts summed and the atoms sorted by bin (`_sort_atoms`)."""
+    if task == WRAP:
+        _system_bounds(piece_system, partial, systems)
+    elif task == SHIFTS_AND_BINS:
+        _sort_atoms(piece_system, partial, bin_offset, out[2], out[3], systems)
+
+
+@jit
+def _chunk_pass(task, atoms, cell, shift_bounds, bins, pieces, first, last, out, partial):
+    """`state_chunks`' pass ``task`` over the pieces ``first:last``: `_wrap_pieces`,
+    `_bin_pieces` or `_gather_atoms` (their atoms taken as places in ``order``)."""
+    if task == WRAP:
+        _wrap_pieces(atoms, cell, pieces, first, last, partial)
+    elif task == SHIFTS_AND_BINS:
+        _bin_pieces(atoms[2], cell, shift_bounds, bins, pieces, first, last, out, partial)
+    else:
+        _gather_atoms(atoms, pieces[0][first], pieces[0][last], out)
+
+
+@jit_inline
+def _wrap_pieces(atoms, cell, pieces, first, last, partial):
+    """The atoms of the pieces ``first:last`` (`_system_chunks`) wrapped into their
+    cells: ``wraps``
     (``T``), ``-floor`` of the fractional coordinates (`_fraction` of ``x``, on periodic
     axis ``a``; 0 on open ones); ``wrapped``, ``x + T @ cell`` added axis by axis in
     increasing order. Each piece's reductions, kept in registers, into its row of
@@ -263,23 +286,24 @@ def _wrap_chunk(atoms, cell, pieces, first, last, partial):
         partial[p, 11], partial[p, 12], partial[p, 13] = max0, max1, max2
 
 
-@jit
-def system_bounds(partial, offsets, n_dims):
-    """``(farthest, low, high, largest, wrapped_min, wrapped_max)`` of each system, from
-    its pieces' reductions (`_wrap_chunk`, ``partial``) merged in order, as one pass over
-    its atoms in order would have them (the same minimum and maximum whatever the
-    pieces): ``farthest``, the largest magnitude of a fractional coordinate before the
-    wrap; ``low`` and ``high`` (B, d), the wrapped atoms' range of fractional coordinates
-    (infinite where none); ``largest``, the largest magnitude of a coordinate before or
-    after the wrap; ``wrapped_min`` and ``wrapped_max`` (B, d), their bounding box
-    (infinite where none)."""
-    n_systems = offsets.shape[0] - 1
-    piece_system = _system_chunks(offsets)[1]
-    farthest = np.zeros(n_systems, np.float64)
-    largest = np.zeros(n_systems, np.float64)
-    bounds = np.empty((4, n_systems, n_dims), np.float64)
-    bounds[0::2] = np.inf
-    bounds[1::2] = -np.inf
+@jit_inline
+def _system_bounds(piece_system, partial, systems):
+    """Each system's pieces' reductions (`_wrap_pieces`, ``partial``) merged in order,
+    as one pass over its atoms in order would have them (the same minimum and maximum
+    whatever the pieces), into ``farthest``, ``largest`` and ``bounds`` of ``systems``:
+    ``farthest``, the largest magnitude of a fractional coordinate before the wrap;
+    ``largest``, of a coordinate before or after it; ``bounds`` ``low`` and ``high``,
+    the wrapped atoms' range of fractional coordinates, ``wrapped_min`` and
+    ``wrapped_max``, their bounding box (infinite where none). Loops, not array
+    expressions, which numba would make parallel loops of their own."""
+    farthest, largest, bounds = systems[0], systems[1], systems[2]
+    n_systems, n_dims = bounds.shape[1], bounds.shape[2]
+    for b in range(n_systems):
+        farthest[b] = 0.0
+        largest[b] = 0.0
+        for a in range(n_dims):
+            bounds[0, b, a] = bounds[2, b, a] = np.inf
+            bounds[1, b, a] = bounds[3, b, a] = -np.inf
     for p in range(piece_system.shape[0]):
         b = piece_system[p]
         farthest[b] = max(farthest[b], partial[p, 0])
@@ -289,11 +313,10 @@ def system_bounds(partial, offsets, n_dims):
             bounds[1, b, a] = max(bounds[1, b, a], partial[p, 5 + a])
             bounds[2, b, a] = min(bounds[2, b, a], partial[p, 8 + a])
             bounds[3, b, a] = max(bounds[3, b, a], partial[p, 11 + a])
-    return farthest, bounds[0], bounds[1], largest, bounds[2], bounds[3]
 
 
-@jit
-def _bin_chunk(wrapped, cell, shift_bounds, bins, pieces, first, last, out, partial):
+@jit_inline
+def _bin_pieces(wrapped, cell, shift_bounds, bins, pieces, first, last, out, partial):
     """The query shifts and bins of the atoms of the pieces ``first:last``, into
     ``lower``, ``upper`` and ``bin_of`` of ``out``; each piece's sum of their image
     counts into ``partial[p, 0]``.
@@ -336,26 +359,29 @@ def _bin_chunk(wrapped, cell, shift_bounds, bins, pieces, first, last, out, part
         partial[p, 0] = images
 
 
-@jit
-def sort_atoms(partial, offsets, bin_offset, bin_of, order):
-    """``(counts, crowding, bin_start)``: each system's image count (float64 (B,)), its
-    pieces' (`_bin_chunk`, ``partial[:, 0]``) summed (whole numbers, summed exactly below
-    2**53 in any order); the sum over each system's bins of their atoms' number squared
-    (float64 (B,)); and the stable counting sort of the atoms by ``bin_of``, its places
-    into ``order`` (`MolecularState`)."""
+@jit_inline
+def _sort_atoms(piece_system, partial, bin_offset, bin_of, order, systems):
+    """Into ``counts``, ``crowding`` and ``bin_start`` of ``systems``: each system's
+    image count, its pieces' (`_bin_pieces`, ``partial[:, 0]``) summed (whole numbers,
+    summed exactly below 2**53 in any order); the sum over each system's bins of their
+    atoms' number squared; and the stable counting sort of the atoms by ``bin_of``, its
+    places into ``order`` (`MolecularState`)."""
+    counts, crowding, bin_start = systems[3], systems[4], systems[5]
     n = bin_of.shape[0]
-    n_systems = offsets.shape[0] - 1
-    piece_system = _system_chunks(offsets)[1]
-    counts = np.zeros(n_systems, np.float64)
+    n_systems = counts.shape[0]
+    for b in range(n_systems):
+        counts[b] = 0.0
     for p in range(piece_system.shape[0]):
         counts[piece_system[p]] += partial[p, 0]
-    bin_start = np.zeros(bin_offset[-1] + 1, np.int64)
+    for k in range(bin_start.shape[0]):
+        bin_start[k] = 0
     for i in range(n):
         bin_start[bin_of[i] + 1] += 1
-    crowding = np.zeros(n_systems, np.float64)
     for b in range(n_systems):
+        squares = 0.0
         for k in range(bin_offset[b] + 1, bin_offset[b + 1] + 1):
-            crowding[b] += float(bin_start[k]) * float(bin_start[k])
+            squares += float(bin_start[k]) * float(bin_start[k])
+        crowding[b] = squares
     for k in range(1, bin_start.shape[0]):
         bin_start[k] += bin_start[k - 1]
     for i in range(n):
@@ -366,11 +392,10 @@ def sort_atoms(partial, offsets, bin_offset, bin_of, order):
     for k in range(bin_start.shape[0] - 1, 0, -1):
         bin_start[k] = bin_start[k - 1]
     bin_start[0] = 0
-    return counts, crowding, bin_start
 
 
-@jit
-def _gather_chunk(atoms, lo, hi, out):
+@jit_inline
+def _gather_atoms(atoms, lo, hi, out):
     """The atoms at places ``lo:hi`` of ``order``: their wrapped positions (padded to
     three rows with zeros), positions and wraps into ``binned``, ``binned_positions``
     and ``binned_wraps`` of ``out``, one place after another."""
