@@ -61,6 +61,7 @@ import numpy as np
 
 from .. import _outputs
 from .._config import threads
+from .._kernels import indirect
 from ._cells import CellGeometry, SystemCells
 from ._kernels.molecular import (
     ATOMS_PER_CHUNK,
@@ -69,8 +70,10 @@ from ._kernels.molecular import (
     SHIFTS_AND_BINS,
     WRAP,
     MolecularState,
+    _chunk_pass,
     pair_rows,
     state_chunks,
+    system_results,
 )
 
 #: The search radius exceeds the reach by this fraction of the largest coordinate, query
@@ -101,6 +104,8 @@ HIT_ROOM = 1.25
 #: `state_chunks`' arguments of the passes that use none: of the types of the real ones.
 _NO_SHIFT_BOUNDS = (np.empty((0, 0)),) * 4
 _NO_BINS = (np.empty((0, 0)), np.empty(0), np.empty((0, 0), np.int64), np.empty(0, np.int64))
+#: Of the types of the pieces `state_chunks` hands `_chunk_pass` (`indirect.kernel_target`).
+_PIECES = (np.empty(0, np.int64),) * 2
 #: The letters the kernels write, in the order of their output tuple.
 KERNEL_LETTERS = "ijSDdb"
 
@@ -199,8 +204,11 @@ def _state(positions: np.ndarray, cells: SystemCells, offsets: np.ndarray,
     bounds = np.empty((4, n_systems, shape[1]))
     counts, crowding = np.empty(n_systems), np.empty(n_systems)
     systems = (farthest, largest, bounds, counts, crowding, np.empty(0, np.int64))
-    state_chunks(WRAP, offsets, atoms, cell, _NO_SHIFT_BOUNDS, _NO_BINS, out, partial,
-                 systems)
+    kernel = indirect.kernel_target(
+        _chunk_pass, (WRAP, atoms, cell, _NO_SHIFT_BOUNDS, _NO_BINS, _PIECES, 0, 0, out,
+                      partial), None)
+    state_chunks(WRAP, offsets, atoms, cell, _NO_SHIFT_BOUNDS, _NO_BINS, out, partial, kernel)
+    system_results(WRAP, offsets, partial, offsets, out, systems)
     low, high, wrapped_min, wrapped_max = bounds
     unused = ~periodic | (sizes == 0)[:, np.newaxis]
     low[unused] = 0.0
@@ -227,9 +235,10 @@ def _state(positions: np.ndarray, cells: SystemCells, offsets: np.ndarray,
     bin_start = np.empty(bin_offset[-1] + 1, np.int64)
     systems = (*systems[:5], bin_start)
     state_chunks(SHIFTS_AND_BINS, offsets, atoms, cell, shift_bounds, bins, out, partial,
-                 systems)
+                 kernel)
+    system_results(SHIFTS_AND_BINS, offsets, partial, bin_offset, out, systems)
     _check(cells, farthest, counts, reach, names)
-    state_chunks(GATHER, offsets, atoms, cell, shift_bounds, bins, out, partial, systems)
+    state_chunks(GATHER, offsets, atoms, cell, shift_bounds, bins, out, partial, kernel)
     return MolecularState(
         positions, wrapped, wraps, lower, upper, system,
         np.empty(0) if radii is None else radii, vectors, periodic, search, origin, inv_bin,

@@ -46,6 +46,7 @@ import numpy as np
 from numba import prange
 
 from ..._config import jit, jit_inline, jit_parallel
+from ..._kernels.indirect import kernel_caller
 
 #: Atoms handed to a thread at a time.
 ATOMS_PER_CHUNK = 64
@@ -174,41 +175,6 @@ def _system_chunks(offsets):
     return piece_start, piece_system, chunk_piece[:n_chunks + 1]
 
 
-@jit_parallel
-def state_chunks(task, offsets, atoms, cell, shift_bounds, bins, out, partial, systems):
-    """One pass of the set-up over the chunks of `_system_chunks` on all threads
-    (`_chunk_pass`), then what it gives each system, on one: with ``task`` `WRAP`, the
-    pieces' reductions merged (`_system_bounds`); `SHIFTS_AND_BINS`, the pieces' image
-    counts summed and the atoms sorted by bin (`_sort_atoms`); `GATHER`, nothing. One
-    kernel for the three passes: one parallel loop to compile.
-
-    ``atoms`` is ``(positions, wraps, wrapped)``, ``cell`` ``(vectors, periodic, dual)``
-    as the cells hold them, ``shift_bounds`` ``(low, high, check_cells, search_cells)``
-    and ``bins`` ``(origin, inv_bin, n_bins, bin_offset)`` (the fields of
-    `MolecularState`; empty for `WRAP`), ``out`` ``(lower, upper, bin_of, order, binned,
-    binned_positions, binned_wraps)``, ``partial`` float64 (n_pieces, 14) and
-    ``systems`` ``(farthest, largest, bounds, counts, crowding, bin_start)``, each
-    system's results (``bounds`` float64 (4, B, d): ``low``, ``high``, ``wrapped_min``
-    and ``wrapped_max``; ``bin_start`` empty for `WRAP`)."""
-    piece_start, piece_system, chunk_piece = _system_chunks(offsets)
-    pieces = (piece_start, piece_system)
-    for c in prange(chunk_piece.shape[0] - 1):
-        _chunk_pass(task, atoms, cell, shift_bounds, bins, pieces, chunk_piece[c],
-                    chunk_piece[c + 1], out, partial)
-    _system_results(task, piece_system, partial, bins[3], out, systems)
-
-
-@jit
-def _system_results(task, piece_system, partial, bin_offset, out, systems):
-    """What `state_chunks`' pass ``task`` gives each system, on one thread: with `WRAP`,
-    the pieces' reductions merged (`_system_bounds`); with `SHIFTS_AND_BINS`, the
-    pieces' image counts summed and the atoms sorted by bin (`_sort_atoms`)."""
-    if task == WRAP:
-        _system_bounds(piece_system, partial, systems)
-    elif task == SHIFTS_AND_BINS:
-        _sort_atoms(piece_system, partial, bin_offset, out[2], out[3], systems)
-
-
 @jit
 def _chunk_pass(task, atoms, cell, shift_bounds, bins, pieces, first, last, out, partial):
     """`state_chunks`' pass ``task`` over the pieces ``first:last``: `_wrap_pieces`,
@@ -219,6 +185,49 @@ def _chunk_pass(task, atoms, cell, shift_bounds, bins, pieces, first, last, out,
         _bin_pieces(atoms[2], cell, shift_bounds, bins, pieces, first, last, out, partial)
     else:
         _gather_atoms(atoms, pieces[0][first], pieces[0][last], out)
+
+
+_check_chunk_pass, _call_chunk_pass = kernel_caller(_chunk_pass)
+
+
+@jit_parallel
+def state_chunks(task, offsets, atoms, cell, shift_bounds, bins, out, partial, kernel):
+    """One pass of the set-up over the chunks of `_system_chunks`, on all threads, each
+    by `_chunk_pass` called at ``kernel`` (``indirect.kernel_target``: compiled once, by
+    itself, not again inside this loop): with ``task`` `WRAP`, the atoms wrapped, each
+    piece's reductions into its row of ``partial`` (float64 (n_pieces, 14));
+    `SHIFTS_AND_BINS`, their shifts and bins, each piece's image count into
+    ``partial[p, 0]``; `GATHER`, the atoms gathered in bin order. One kernel for the
+    three passes: one parallel loop to compile. What the first two give each system,
+    `system_results` computes on one thread.
+
+    ``atoms`` is ``(positions, wraps, wrapped)``, ``cell`` ``(vectors, periodic, dual)``
+    as the cells hold them, ``shift_bounds`` ``(low, high, check_cells, search_cells)``
+    and ``bins`` ``(origin, inv_bin, n_bins, bin_offset)`` (the fields of
+    `MolecularState`; empty for `WRAP`), ``out`` ``(lower, upper, bin_of, order, binned,
+    binned_positions, binned_wraps)``."""
+    piece_start, piece_system, chunk_piece = _system_chunks(offsets)
+    pieces = (piece_start, piece_system)
+    _check_chunk_pass(kernel, (task, atoms, cell, shift_bounds, bins, pieces, 0, 0, out,
+                               partial))
+    for c in prange(chunk_piece.shape[0] - 1):
+        _call_chunk_pass(kernel, (task, atoms, cell, shift_bounds, bins, pieces,
+                                  chunk_piece[c], chunk_piece[c + 1], out, partial))
+
+
+@jit
+def system_results(task, offsets, partial, bin_offset, out, systems):
+    """What `state_chunks`' pass ``task`` gives each system, on one thread, into
+    ``systems``, ``(farthest, largest, bounds, counts, crowding, bin_start)`` (``bounds``
+    float64 (4, B, d): ``low``, ``high``, ``wrapped_min`` and ``wrapped_max``): with
+    `WRAP`, the pieces' reductions merged (`_system_bounds`); with `SHIFTS_AND_BINS`, the
+    pieces' image counts summed and the atoms sorted by bin (`_sort_atoms`, its places
+    into ``order`` of ``out``)."""
+    piece_system = _system_chunks(offsets)[1]
+    if task == WRAP:
+        _system_bounds(piece_system, partial, systems)
+    elif task == SHIFTS_AND_BINS:
+        _sort_atoms(piece_system, partial, bin_offset, out[2], out[3], systems)
 
 
 @jit_inline
