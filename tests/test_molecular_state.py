@@ -1,6 +1,6 @@
 """The molecular list's state before any scan (``_images._state``): the atoms wrapped,
 given their query shifts and sorted into bins by the kernels of
-``_kernels/molecular.py``, against plain NumPy with the same arithmetic, bit for bit.
+``_kernels/molecular_state.py``, against plain NumPy with the same arithmetic, bit for bit.
 
 The kernels cut each system's atoms into pieces of at most `ATOMS_PER_STATE_CHUNK`, hand
 runs of pieces to all threads and merge each system's reductions in order: systems of
@@ -18,7 +18,7 @@ import pytest
 from spatialhash._config import threads
 from spatialhash.neighbors import _images
 from spatialhash.neighbors._cells import system_cells
-from spatialhash.neighbors._kernels.molecular import ATOMS_PER_STATE_CHUNK
+from spatialhash.neighbors._kernels.molecular_state import ATOMS_PER_STATE_CHUNK
 
 CUTOFF = 2.5
 

@@ -33,6 +33,7 @@ FAMILIES = {
     "neighbor_list": "the neighbour list", "molecular": "the molecular neighbour list",
     "molecular_list": "the molecular neighbour list",
     "molecular_sort": "the molecular neighbour list",
+    "molecular_state": "the molecular neighbour list",
     "knn": "k-nearest queries",
     "box": "box queries", "ray": "ray casts", "dda": "ray casts", "ray_sphere": "ray casts",
     "distance": "the distance step", "row_sort": "radius queries", "blocks": "radius queries",

@@ -1,13 +1,14 @@
 """The pairs of one or many systems within a cutoff, with their cell shifts, for all
 systems of a call at once: each atom's shifted positions searched among the atoms of its
-system wrapped into its cell, by the kernels of ``_kernels/molecular.py``.
+system wrapped into its cell, by the kernels of ``_kernels/molecular_state.py`` (the
+set-up) and ``_kernels/molecular.py`` (the scan).
 
 How
 ---
-1. Wrap (`state_chunks`, `_wrap_pieces`). Each point's fractional coordinates along
-   the periodic axes
-   (``CellGeometry.dual``) are floored to integers; the point is moved back by that many
-   cell vectors (``T``, the point's wrap), into the cell. Open axes are left as they are.
+1. Wrap (`state_chunks`, `_wrap_pieces`). Each point's fractional coordinates along the
+   periodic axes (``CellGeometry.dual``) are floored to integers; the point is moved
+   back by that many cell vectors (``T``, the point's wrap), into the cell. Open axes
+   are left as they are.
 2. Shifts (`_bin_pieces`). Wrapped point ``i`` asks for the images of the wrapped
    points by every integer shift ``s`` (on the periodic axes) that can bring one of them
    within reach: with ``k = reach / width`` (``width`` the cell's perpendicular width
@@ -63,15 +64,13 @@ from .. import _outputs
 from .._config import threads
 from .._kernels import indirect
 from ._cells import CellGeometry, SystemCells
-from ._kernels.molecular import (
-    ATOMS_PER_CHUNK,
+from ._kernels.molecular import ATOMS_PER_CHUNK, MolecularState, pair_rows
+from ._kernels.molecular_state import (
     ATOMS_PER_STATE_CHUNK,
     GATHER,
     SHIFTS_AND_BINS,
     WRAP,
-    MolecularState,
     _chunk_pass,
-    pair_rows,
     state_chunks,
     system_results,
 )
@@ -208,7 +207,7 @@ def _state(positions: np.ndarray, cells: SystemCells, offsets: np.ndarray,
         _chunk_pass, (WRAP, atoms, cell, _NO_SHIFT_BOUNDS, _NO_BINS, _PIECES, 0, 0, out,
                       partial), None)
     state_chunks(WRAP, offsets, atoms, cell, _NO_SHIFT_BOUNDS, _NO_BINS, out, partial, kernel)
-    system_results(WRAP, offsets, partial, offsets, out, systems)
+    system_results(WRAP, offsets, partial, _NO_BINS[3], out, systems)
     low, high, wrapped_min, wrapped_max = bounds
     unused = ~periodic | (sizes == 0)[:, np.newaxis]
     low[unused] = 0.0
