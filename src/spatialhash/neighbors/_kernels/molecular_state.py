@@ -58,8 +58,8 @@ def _system_chunks(offsets):
     system each, of at most `ATOMS_PER_STATE_CHUNK`, in order (piece ``p`` holds the atoms
     ``piece_start[p]:piece_start[p + 1]`` of system ``piece_system[p]``), and the pieces
     grouped into chunks of at most that many atoms (or one piece), handed to a thread at a
-    time: chunk ``c`` holds the pieces ``chunk_piece[c]:chunk_piece[c + 1]``, so that the
-    small systems of a batch go to the threads by the thousand."""
+    time: chunk ``c`` holds the pieces ``chunk_piece[c]:chunk_piece[c + 1]``, so that a
+    batch's small systems go to a thread tens at a time, not one by one."""
     n_systems = offsets.shape[0] - 1
     n_pieces = 0
     for b in range(n_systems):
