@@ -35,6 +35,7 @@ FAMILIES = {
     "molecular_sort": "the molecular neighbour list",
     "molecular_rows": "the molecular neighbour list",
     "prefetch": "the molecular neighbour list",
+    "molecular_state": "the molecular neighbour list",
     "knn": "k-nearest queries",
     "box": "box queries", "ray": "ray casts", "dda": "ray casts", "ray_sphere": "ray casts",
     "distance": "the distance step", "row_sort": "radius queries", "blocks": "radius queries",

@@ -9,7 +9,8 @@ molecular list (ASE's letters ``i j S d D``), its inputs checked there; ``_cells
 cells it takes, checked and measured (dual vectors, perpendicular widths);
 ``_images.py``: the pairs of all systems of a call, each atom's shifted positions searched
 among its system's wrapped atoms (its docstring is the design of the molecular list),
-by the kernels of ``_kernels/molecular.py``. ``_molecular_list.py``:
+by the kernels of ``_kernels/molecular_state.py`` (the atoms set up) and
+``_kernels/molecular.py`` (the scan). ``_molecular_list.py``:
 `MolecularNeighborList`, the molecular list kept with a skin (its docstring is its
 design), built by that search and filtered by ``_kernels/molecular_list.py``.
 ``_list_functions.py``: a user's function over a Verlet list's pairs. ``_kernels/``: the

@@ -1,13 +1,15 @@
 """The pairs of one or many systems within a cutoff, with their cell shifts, for all
 systems of a call at once: each atom's shifted positions searched among the atoms of its
-system wrapped into its cell, by the kernels of ``_kernels/molecular.py``.
+system wrapped into its cell, by the kernels of ``_kernels/molecular_state.py`` (the
+set-up) and ``_kernels/molecular.py`` (the scan).
 
 How
 ---
-1. Wrap (`wrap_atoms`). Each point's fractional coordinates along the periodic axes
-   (``CellGeometry.dual``) are floored to integers; the point is moved back by that many
-   cell vectors (``T``, the point's wrap), into the cell. Open axes are left as they are.
-2. Shifts (`shift_ranges`). Wrapped point ``i`` asks for the images of the wrapped
+1. Wrap (`state_chunks`, `_wrap_pieces`). Each point's fractional coordinates along the
+   periodic axes (``CellGeometry.dual``) are floored to integers; the point is moved
+   back by that many cell vectors (``T``, the point's wrap), into the cell. Open axes
+   are left as they are.
+2. Shifts (`_bin_pieces`). Wrapped point ``i`` asks for the images of the wrapped
    points by every integer shift ``s`` (on the periodic axes) that can bring one of them
    within reach: with ``k = reach / width`` (``width`` the cell's perpendicular width
    across the axis) and the wrapped points' fractional coordinates spanning
@@ -18,11 +20,13 @@ How
    their total is the number of images a search among materialized images would make;
    it is counted first, from the images' side, and a system that would need more than
    `MAX_IMAGES` is refused with a `ValueError` before any search.
-3. Search (`bin_atoms`, `pair_rows`). Each system's wrapped points are sorted into cubic
-   bins as wide as the search radius (the reach enlarged by a margin, `SEARCH_MARGIN` of
-   the largest coordinate involved, many orders of magnitude above the rounding of any
-   of these steps): each query scans the bins within that radius, a superset of the
-   pairs within reach.
+3. Search (`_bin_pieces`, `_sort_atoms`, `pair_rows`). Each system's wrapped points are
+   sorted into cubic bins as wide as the search radius (the reach enlarged by a margin,
+   `SEARCH_MARGIN` of the largest coordinate involved, many orders of magnitude above
+   the rounding of any of these steps): each query scans the bins within that radius, a
+   superset of the pairs within reach. The shifts and the bins come from one pass over the wrapped
+   points (the bins' origin and the shifts' ranges need the wrap of all of a system's
+   points first), so the set-up reads the atoms twice, each pass on all threads.
 4. Rows (`pair_rows`). A hit of wrapped point ``i`` at shift ``s`` and wrapped point
    ``j`` is the pair ``(i, j, S)`` with ``S = s + T[j] - T[i]``. Its vector
    ``D = x[j] - x[i] + S @ cell`` is computed from the caller's positions, its distance
@@ -58,14 +62,17 @@ import numpy as np
 
 from .. import _outputs
 from .._config import threads
+from .._kernels import indirect
 from ._cells import CellGeometry, SystemCells
-from ._kernels.molecular import (
-    ATOMS_PER_CHUNK,
-    MolecularState,
-    bin_atoms,
-    pair_rows,
-    shift_ranges,
-    wrap_atoms,
+from ._kernels.molecular import ATOMS_PER_CHUNK, MolecularState, pair_rows
+from ._kernels.molecular_state import (
+    ATOMS_PER_STATE_CHUNK,
+    GATHER,
+    SHIFTS_AND_BINS,
+    WRAP,
+    _chunk_pass,
+    state_chunks,
+    system_results,
 )
 
 #: The search radius exceeds the reach by this fraction of the largest coordinate, query
@@ -93,6 +100,11 @@ BINS_PER_POINT = 4
 EXTRA_BINS = 64
 #: A chunk of atoms may store this many times the hits expected of it in the first pass.
 HIT_ROOM = 1.25
+#: `state_chunks`' arguments of the passes that use none: of the types of the real ones.
+_NO_SHIFT_BOUNDS = (np.empty((0, 0)),) * 4
+_NO_BINS = (np.empty((0, 0)), np.empty(0), np.empty((0, 0), np.int64), np.empty(0, np.int64))
+#: Of the types of the pieces `state_chunks` hands `_chunk_pass` (`indirect.kernel_target`).
+_PIECES = (np.empty(0, np.int64),) * 2
 #: The letters the kernels write, in the order of their output tuple.
 KERNEL_LETTERS = "ijSDdb"
 
@@ -112,15 +124,16 @@ def batch_rows(positions: np.ndarray, cells: list[CellGeometry], offsets: np.nda
     of the cell, and whether this is a batch, for the refusals of points too far from
     their cell and of more than `MAX_IMAGES` images (`ValueError`)."""
     n, n_dims = positions.shape
-    state = _state(positions, cells, offsets, reach, radii, names)
     n_chunks = -(-n // ATOMS_PER_CHUNK)
-    hits = _outputs.empty((n_chunks * _hit_share(state, np.diff(offsets), full_list),),
-                          dtype=np.int64)
     totals, counts = np.empty(n_chunks, np.int64), np.empty(n, np.int64)
     # A hit is its candidate's place in `order` in the low `bits` bits, the rank of its
     # shift above: an atom asks far fewer than 2**(63 - bits) shifts (`MAX_IMAGES`).
     bits = max(1, n.bit_length())
     with threads(None):
+        state, crowding = _state(positions, cells, offsets, reach, radii, names)
+        hits = _outputs.empty(
+            (n_chunks * _hit_share(state, crowding, np.diff(offsets), full_list),),
+            dtype=np.int64)
         none = _row_arrays("", 0, n_dims)
         pair_rows(state, reach, full_list, hits, bits, totals, counts, np.empty(0, np.int64),
                   none)
@@ -131,7 +144,8 @@ def batch_rows(positions: np.ndarray, cells: list[CellGeometry], offsets: np.nda
             if letter in letters}
 
 
-def _hit_share(state: MolecularState, n: np.ndarray, full_list: bool) -> int:
+def _hit_share(state: MolecularState, crowding: np.ndarray, n: np.ndarray,
+               full_list: bool) -> int:
     """The hits a chunk of `ATOMS_PER_CHUNK` atoms may store in the first pass (a chunk
     with more finds them again in the second): `HIT_ROOM` times the rows expected per
     atom in the system with the most, the atoms of a ball of the search radius at the
@@ -139,10 +153,8 @@ def _hit_share(state: MolecularState, n: np.ndarray, full_list: bool) -> int:
     count over a bin's volume (which follows clusters) and, in a cell periodic on every
     axis, its atoms over its volume (an atom's images within a cell thinner than the
     bins count too)."""
-    occupancy = np.diff(state.bin_start).astype(np.float64)
-    bin_system = np.repeat(np.arange(len(n)), np.diff(state.bin_offset))
     n_dims = state.positions.shape[1]
-    seen = np.bincount(bin_system, occupancy * occupancy, minlength=len(n)) / np.maximum(n, 1)
+    seen = crowding / np.maximum(n, 1)
     density = seen * state.inv_bin**n_dims
     periodic = state.periodic.all(axis=1)
     if periodic.any():
@@ -165,39 +177,72 @@ def _row_arrays(letters: str, m: int, n_dims: int) -> tuple[np.ndarray, ...]:
 
 
 def _state(positions: np.ndarray, cells: SystemCells, offsets: np.ndarray,
-           reach: float, radii, names: tuple[str, str, str, bool]) -> MolecularState:
+           reach: float, radii, names: tuple[str, str, str, bool]
+           ) -> tuple[MolecularState, np.ndarray]:
     """The kernels' arrays of all systems (`MolecularState`): the atoms wrapped, checked,
-    given their query shifts and binned, each system's search radius and bins."""
+    given their query shifts and binned, each system's search radius and bins; and each
+    system's sum over its bins of their atoms' number squared (for `_hit_share`). Three
+    passes of `state_chunks` over the atoms, each on all threads: the wrap, then (each
+    system's bounds known) the shifts and bins, then (the sort's places known) the
+    gathering in bin order."""
     n_systems = len(cells)
     vectors, periodic, dual, widths = cells.vectors, cells.periodic, cells.dual, cells.widths
-    system = np.repeat(np.arange(n_systems, dtype=np.int64), np.diff(offsets))
-    (wraps, wrapped, fractional, farthest, low, high, largest, wrapped_min,
-     wrapped_max) = wrap_atoms(positions, system, vectors, periodic, dual, n_systems)
-    empty = np.diff(offsets) == 0
-    low[~periodic | empty[:, np.newaxis]] = 0.0
-    high[~periodic | empty[:, np.newaxis]] = 0.0
+    sizes = np.diff(offsets)
+    system = np.repeat(np.arange(n_systems, dtype=np.int64), sizes)
+    shape = positions.shape
+    # The large arrays from recycled memory (`_outputs.py`), as the rows'.
+    wraps, wrapped = _outputs.empty(shape, np.int64), _outputs.empty(shape, np.float64)
+    atoms, cell = (positions, wraps, wrapped), (vectors, periodic, dual)
+    out = (_outputs.empty(shape, np.int64), _outputs.empty(shape, np.int64),
+           np.empty(shape[0], np.int64), np.empty(shape[0], np.int64),
+           _outputs.empty((3, shape[0]), np.float64), _outputs.empty(shape, np.float64),
+           _outputs.empty(shape, np.int64))
+    lower, upper, _, order, binned, binned_positions, binned_wraps = out
+    partial = np.empty((int((-(-sizes // ATOMS_PER_STATE_CHUNK)).sum()), 14))
+    farthest, largest = np.empty(n_systems), np.empty(n_systems)
+    bounds = np.empty((4, n_systems, shape[1]))
+    counts, crowding = np.empty(n_systems), np.empty(n_systems)
+    systems = (farthest, largest, bounds, counts, crowding, np.empty(0, np.int64))
+    kernel = indirect.kernel_target(
+        _chunk_pass, (WRAP, atoms, cell, _NO_SHIFT_BOUNDS, _NO_BINS, _PIECES, 0, 0, out,
+                      partial), None)
+    state_chunks(WRAP, offsets, atoms, cell, _NO_SHIFT_BOUNDS, _NO_BINS, out, partial, kernel)
+    system_results(WRAP, offsets, partial, _NO_BINS[3], out, systems)
+    low, high, wrapped_min, wrapped_max = bounds
+    unused = ~periodic | (sizes == 0)[:, np.newaxis]
+    low[unused] = 0.0
+    high[unused] = 0.0
     scale = np.maximum(largest, reach)
-    lower, upper = np.empty_like(wraps), np.empty_like(wraps)
     # The queries reach as far from the cell as the images do (a shift at most the reach
     # in cells and 2 beyond, the wrapped atoms spanning a cell): the margin grows with it.
     check_cells = (reach + SEARCH_MARGIN * scale)[:, np.newaxis] / widths
     extent = largest + ((check_cells + 2.0) * np.abs(vectors).max(axis=2)).sum(
         axis=1, where=periodic)
     search = reach + SEARCH_MARGIN * np.maximum(scale, extent)
-    counts = shift_ranges(fractional, system, low, high, check_cells,
-                          search[:, np.newaxis] / widths, lower, upper)
-    _check(cells, farthest, counts, reach, names)
-    origin = np.where(empty[:, np.newaxis], 0.0, wrapped_min)
-    bin_width, n_bins = _bins(np.where(empty[:, np.newaxis], 0.0, wrapped_max - origin),
-                              search, np.diff(offsets))
+    empty = (sizes == 0)[:, np.newaxis]
+    origin = np.where(empty, 0.0, wrapped_min)
+    # A system with a point too far from its cell, refused below (`_check`), gets one bin:
+    # its extent may be beyond float64's range.
+    sized = ~empty & (farthest < MAX_CELLS_AWAY)[:, np.newaxis]
+    spread = np.subtract(wrapped_max, origin, out=np.zeros_like(origin), where=sized)
+    bin_width, n_bins = _bins(spread, search, sizes)
     inv_bin = 1.0 / bin_width
-    bin_offset = np.concatenate([[0], np.cumsum(np.prod(n_bins, axis=1))]).astype(np.int64)
-    bin_start, order, binned, binned_positions, binned_wraps = bin_atoms(
-        positions, wrapped, wraps, system, origin, inv_bin, n_bins, bin_offset)
+    bin_offset = np.zeros(n_systems + 1, np.int64)
+    np.cumsum(np.prod(n_bins, axis=1), out=bin_offset[1:])
+    shift_bounds = (low, high, check_cells, search[:, np.newaxis] / widths)
+    bins = (origin, inv_bin, n_bins, bin_offset)
+    bin_start = np.empty(bin_offset[-1] + 1, np.int64)
+    systems = (*systems[:5], bin_start)
+    state_chunks(SHIFTS_AND_BINS, offsets, atoms, cell, shift_bounds, bins, out, partial,
+                 kernel)
+    system_results(SHIFTS_AND_BINS, offsets, partial, bin_offset, out, systems)
+    _check(cells, farthest, counts, reach, names)
+    state_chunks(GATHER, offsets, atoms, cell, shift_bounds, bins, out, partial, kernel)
     return MolecularState(
         positions, wrapped, wraps, lower, upper, system,
         np.empty(0) if radii is None else radii, vectors, periodic, search, origin, inv_bin,
-        n_bins, bin_offset, bin_start, order, binned, binned_positions, binned_wraps)
+        n_bins, bin_offset, bin_start, order, binned, binned_positions, binned_wraps
+    ), crowding
 
 
 def _bins(extent: np.ndarray, search: np.ndarray, n: np.ndarray

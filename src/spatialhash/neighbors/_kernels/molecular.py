@@ -1,12 +1,12 @@
-"""Molecular neighbour lists' kernels: the atoms of one or many systems wrapped into their
-cells, given their query shifts and binned, and their rows ``(i, j, S)`` within reach
-found and counted, then written straight into the arrays asked for (the design:
-``_images.py``).
+"""Molecular neighbour lists' scan: the rows ``(i, j, S)`` within reach of the atoms of
+one or many systems, found and counted, then written straight into the arrays asked for
+(the design: ``_images.py``). The atoms come wrapped into their cells, given their query
+shifts and binned by ``molecular_state.py``, in the arrays of `MolecularState`.
 
-Atom ``i`` scans, for each shift ``s`` of its range (`shift_ranges`), the bins of its
-system near ``q = wrapped[i] - s @ cell`` (`bin_atoms`: cubic bins as wide as the search
-radius over the system's wrapped atoms): an atom ``j`` there is ``j``'s image by ``s``
-near ``i``. No image is stored: the shifted positions are only queries, and most atoms,
+Atom ``i`` scans, for each shift ``s`` of its range (``lower``, ``upper``), the bins of
+its system near ``q = wrapped[i] - s @ cell`` (cubic bins as wide as the search radius
+over the system's wrapped atoms): an atom ``j`` there is ``j``'s image by ``s`` near
+``i``. No image is stored: the shifted positions are only queries, and most atoms,
 those away from the faces of their cell, ask with ``s = 0`` only.
 
 A candidate whose wrapped distance to ``q`` is within the search radius (which has a
@@ -110,116 +110,6 @@ class MolecularState(NamedTuple):
     binned: np.ndarray
     binned_positions: np.ndarray
     binned_wraps: np.ndarray
-
-
-@jit
-def wrap_atoms(positions, system, vectors, periodic, dual, n_systems):
-    """The atoms wrapped into their cells, with what the checks and the search need:
-    ``(wraps, wrapped, fractional, farthest, low, high, largest, wrapped_min,
-    wrapped_max)``.
-
-    Per atom: ``wraps`` (int64 (n, d), ``T``), ``-floor`` of the fractional coordinates
-    (``dual[b, a] @ x`` on periodic axis ``a``, 0 on open ones); ``wrapped`` (float64
-    (n, d)), ``x + T @ cell`` added axis by axis in increasing order; ``fractional``, those
-    of the wrapped atom. Per system: ``farthest``, the largest magnitude of a fractional
-    coordinate before the wrap; ``low`` and ``high`` (B, d), the wrapped atoms' range of
-    fractional coordinates; ``largest``, the largest magnitude of a coordinate before or
-    after the wrap; ``wrapped_min`` and ``wrapped_max`` (B, d), their bounding box. One
-    pass, in atom order: a system's reductions need no merge."""
-    n, n_dims = positions.shape
-    wraps = np.zeros((n, n_dims), np.int64)
-    wrapped = positions.copy()
-    fractional = np.zeros((n, n_dims), np.float64)
-    farthest = np.zeros(n_systems, np.float64)
-    largest = np.zeros(n_systems, np.float64)
-    low = np.full((n_systems, n_dims), np.inf)
-    high = np.full((n_systems, n_dims), -np.inf)
-    wrapped_min = np.full((n_systems, n_dims), np.inf)
-    wrapped_max = np.full((n_systems, n_dims), -np.inf)
-    for i in range(n):
-        b = system[i]
-        for a in range(n_dims):
-            if periodic[b, a]:
-                value = 0.0
-                for k in range(n_dims):
-                    value += dual[b, a, k] * positions[i, k]
-                farthest[b] = max(farthest[b], abs(value))
-                wraps[i, a] = -int(math.floor(value)) if abs(value) < 2.0**62 else 0
-                for k in range(n_dims):
-                    wrapped[i, k] += wraps[i, a] * vectors[b, a, k]
-        for a in range(n_dims):
-            largest[b] = max(largest[b], abs(positions[i, a]), abs(wrapped[i, a]))
-            wrapped_min[b, a] = min(wrapped_min[b, a], wrapped[i, a])
-            wrapped_max[b, a] = max(wrapped_max[b, a], wrapped[i, a])
-            if periodic[b, a]:
-                value = 0.0
-                for k in range(n_dims):
-                    value += dual[b, a, k] * wrapped[i, k]
-                fractional[i, a] = value
-                low[b, a] = min(low[b, a], value)
-                high[b, a] = max(high[b, a], value)
-    return wraps, wrapped, fractional, farthest, low, high, largest, wrapped_min, wrapped_max
-
-
-@jit
-def shift_ranges(fractional, system, low, high, check_cells, search_cells, lower, upper):
-    """Each atom's query shifts per axis, from ``ceil(f - k - high)`` to
-    ``floor(f + k - low)`` with ``k = search_cells[b]`` (the search radius in cells, 0 on
-    open axes), into ``lower`` and ``upper`` (int64 (n, d)); returns each system's image
-    count (float64 (B,)) at ``k = check_cells[b]``, from the images' side: the product
-    over axes of ``floor(high + k - f) - ceil(low - k - f) + 1``, summed (the same number
-    of shifts, seen from the other atom of each pair)."""
-    n, n_dims = fractional.shape
-    counts = np.zeros(low.shape[0], np.float64)
-    for i in range(n):
-        b = system[i]
-        product = 1.0
-        for a in range(n_dims):
-            f = fractional[i, a]
-            k = check_cells[b, a]
-            product *= math.floor(high[b, a] + k - f) - math.ceil(low[b, a] - k - f) + 1.0
-            k = search_cells[b, a]
-            lower[i, a] = int(math.ceil(f - k - high[b, a]))
-            upper[i, a] = int(math.floor(f + k - low[b, a]))
-        counts[b] += product
-    return counts
-
-
-@jit
-def bin_atoms(positions, wrapped, wraps, system, origin, inv_bin, n_bins, bin_offset):
-    """``(bin_start, order, binned, binned_positions, binned_wraps)`` of `MolecularState`:
-    the atoms sorted by bin with a stable counting sort, from their ``wrapped``
-    positions (n, d) and their systems' bins (the fields of the same names), with their
-    ``positions`` and ``wraps`` in that order."""
-    n, n_dims = wrapped.shape
-    bin_of = np.empty(n, np.int64)
-    bin_start = np.zeros(bin_offset[-1] + 1, np.int64)
-    for i in range(n):
-        b = system[i]
-        linear = 0
-        for a in range(n_dims):
-            top = n_bins[b, a] - 1
-            k = math.floor((wrapped[i, a] - origin[b, a]) * inv_bin[b])
-            k = min(max(k, 0.0), float(top))  # clamped as floats: a far point's k is huge
-            linear = linear * n_bins[b, a] + int(k)
-        bin_of[i] = bin_offset[b] + linear
-        bin_start[bin_of[i] + 1] += 1
-    for k in range(1, bin_start.shape[0]):
-        bin_start[k] += bin_start[k - 1]
-    filled = bin_start[:-1].copy()
-    order = np.empty(n, np.int64)
-    binned = np.zeros((3, n), np.float64)
-    binned_positions = np.empty((n, n_dims), np.float64)
-    binned_wraps = np.empty((n, n_dims), np.int64)
-    for i in range(n):
-        slot = filled[bin_of[i]]
-        filled[bin_of[i]] += 1
-        order[slot] = i
-        for a in range(n_dims):
-            binned[a, slot] = wrapped[i, a]
-            binned_positions[slot, a] = positions[i, a]
-            binned_wraps[slot, a] = wraps[i, a]
-    return bin_start, order, binned, binned_positions, binned_wraps
 
 
 @jit_inline
