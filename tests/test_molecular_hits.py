@@ -49,3 +49,21 @@ def test_a_list_whose_hits_never_fit_equals_the_oracle(system, data):
     finally:
         _images.HIT_ROOM = original
     assert _rows(got) == oracle.pairs(positions, cell, pbc, cutoff)
+
+
+@pytest.mark.parametrize("full_list", [True, False])
+def test_crowded_bins_next_to_sparse_ones_equal_the_oracle(full_list):
+    # Bins of more atoms than a chunk (a bin's atoms split between chunks) next to bins
+    # of a few atoms; in a triclinic cell, so atoms near its faces ask shifted queries
+    # too.
+    rng = np.random.default_rng(11)
+    cell = np.array([[12.0, 0.0, 0.0], [2.0, 11.0, 0.0], [-1.5, 1.0, 13.0]])
+    crowd = 5.0 + rng.uniform(0.0, 1.5, (450, 3))
+    sparse = rng.uniform(-1.0, 13.0, (150, 3))
+    positions = np.concatenate([sparse[:70], crowd, sparse[70:]])
+    got = neighbor_list("ijSdD", positions, 2.5, cell, full_list=full_list)
+    expected = oracle.pairs(positions, cell, True, 2.5)
+    if not full_list:
+        expected = {key: value for key, value in expected.items() if oracle.is_half_row(*key)}
+    assert _rows(got) == expected
+    assert np.all(np.diff(got[0]) >= 0)  # grouped by i in increasing order
