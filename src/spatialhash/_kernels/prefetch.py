@@ -37,9 +37,11 @@ def _prefetch(write: int):
             value = context.make_array(array_type)(context, builder, args[0])
             at = context.cast(builder, args[1], index_type, types.intp)
             byte, int32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+            # The typed-pointer name: LLVM 14 (numba 0.59's) needs it; later versions
+            # read it as their opaque-pointer one.
             function = cgutils.get_or_insert_function(
                 builder.module, ir.FunctionType(ir.VoidType(), [byte, int32, int32, int32]),
-                "llvm.prefetch.p0")
+                "llvm.prefetch.p0i8")
             # Kept close (3: in all cache levels), data (1).
             builder.call(function, [builder.bitcast(builder.gep(value.data, [at]), byte),
                                     int32(write), int32(3), int32(1)])
