@@ -24,9 +24,10 @@ How
    sorted into cubic bins as wide as the search radius (the reach enlarged by a margin,
    `SEARCH_MARGIN` of the largest coordinate involved, many orders of magnitude above
    the rounding of any of these steps): each query scans the bins within that radius, a
-   superset of the pairs within reach. The shifts and the bins come from one pass over the wrapped
-   points (the bins' origin and the shifts' ranges need the wrap of all of a system's
-   points first), so the set-up reads the atoms twice, each pass on all threads.
+   superset of the pairs within reach. The shifts and the bins come from one pass over
+   the wrapped points (the bins' origin and the shifts' ranges need the wrap of all of a
+   system's points first), so the set-up reads the atoms twice, each pass on all
+   threads.
 4. Rows (`pair_rows`). A hit of wrapped point ``i`` at shift ``s`` and wrapped point
    ``j`` is the pair ``(i, j, S)`` with ``S = s + T[j] - T[i]``. Its vector
    ``D = x[j] - x[i] + S @ cell`` is computed from the caller's positions, its distance
@@ -209,7 +210,8 @@ def _state(positions: np.ndarray, cells: SystemCells, offsets: np.ndarray,
     state_chunks(WRAP, offsets, atoms, cell, _NO_SHIFT_BOUNDS, _NO_BINS, out, partial, kernel)
     system_results(WRAP, offsets, partial, _NO_BINS[3], out, systems)
     low, high, wrapped_min, wrapped_max = bounds
-    unused = ~periodic | (sizes == 0)[:, np.newaxis]
+    empty = (sizes == 0)[:, np.newaxis]
+    unused = ~periodic | empty
     low[unused] = 0.0
     high[unused] = 0.0
     scale = np.maximum(largest, reach)
@@ -219,7 +221,6 @@ def _state(positions: np.ndarray, cells: SystemCells, offsets: np.ndarray,
     extent = largest + ((check_cells + 2.0) * np.abs(vectors).max(axis=2)).sum(
         axis=1, where=periodic)
     search = reach + SEARCH_MARGIN * np.maximum(scale, extent)
-    empty = (sizes == 0)[:, np.newaxis]
     origin = np.where(empty, 0.0, wrapped_min)
     # A system with a point too far from its cell, refused below (`_check`), gets one bin:
     # its extent may be beyond float64's range.

@@ -145,10 +145,9 @@ def system_results(task, offsets, partial, bin_offset, out, systems):
 @jit_inline
 def _wrap_pieces(atoms, cell, pieces, first, last, partial):
     """The atoms of the pieces ``first:last`` (`_system_chunks`) wrapped into their
-    cells: ``wraps``
-    (``T``), ``-floor`` of the fractional coordinates (`_fraction` of ``x``, on periodic
-    axis ``a``; 0 on open ones); ``wrapped``, ``x + T @ cell`` added axis by axis in
-    increasing order. Each piece's reductions, kept in registers, into its row of
+    cells: ``wraps`` (``T``), ``-floor`` of the fractional coordinates (`_fraction` of
+    ``x``, on periodic axis ``a``; 0 on open ones); ``wrapped``, ``x + T @ cell`` added
+    axis by axis in increasing order. Each piece's reductions, kept in registers, into its row of
     ``partial`` (14,): the largest magnitude of a fractional coordinate before the wrap,
     of a coordinate before or after it; then along the three padded axes (from 2, 5, 8
     and 11) the least and greatest fractional coordinate (`_fraction` of the wrapped
